@@ -1,0 +1,110 @@
+"""``Call``: what a tool (and a tool middleware) knows of the call it runs, and how it asks the host."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._errors import HarnessUsageError
+from ._messages import ToolCall
+from ._pause import Decision, Need, Pending
+from ._tools import Result, ToolSpec
+
+if TYPE_CHECKING:
+    from ._run import Run
+
+__all__ = ["Call", "CallHost"]
+
+
+class CallHost(Protocol):
+    """The run's side of a call (implemented by the run; a test helper implements it too)."""
+
+    async def emit_progress(self, call_id: str, value: Any) -> None: ...
+
+    def is_cancelled(self) -> bool: ...
+
+
+class Call:
+    """The context of one tool call: id, run, the host's ``context``, the called tool's ``spec``.
+
+    Pause: ``return call.needs_input([Approval("why")], state)`` ends the turn awaiting input once the
+    step's other calls are done. On the resume the call is made again with ``answers()``, ``decision()``
+    (the answer to the ``approval`` need) and ``state()``.
+    """
+
+    __slots__ = ("_answers", "_host", "_pending", "_state", "context", "run", "spec", "tool_call")
+
+    def __init__(
+        self,
+        tool_call: ToolCall,
+        *,
+        host: CallHost,
+        run: Run | None = None,
+        context: Any = None,
+        spec: ToolSpec | None = None,
+        answers: Mapping[str, Any] | None = None,
+        state: Any = None,
+    ) -> None:
+        self.tool_call = tool_call
+        self.run = run
+        self.context = context
+        self.spec = spec
+        self._host = host
+        self._answers: dict[str, Any] = dict(answers or {})
+        self._state = state
+        self._pending: Pending | None = None
+
+    @property
+    def id(self) -> str:
+        return self.tool_call.id
+
+    @property
+    def name(self) -> str:
+        return self.tool_call.name
+
+    @property
+    def input(self) -> dict[str, Any]:
+        return self.tool_call.input
+
+    async def progress(self, value: Any) -> None:
+        """Report progress (a ``ToolProgress`` event); returns once the consumer took it."""
+        await self._host.emit_progress(self.tool_call.id, value)
+
+    def is_cancelled(self) -> bool:
+        return self._host.is_cancelled()
+
+    def needs_input(self, needs: Need | Sequence[Need], state: Any = None) -> Result:
+        """Ask the host; return what this gives from the tool (or middleware)."""
+        items: tuple[Need, ...] = (needs,) if not isinstance(needs, Sequence) else tuple(needs)
+        if not items:
+            raise HarnessUsageError("needs_input() needs at least one Approval or Question")
+        ids = [n.id for n in items]
+        if len(set(ids)) != len(ids):
+            raise HarnessUsageError(f"need ids must be unique within a call, got {ids}")
+        self._pending = Pending(self.tool_call, items, state)
+        return Result.failure("(awaiting input)", meta={"pending": True})
+
+    def pending(self) -> Pending | None:
+        """The needs the last inner call asked for, if it asked (the inline-answering idiom reads this)."""
+        return self._pending
+
+    def answer(self, answers: Mapping[str, Any]) -> None:
+        """Answer the pending needs in place; the next ``next()`` call sees them (inline answering)."""
+        if self._pending is None:
+            raise HarnessUsageError("answer() with nothing pending on this call")
+        self._state = self._pending.state
+        self._answers = dict(answers)
+        self._pending = None
+
+    def answers(self) -> Mapping[str, Any]:
+        return self._answers
+
+    def decision(self) -> Decision | None:
+        d = self._answers.get("approval")
+        return d if isinstance(d, Decision) else None
+
+    def state(self) -> Any:
+        return self._state
+
+    def __repr__(self) -> str:
+        return f"Call({self.tool_call.id!r}, {self.tool_call.name!r})"

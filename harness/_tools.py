@@ -1,0 +1,291 @@
+"""Tools: what a tool declares (spec, hints), returns (Result), and where the run finds tools (ToolSource)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
+
+from ._errors import HarnessUsageError
+from ._messages import Image, Text
+
+if TYPE_CHECKING:
+    from ._call import Call
+
+__all__ = [
+    "FunctionTool",
+    "Hints",
+    "Result",
+    "Tool",
+    "ToolSource",
+    "ToolSpec",
+    "Tools",
+    "tool",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """What a tool does to the world. Read-only calls of a step run concurrently."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    def to_dict(self) -> dict[str, bool]:
+        return {
+            "readOnly": self.read_only,
+            "destructive": self.destructive,
+            "idempotent": self.idempotent,
+            "openWorld": self.open_world,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model is offered it. ``schema`` is the JSON schema of the input, ``"type": "object"``."""
+
+    name: str
+    description: str
+    schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    hints: Hints = Hints()
+    meta: Mapping[str, Any] = field(default_factory=dict[str, Any], compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise HarnessUsageError("a tool needs a name")
+        if self.schema.get("type") != "object":
+            raise HarnessUsageError(
+                f'tool {self.name!r}: the input schema must have "type": "object", got {self.schema.get("type")!r}'
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "schema": dict(self.schema),
+            "hints": self.hints.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A call's outcome: ``content`` for the model, ``value`` for the application, ``meta`` for logs only."""
+
+    content: tuple[Text | Image, ...] = ()
+    value: Any = None
+    meta: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    error: bool = False
+
+    @classmethod
+    def text(cls, text: str, *, value: Any = None, meta: Mapping[str, Any] | None = None) -> Result:
+        return cls((Text(text),), value, dict(meta or {}), False)
+
+    @classmethod
+    def failure(cls, text: str, *, value: Any = None, meta: Mapping[str, Any] | None = None) -> Result:
+        """An error result: the model sees ``text`` and may correct itself."""
+        return cls((Text(text),), value, dict(meta or {}), True)
+
+    def as_text(self) -> str:
+        return "".join(p.text for p in self.content if isinstance(p, Text))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "content": [p.to_dict() for p in self.content],
+            "value": _jsonable(self.value),
+            "meta": {k: _jsonable(v) for k, v in self.meta.items()},
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Result:
+        from ._messages import part_from_dict
+
+        content: list[Text | Image] = []
+        for raw in data.get("content", []):
+            p = part_from_dict(raw)
+            if isinstance(p, Text | Image):
+                content.append(p)
+        meta: Mapping[str, Any] = data.get("meta") or {}
+        return cls(tuple(content), data.get("value"), dict(meta), bool(data.get("error")))
+
+
+def _jsonable(value: Any) -> Any:
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A tool: its spec, and an async call taking the validated input and the ``Call`` context."""
+
+    def spec(self) -> ToolSpec: ...
+
+    async def call(self, input: dict[str, Any], call: Call) -> Result: ...
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """Where a run finds its tools; read at every step, so the tools may change between steps."""
+
+    async def tools(self) -> Sequence[Tool]: ...
+
+
+class Tools:
+    """A fixed list of tools (and other sources, flattened at every step)."""
+
+    def __init__(self, *items: Tool | ToolSource) -> None:
+        self._items: tuple[Tool | ToolSource, ...] = items
+        for item in items:
+            if not isinstance(item, Tool | ToolSource):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise HarnessUsageError(f"not a Tool or ToolSource: {item!r}")
+
+    async def tools(self) -> Sequence[Tool]:
+        out: list[Tool] = []
+        for item in self._items:
+            if isinstance(item, Tool):
+                out.append(item)
+            else:
+                out.extend(await item.tools())
+        return out
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+ToolFn = Callable[..., Awaitable[Any]] | Callable[..., Any]
+
+
+class FunctionTool:
+    """A tool made from a Python function; the input schema comes from its signature (see ``tool``)."""
+
+    def __init__(
+        self,
+        fn: ToolFn,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        hints: Hints | None = None,
+        schema: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._fn = fn
+        sig = inspect.signature(fn)
+        self._call_param = next(
+            (
+                p.name
+                for p in sig.parameters.values()
+                if p.name == "call" or _is_call_annotation(p.annotation)
+            ),
+            None,
+        )
+        params = {k: p for k, p in sig.parameters.items() if k != self._call_param}
+        self._spec = ToolSpec(
+            name or fn.__name__,
+            description if description is not None else inspect.cleandoc(fn.__doc__ or ""),
+            dict(schema) if schema is not None else _schema_from_signature(fn, params),
+            hints or Hints(),
+        )
+        self._is_async = inspect.iscoroutinefunction(fn)
+
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def call(self, input: dict[str, Any], call: Call) -> Result:
+        kwargs = dict(input)
+        if self._call_param is not None:
+            kwargs[self._call_param] = call
+        if self._is_async:
+            out = await self._fn(**kwargs)
+        else:
+            out = self._fn(**kwargs)
+        if isinstance(out, Result):
+            return out
+        if isinstance(out, str):
+            return Result.text(out)
+        if out is None:
+            return Result.text("")
+        return Result.text(json.dumps(_jsonable(out), ensure_ascii=False), value=out)
+
+    def __repr__(self) -> str:
+        return f"FunctionTool({self._spec.name!r})"
+
+
+def _is_call_annotation(annotation: Any) -> bool:
+    return annotation == "Call" or getattr(annotation, "__name__", None) == "Call"
+
+
+def _schema_from_signature(fn: ToolFn, params: Mapping[str, inspect.Parameter]) -> dict[str, Any]:
+    # pydantic builds the JSON schema from the annotations; imported here so `import harness` stays light.
+    from pydantic import create_model
+
+    fields: dict[str, Any] = {}
+    hints = inspect.get_annotations(fn, eval_str=True)
+    for pname, p in params.items():
+        annotation = hints.get(pname, Any)
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[pname] = (annotation, default)
+    model = create_model(f"{fn.__name__}_input", **fields)
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)  # pyright: ignore[reportUnknownMemberType]
+    schema["type"] = "object"
+    return schema
+
+
+@overload
+def tool(fn: ToolFn, /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    open_world: bool = False,
+    schema: Mapping[str, Any] | None = None,
+) -> Callable[[ToolFn], FunctionTool]: ...
+
+
+def tool(
+    fn: ToolFn | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    open_world: bool = False,
+    schema: Mapping[str, Any] | None = None,
+) -> FunctionTool | Callable[[ToolFn], FunctionTool]:
+    """Make a tool of a function: ``@tool`` or ``@tool(read_only=True)``.
+
+    Parameters become the input schema; a parameter named ``call`` (or annotated ``Call``) receives the
+    ``Call``. The function may be sync or async and return a ``Result``, a string, or anything JSON-able.
+    """
+    hints = Hints(read_only, destructive, idempotent, open_world)
+
+    def make(f: ToolFn) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, hints=hints, schema=schema)
+
+    if fn is not None:
+        return make(fn)
+    return make
+
+
+def specs_of(tools: Iterable[Tool]) -> list[ToolSpec]:
+    return [t.spec() for t in tools]

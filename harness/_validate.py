@@ -1,0 +1,35 @@
+"""Validation of tool input against the tool's JSON schema (jsonschema, imported on first use)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["input_error"]
+
+
+@lru_cache(maxsize=512)
+def _validator(schema_json: str) -> Any:
+    import json
+
+    import jsonschema
+    from jsonschema.validators import validator_for  # pyright: ignore[reportUnknownVariableType]
+
+    schema = json.loads(schema_json)
+    cls: Any = validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def input_error(schema: Mapping[str, Any], value: Any) -> str | None:
+    """None when ``value`` fits ``schema``; else one short sentence naming where and why."""
+    import json
+
+    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+    errors: list[Any] = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    first = errors[0]
+    where = "/".join(str(p) for p in first.absolute_path) or "(root)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"invalid input at {where}: {first.message}{more}"
