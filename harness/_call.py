@@ -21,6 +21,8 @@ class CallHost(Protocol):
 
     async def emit_progress(self, call_id: str, value: Any) -> None: ...
 
+    async def emit_event(self, event: Any) -> None: ...
+
     def is_cancelled(self) -> bool: ...
 
 
@@ -69,6 +71,11 @@ class Call:
     async def progress(self, value: Any) -> None:
         """Report progress (a ``ToolProgress`` event); returns once the consumer took it."""
         await self._host.emit_progress(self.tool_call.id, value)
+
+    async def emit(self, event: Any) -> None:
+        """Forward an event of a nested run into this run's stream (``AgentTool`` does); returns once the
+        consumer took it. Set its ``parent`` first."""
+        await self._host.emit_event(event)
 
     def is_cancelled(self) -> bool:
         return self._host.is_cancelled()

@@ -279,7 +279,13 @@ class TurnStream:
         finally:
             tg = self._tg
             assert tg is not None
-            suppress = await tg.__aexit__(exc_type, exc, tb)
+            if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
+                # The consumer's own exception goes on as it is, not wrapped in an exception group.
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
+                suppress = False
+            else:
+                suppress = await tg.__aexit__(exc_type, exc, tb)
         if exc_type is None:
             error = turn.take_raise()
             if error is not None:
@@ -1119,6 +1125,11 @@ class _Host:
     async def emit_progress(self, call_id: str, value: Any) -> None:
         ack = anyio.Event()
         await self.send.send(_Item(ToolProgress(self.turn.number, self.turn.parent, call_id, value), ack))
+        await ack.wait()
+
+    async def emit_event(self, event: Any) -> None:
+        ack = anyio.Event()
+        await self.send.send(_Item(event, ack))
         await ack.wait()
 
     def is_cancelled(self) -> bool:

@@ -149,15 +149,20 @@ class ToolOutcome:
     result: Result
     progress: list[Any]
     pending: Pending | None
+    events: list[Any] = field(default_factory=list[Any])
 
 
 class _Host:
     def __init__(self, cancelled: bool) -> None:
         self.progress: list[Any] = []
+        self.events: list[Any] = []
         self.cancelled = cancelled
 
     async def emit_progress(self, call_id: str, value: Any) -> None:
         self.progress.append(value)
+
+    async def emit_event(self, event: Any) -> None:
+        self.events.append(event)
 
     def is_cancelled(self) -> bool:
         return self.cancelled
@@ -192,4 +197,4 @@ async def call_tool(
         state=state,
     )
     result = await tool.call(data, call)
-    return ToolOutcome(result, host.progress, call.pending())
+    return ToolOutcome(result, host.progress, call.pending(), host.events)
