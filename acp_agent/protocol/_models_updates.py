@@ -1,0 +1,185 @@
+"""`session/update` notification params and every stable v1.21.0 `SessionUpdate` variant
+(discriminated on `sessionUpdate`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias, cast
+
+from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+
+from ._models_content import ContentBlock
+from ._models_session import SessionConfigOption
+from ._models_tools import ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
+from ._wire import WireModel
+
+__all__ = [
+    "AgentMessageChunk",
+    "AgentPlanUpdate",
+    "AgentThoughtChunk",
+    "AvailableCommand",
+    "AvailableCommandInput",
+    "AvailableCommandsUpdate",
+    "ConfigOptionUpdate",
+    "Cost",
+    "CurrentModeUpdate",
+    "PlanEntry",
+    "PlanEntryPriority",
+    "PlanEntryStatus",
+    "SessionInfoUpdate",
+    "SessionNotification",
+    "SessionUpdate",
+    "ToolCallProgress",
+    "ToolCallStart",
+    "UsageUpdate",
+    "UserMessageChunk",
+]
+
+
+class UserMessageChunk(WireModel):
+    session_update: Literal["user_message_chunk"] = "user_message_chunk"
+    content: ContentBlock
+    message_id: str | None = None
+
+
+class AgentMessageChunk(WireModel):
+    session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+    content: ContentBlock
+    message_id: str | None = None
+
+
+class AgentThoughtChunk(WireModel):
+    session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+    content: ContentBlock
+    message_id: str | None = None
+
+
+class ToolCallStart(WireModel):
+    """`tool_call`: announces a tool call; must precede every `tool_call_update` for its id."""
+
+    session_update: Literal["tool_call"] = "tool_call"
+    tool_call_id: str
+    title: str
+    kind: ToolKind | None = None
+    status: ToolCallStatus | None = None
+    content: list[ToolCallContent] | None = None
+    locations: list[ToolCallLocation] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+class ToolCallProgress(WireModel):
+    """`tool_call_update`: only changed fields; `content`/`locations` replace the whole collection."""
+
+    session_update: Literal["tool_call_update"] = "tool_call_update"
+    tool_call_id: str
+    title: str | None = None
+    kind: ToolKind | None = None
+    status: ToolCallStatus | None = None
+    content: list[ToolCallContent] | None = None
+    locations: list[ToolCallLocation] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+PlanEntryPriority: TypeAlias = Literal["high", "medium", "low"]
+PlanEntryStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
+
+
+class PlanEntry(WireModel):
+    content: str
+    priority: PlanEntryPriority
+    status: PlanEntryStatus
+
+
+class AgentPlanUpdate(WireModel):
+    """`plan`: always the complete list; the client replaces its plan."""
+
+    session_update: Literal["plan"] = "plan"
+    entries: list[PlanEntry]
+
+
+class AvailableCommandInput(WireModel):
+    """The only (unstructured) command input kind: a hint shown when the user has typed no input."""
+
+    hint: str
+
+
+class AvailableCommand(WireModel):
+    name: str
+    description: str
+    input: AvailableCommandInput | None = None
+
+
+class AvailableCommandsUpdate(WireModel):
+    session_update: Literal["available_commands_update"] = "available_commands_update"
+    available_commands: list[AvailableCommand]
+
+
+class CurrentModeUpdate(WireModel):
+    session_update: Literal["current_mode_update"] = "current_mode_update"
+    current_mode_id: str
+
+
+class ConfigOptionUpdate(WireModel):
+    """The complete list of config options."""
+
+    session_update: Literal["config_option_update"] = "config_option_update"
+    config_options: list[SessionConfigOption]
+
+
+class SessionInfoUpdate(WireModel):
+    """Omitted field = unchanged. To clear a field pass `None` explicitly (`SessionInfoUpdate(title=None)`):
+    fields set explicitly to `None` are sent as JSON `null`."""
+
+    session_update: Literal["session_info_update"] = "session_info_update"
+    title: str | None = None
+    updated_at: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _explicit_nulls(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data: Any = handler(self)
+        if not isinstance(data, dict):
+            return data
+        fields = cast(dict[str, Any], data)
+        for name, alias in (("title", "title"), ("updated_at", "updatedAt")):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                fields.setdefault(alias if info.by_alias else name, None)
+        return fields
+
+
+class Cost(WireModel):
+    amount: float
+    currency: str
+    """ISO 4217."""
+
+
+class UsageUpdate(WireModel):
+    session_update: Literal["usage_update"] = "usage_update"
+    used: Annotated[int, Field(ge=0)]
+    """Tokens in the context window."""
+    size: Annotated[int, Field(ge=0)]
+    """Context window size in tokens."""
+    cost: Cost | None = None
+
+
+SessionUpdate: TypeAlias = Annotated[
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+    | AvailableCommandsUpdate
+    | CurrentModeUpdate
+    | ConfigOptionUpdate
+    | SessionInfoUpdate
+    | UsageUpdate,
+    Field(discriminator="session_update"),
+]
+
+
+class SessionNotification(WireModel):
+    """Params of `session/update`."""
+
+    session_id: str
+    update: SessionUpdate

@@ -1,0 +1,127 @@
+"""The real process's protocol streams.
+
+`open_stdio()` must be called once, early in the process (before any thread or child process starts):
+- fd 1 is duplicated to a private fd that carries the protocol output, then fd 2 is copied onto fd 1:
+  stray `print()`s, C extensions and child processes writing to "stdout" end up on stderr and cannot
+  corrupt the JSON-RPC stream;
+- fd 0 is duplicated to a private fd for protocol input and `/dev/null` is put on fd 0, so a child process
+  cannot swallow protocol input.
+
+The private fds are close-on-exec. Pipes, sockets, ttys and character devices are used in non-blocking
+mode with `anyio.wait_readable` / `wait_writable` (no thread per read); regular files (e.g. `< file`)
+are read and written in a worker thread because they cannot be polled.
+
+The caller owns the streams: `async with receive, send: await Connection(receive, send, h).serve()`
+closes them and restores the fds' blocking mode (matters when stdin is a terminal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+from typing import Final
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
+__all__ = ["FdReceiveStream", "FdSendStream", "open_stdio"]
+
+_READ_SIZE: Final = 256 * 1024
+
+
+def _pollable(fd: int) -> bool:
+    return not stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+class FdReceiveStream(ByteReceiveStream):
+    """Reads an owned file descriptor without blocking the event loop."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pollable = _pollable(fd)
+        self._was_blocking = os.get_blocking(fd)
+        if self._pollable:
+            os.set_blocking(fd, False)
+        self._closed = False
+
+    async def receive(self, max_bytes: int = _READ_SIZE) -> bytes:
+        while True:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if not self._pollable:
+                data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes)
+            else:
+                try:
+                    data = os.read(self._fd, max_bytes)
+                except BlockingIOError:
+                    await anyio.wait_readable(self._fd)
+                    continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._pollable:
+            anyio.notify_closing(self._fd)
+            with contextlib.suppress(OSError):
+                os.set_blocking(self._fd, self._was_blocking)
+        os.close(self._fd)
+
+
+class FdSendStream(ByteSendStream):
+    """Writes an owned file descriptor without blocking the event loop."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pollable = _pollable(fd)
+        self._was_blocking = os.get_blocking(fd)
+        if self._pollable:
+            os.set_blocking(fd, False)
+        self._closed = False
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            try:
+                if self._pollable:
+                    written = os.write(self._fd, view)
+                else:
+                    written = await anyio.to_thread.run_sync(os.write, self._fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise anyio.BrokenResourceError from exc
+            view = view[written:]
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._pollable:
+            anyio.notify_closing(self._fd)
+            with contextlib.suppress(OSError):
+                os.set_blocking(self._fd, self._was_blocking)
+        os.close(self._fd)
+
+
+def open_stdio() -> tuple[FdReceiveStream, FdSendStream]:
+    """Take fds 0 and 1 for the protocol (see the module docstring) and wrap them as byte streams."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    out_fd = os.dup(1)
+    in_fd = os.dup(0)
+    os.dup2(2, 1)
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null_fd, 0)
+    finally:
+        os.close(null_fd)
+    return FdReceiveStream(in_fd), FdSendStream(out_fd)
