@@ -1,0 +1,171 @@
+"""Transcripts in files: ``JsonlTranscript`` (the conversation) and ``JsonlEvents`` (the event stream).
+
+File format (the ACP session store uses the same), UTF-8, one JSON object per line, each line ended by
+``\\n``, append-only:
+
+- ``JsonlTranscript``: each line is one ``Message.to_dict()``:
+  ``{"role": "user", "content": [{"type": "text", "text": "hi"}]}``; assistant lines may carry ``id``,
+  ``usage``, ``finish`` and ``meta``. ``Message.from_dict`` reads a line back.
+- ``JsonlEvents``: each line is one ``event.to_dict()``: ``{"type": "text_delta", "turn": 1,
+  "parent": null, "id": "m1", "text": "Hel"}``; ``harness.events.from_dict`` reads a line back.
+
+There is no header line. Blank lines are skipped. A line without its ``\\n`` at the end of the file is a
+torn write (the process died mid-append): ``read()`` ignores it and the next ``append()`` truncates it
+away first, so the file stays valid. A complete line that is not JSON is corruption and raises
+``TranscriptError``. Each append is one write, flushed and fsync'd, in a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ._messages import Message
+from .events import Event
+from .events import from_dict as event_from_dict
+
+__all__ = ["JsonlEvents", "JsonlTranscript", "TranscriptError"]
+
+log = logging.getLogger(__name__)
+
+_TAIL_CHUNK = 64 * 1024
+
+
+class TranscriptError(Exception):
+    """A transcript file holds a complete line that is not a JSON object: the file was damaged."""
+
+
+class _JsonlFile:
+    """Append-only JSON lines with torn-tail repair; the typed classes wrap it."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        # One append at a time per object: concurrent tasks would otherwise interleave their repairs.
+        self._lock = anyio.Lock()
+
+    async def append_dicts(self, items: Iterable[dict[str, Any]]) -> None:
+        data = b"".join(
+            json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for item in items
+        )
+        if not data:
+            return
+        async with self._lock:
+            # Not abandoned on cancel: the thread finishes the write, so a line is never left half done
+            # by a cancellation (only by a kill, which the torn-tail repair handles).
+            await anyio.to_thread.run_sync(_append, self.path, data)
+
+    async def read_dicts(self) -> list[dict[str, Any]]:
+        return await anyio.to_thread.run_sync(_read, self.path)
+
+
+def _append(path: Path, data: bytes) -> None:
+    created = not path.exists()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    with os.fdopen(fd, "r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        if end > 0:
+            f.seek(end - 1)
+            if f.read(1) != b"\n":
+                cut = _end_of_last_line(f, end)
+                log.warning("%s: dropping a torn last line (%d bytes)", path, end - cut)
+                f.truncate(cut)
+                end = cut
+        f.seek(end)
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    if created:
+        _fsync_dir(path.parent)
+
+
+def _end_of_last_line(f: Any, end: int) -> int:
+    """The offset just past the last ``\\n`` before ``end`` (0 when there is none)."""
+    pos = end
+    while pos > 0:
+        start = max(0, pos - _TAIL_CHUNK)
+        f.seek(start)
+        chunk: bytes = f.read(pos - start)
+        i = chunk.rfind(b"\n")
+        if i >= 0:
+            return start + i + 1
+        pos = start
+    return 0
+
+
+def _fsync_dir(directory: Path) -> None:
+    # The new file's directory entry must survive a crash too; not every platform can open a directory.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    lines = raw.split(b"\n")
+    if lines[-1]:
+        log.warning("%s: ignoring a torn last line (%d bytes)", path, len(lines[-1]))
+    out: list[dict[str, Any]] = []
+    for n, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as e:
+            raise TranscriptError(f"{path}:{n}: not JSON ({e})") from None
+        if not isinstance(item, dict):
+            raise TranscriptError(f"{path}:{n}: not a JSON object")
+        out.append(item)  # pyright: ignore[reportUnknownArgumentType]
+    return out
+
+
+class JsonlTranscript:
+    """The conversation in a file: ``append`` messages, ``read`` them back."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._file = _JsonlFile(path)
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    async def append(self, messages: Message | Iterable[Message]) -> None:
+        items = (messages,) if isinstance(messages, Message) else tuple(messages)
+        await self._file.append_dicts(m.to_dict() for m in items)
+
+    async def read(self) -> list[Message]:
+        return [Message.from_dict(d) for d in await self._file.read_dicts()]
+
+
+class JsonlEvents:
+    """The event stream in a file: ``append`` events, ``read`` them back typed."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._file = _JsonlFile(path)
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    async def append(self, events: Event | Iterable[Event]) -> None:
+        items: tuple[Event, ...] = tuple(events) if isinstance(events, Iterable) else (events,)
+        await self._file.append_dicts(e.to_dict() for e in items)
+
+    async def read(self) -> list[Event]:
+        return [event_from_dict(d) for d in await self._file.read_dicts()]
