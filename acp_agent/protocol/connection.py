@@ -40,11 +40,13 @@ that is neither request, notification nor response -> `-32600` (id echoed when r
 if it held only notifications). Unknown `$/` notifications and responses to unknown ids are logged at
 debug and ignored. Request ids are echoed exactly (string, integer or null).
 
-End of input (EOF, a read error, or `close()`): no more lines are read; every in-flight request is
-cancelled as if `$/cancel_request` had arrived (callback or scope cancel); pending `request()` calls raise
-`ConnectionClosedError`; handlers get `shutdown_grace` seconds (default 5) to finish and their answers are
-written if the send stream still works; then the remaining tasks are cancelled and `serve()` returns
-normally. Writes after the send stream broke are dropped (logged).
+End of input (EOF, a read error, or `close()`): no more lines are read; every in-flight request that
+registered a cancel callback (a running turn) is cancelled through it, as if `$/cancel_request` had arrived;
+at EOF other requests (quick ones such as `session/new` sent just before EOF) run on, while `close()`
+cancels them too; pending `request()`
+calls raise `ConnectionClosedError`; handlers get `shutdown_grace` seconds (default 5) to finish and their
+answers are written if the send stream still works; then the remaining tasks are cancelled and `serve()`
+returns normally. Writes after the send stream broke are dropped (logged).
 
 Writes: one lock, so lines never interleave; each write is shielded from cancellation so a line is never
 cut, bounded by `write_timeout` (after which the stream counts as broken). JSON is written with
@@ -266,7 +268,7 @@ class Connection:
             with anyio.CancelScope() as self._read_scope:
                 if not self._close_requested:
                     await self._read_loop()
-            await self._shutdown()
+            await self._shutdown(everything=self._close_requested)
             tg.cancel_scope.cancel()
 
     @asynccontextmanager
@@ -590,10 +592,13 @@ class Connection:
 
     # --- shutdown ----------------------------------------------------------------------------
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, *, everything: bool) -> None:
         self._closed = True
         for ctx in list(self._inflight.values()):
-            ctx._request_cancel()  # pyright: ignore[reportPrivateUsage]
+            # At EOF, turns (which registered a callback) end now and a request already being served
+            # finishes; an explicit close() cancels everything.
+            if everything or ctx._cancel_callback is not None:  # pyright: ignore[reportPrivateUsage]
+                ctx._request_cancel()  # pyright: ignore[reportPrivateUsage]
         for pending in self._pending.values():
             if not pending.event.is_set():
                 pending.error = ConnectionClosedError()

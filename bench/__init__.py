@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures, with ratios against baselines measured in the same run."""

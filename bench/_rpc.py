@@ -1,0 +1,145 @@
+"""A small JSON-RPC-over-stdio client for benchmarks: spawn an agent, send lines, await answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_LINE = 64 * 1024 * 1024
+
+
+def our_agent(home: Path, script: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    env = {"ACP_AGENT_HOME": str(home), "ACP_AGENT_PROVIDER": "script", "ACP_AGENT_LOG_LEVEL": "warning"}
+    if script is not None:
+        env["ACP_AGENT_SCRIPT"] = str(script)
+    return [sys.executable, "-m", "acp_agent"], env
+
+
+def sdk_echo() -> tuple[list[str], dict[str, str]]:
+    return [sys.executable, str(REPO / "bench" / "baselines" / "sdk_echo.py")], {}
+
+
+def floor_echo() -> tuple[list[str], dict[str, str]]:
+    return [sys.executable, str(REPO / "bench" / "baselines" / "floor_echo.py")], {}
+
+
+class Agent:
+    """One spawned agent process and its stdio, read line by line."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        assert process.stdout is not None and process.stdin is not None
+        self._reader = BufferedByteReceiveStream(process.stdout)
+        self._next_id = 0
+        self.spawned_at = 0.0
+
+    @classmethod
+    async def spawn(cls, cmd: Sequence[str], env: Mapping[str, str], cwd: Path | None = None) -> Agent:
+        full_env = {**os.environ, **env}
+        t = time.perf_counter()
+        process = await anyio.open_process(
+            list(cmd),
+            env=full_env,
+            cwd=str(cwd or REPO),
+            stderr=-3,  # DEVNULL
+        )
+        agent = cls(process)
+        agent.spawned_at = t
+        return agent
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send((json.dumps(message) + "\n").encode())
+
+    async def request(self, method: str, params: Mapping[str, Any]) -> int:
+        self._next_id += 1
+        await self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self._next_id
+
+    async def read(self) -> dict[str, Any]:
+        line = await self._reader.receive_until(b"\n", MAX_LINE)
+        return json.loads(line)
+
+    async def until_response(self, request_id: int) -> tuple[dict[str, Any], int]:
+        """Read until the response to ``request_id``; returns it and the number of other messages seen."""
+        seen = 0
+        while True:
+            msg = await self.read()
+            if msg.get("id") == request_id and "method" not in msg:
+                return msg, seen
+            seen += 1
+
+    async def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        rid = await self.request(method, params)
+        msg, _ = await self.until_response(rid)
+        if "error" in msg:
+            raise RuntimeError(f"{method}: {msg['error']}")
+        return msg["result"]
+
+    async def close(self) -> float:
+        """Close stdin and wait for the exit; returns seconds from EOF to exit."""
+        assert self.process.stdin is not None
+        t = time.perf_counter()
+        await self.process.stdin.aclose()
+        with anyio.move_on_after(5):
+            await self.process.wait()
+        elapsed = time.perf_counter() - t
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        return elapsed
+
+    def rss_mb(self) -> float:
+        try:
+            for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return float("nan")
+
+
+INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+def median(values: Sequence[float]) -> float:
+    return percentile(values, 50)
+
+
+def figure(
+    bench: str,
+    name: str,
+    value: float,
+    target: float | None = None,
+    *,
+    lower_is_better: bool = True,
+    baseline: float | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    ok: bool | None = None
+    if target is not None:
+        ok = value <= target if lower_is_better else value >= target
+    row: dict[str, Any] = {"bench": bench, "figure": name, "value": round(value, 2), "target": target}
+    if baseline is not None:
+        row["baseline"] = round(baseline, 2)
+    row.update(extra)
+    row["ok"] = ok
+    return row

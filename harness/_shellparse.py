@@ -1,0 +1,111 @@
+"""Shell commands split into the simple commands a policy judges (bashlex, a real bash parser)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ShellParseError", "SimpleCommand", "parse_command"]
+
+# Redirections that write to their target (``>&`` too when its target is a word, not a descriptor).
+_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_EXPANSIONS = frozenset({"commandsubstitution", "processsubstitution", "parameter"})
+
+
+class ShellParseError(Exception):
+    """The command could not be parsed (a policy asks about it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One command of a compound one: its words (quotes removed), files it writes by redirection.
+
+    ``dynamic`` is True when the command name itself comes from an expansion (``$cmd``, ``$(...)``) or a
+    here-document expands commands: such a command matches no command rule.
+    """
+
+    words: tuple[str, ...]
+    writes: tuple[str, ...] = ()
+    dynamic: bool = False
+    text: str = ""
+
+
+def parse_command(source: str) -> list[SimpleCommand]:
+    """Every simple command in ``source``, substitutions and function bodies included, in source order."""
+    try:
+        import bashlex  # pyright: ignore[reportMissingTypeStubs]
+
+        trees: Any = bashlex.parse(source)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    except Exception as e:  # bashlex raises its own errors and, on odd input, plain ones
+        raise ShellParseError(f"cannot parse the command: {e}") from e
+    out: list[SimpleCommand] = []
+    for tree in trees:
+        _walk(tree, source, out)
+    if not out:
+        raise ShellParseError("no command found")
+    return out
+
+
+def _walk(node: Any, source: str, out: list[SimpleCommand]) -> None:
+    kind: str = getattr(node, "kind", "")
+    if kind == "command":
+        _command(node, source, out)
+        return
+    if kind in ("commandsubstitution", "processsubstitution"):
+        _walk(node.command, source, out)
+        return
+    for attr in ("parts", "list"):
+        for child in getattr(node, attr, None) or ():
+            _walk(child, source, out)
+    for attr in ("command", "output"):
+        child = getattr(node, attr, None)
+        if child is not None and hasattr(child, "kind"):
+            _walk(child, source, out)
+
+
+def _substitutions(node: Any, source: str, out: list[SimpleCommand]) -> bool:
+    """Walk the commands substituted inside a word; True when the word has any expansion."""
+    found = False
+    for child in getattr(node, "parts", None) or ():
+        k = getattr(child, "kind", "")
+        if k in _EXPANSIONS:
+            found = True
+        if k in ("commandsubstitution", "processsubstitution"):
+            _walk(child.command, source, out)
+        else:
+            found = _substitutions(child, source, out) or found
+    return found
+
+
+def _command(node: Any, source: str, out: list[SimpleCommand]) -> None:
+    words: list[str] = []
+    writes: list[str] = []
+    dynamic = False
+    inner: list[SimpleCommand] = []
+    for part in node.parts:
+        k = getattr(part, "kind", "")
+        if k == "word":
+            expanded = _substitutions(part, source, inner)
+            if not words and expanded:
+                dynamic = True
+            words.append(str(part.word))
+        elif k == "assignment":
+            _substitutions(part, source, inner)
+        elif k == "redirect":
+            target: Any = getattr(part, "output", None)
+            if hasattr(target, "kind"):
+                _substitutions(target, source, inner)
+                if part.type in _WRITE_OPS and str(target.word) not in _HARMLESS_TARGETS:
+                    writes.append(str(target.word))
+            heredoc = getattr(part, "heredoc", None)
+            if heredoc is not None and part.type.startswith("<<"):
+                body = str(getattr(heredoc, "value", ""))
+                delimiter = str(getattr(target, "word", "")) if hasattr(target, "kind") else ""
+                quoted = any(q in source[part.pos[0] : part.pos[1]].split("\n", 1)[0] for q in "'\"\\")
+                # An unquoted here-document runs the substitutions in its body.
+                if not quoted and ("$(" in body or "`" in body) and delimiter:
+                    dynamic = True
+    start, end = node.pos
+    out.append(SimpleCommand(tuple(words), tuple(writes), dynamic, source[start:end]))
+    out.extend(inner)

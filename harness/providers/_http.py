@@ -1,0 +1,296 @@
+"""HTTP for the providers: one pooled client each, SSE streaming, and errors classified into kinds.
+
+Messages say what failed and what to do about it, name the endpoint, and never hold an API key.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import anyio
+import httpx2
+
+from .._errors import HarnessUsageError, ModelError
+from .._kinds import ErrorKind
+from ._common import obj
+from ._sse import SseEvent, SseParser
+
+__all__ = [
+    "HttpConfig",
+    "Endpoint",
+    "classify_error_body",
+    "error_from_status",
+    "transport_error",
+    "truncated",
+]
+
+log = logging.getLogger(__name__)
+
+_CONTEXT_RE = re.compile(
+    r"maximum context length|context window|context length|prompt is too long|"
+    r"exceeds? (the )?(available )?context|exceeded? (the )?(available )?context|exceed context limit|"
+    r"too many tokens|max_tokens must be at least 1",
+    re.IGNORECASE,
+)
+_RATE_TYPES = frozenset(
+    {"rate_limit_error", "overloaded_error", "rate_limit_exceeded", "server_is_overloaded"}
+)
+_TRANSPORT_TYPES = frozenset({"api_error", "server_error", "timeout_error"})
+_QUOTA = frozenset({"insufficient_quota", "billing_error", "billing_hard_limit_reached"})
+
+
+class HttpConfig:
+    """Connection settings shared by the providers: timeouts (seconds) and the pooled client."""
+
+    __slots__ = ("_client", "_transport", "connect_timeout", "idle_timeout")
+
+    def __init__(
+        self,
+        *,
+        connect_timeout: float = 10.0,
+        idle_timeout: float = 300.0,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
+        self._transport = transport
+        self._client: httpx2.AsyncClient | None = None
+
+    def client(self) -> httpx2.AsyncClient:
+        # Created on first use so it binds to the event loop that streams.
+        if self._client is None or self._client.is_closed:
+            self._client = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(
+                    connect=self.connect_timeout,
+                    read=self.idle_timeout,
+                    write=self.connect_timeout,
+                    pool=self.connect_timeout,
+                ),
+                transport=self._transport,
+                trust_env=False,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await client.aclose()
+
+
+class Endpoint:
+    """A model endpoint: base URL, the env var that sets it (for messages), the API key (never shown)."""
+
+    __slots__ = ("_key", "base_url", "http", "url_env")
+
+    def __init__(self, base_url: str, url_env: str, api_key: str | None, http: HttpConfig) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise HarnessUsageError(
+                f"model base URL {base_url!r} must start with http:// or https:// (e.g. http://127.0.0.1:8080/v1)"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.url_env = url_env
+        self._key = api_key
+        self.http = http
+
+    @property
+    def api_key(self) -> str | None:
+        return self._key
+
+    def __repr__(self) -> str:
+        return f"Endpoint({self.base_url!r}, key={'set' if self._key else 'unset'})"
+
+    def scrub(self, text: str) -> str:
+        """Remove the API key from text that may echo it (a server's error message)."""
+        if self._key and len(self._key) >= 4:
+            text = text.replace(self._key, "***")
+        return text
+
+    async def get_json(self, path: str, headers: Mapping[str, str]) -> Any:
+        url = self.base_url + path
+        try:
+            response = await self.http.client().get(url, headers=dict(headers))
+        except httpx2.RequestError as exc:
+            raise transport_error(exc, self) from None
+        if response.status_code >= 400:
+            raise error_from_status(response.status_code, response.headers, response.content, self)
+        try:
+            return response.json()
+        except ValueError:
+            raise ModelError(
+                f"model endpoint {self.base_url} answered {path} with something that is not JSON",
+                ErrorKind.MODEL_ERROR,
+            ) from None
+
+    async def sse(
+        self, path: str, headers: Mapping[str, str], body: Mapping[str, Any]
+    ) -> AsyncIterator[SseEvent]:
+        """POST ``body`` as JSON and yield the SSE records. Closing or cancelling closes the stream at once."""
+        url = self.base_url + path
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        hdrs = {"content-type": "application/json", "accept": "text/event-stream", **headers}
+        parser = SseParser()
+        try:
+            async with self.http.client().stream("POST", url, content=payload, headers=hdrs) as response:
+                if response.status_code >= 400:
+                    raw = await response.aread()
+                    raise error_from_status(response.status_code, response.headers, raw, self)
+                if response.headers.get("content-type", "").startswith("application/json"):
+                    # A server that ignored "stream": an error object, or a reply we did not ask for.
+                    raw = await response.aread()
+                    err = error_from_status(response.status_code, response.headers, raw, self)
+                    if b'"error"' in raw:
+                        raise err
+                    raise ModelError(
+                        f"model endpoint {self.base_url} answered {path} with plain JSON, not an event stream; "
+                        "check that the server supports streaming and that the base URL is right",
+                        ErrorKind.MODEL_ERROR,
+                    )
+                async for chunk in response.aiter_bytes():
+                    for event in parser.feed(chunk):
+                        yield event
+                for event in parser.flush():
+                    yield event
+        except httpx2.RequestError as exc:
+            raise transport_error(exc, self) from None
+
+
+def transport_error(exc: httpx2.RequestError, ep: Endpoint) -> ModelError:
+    base = ep.base_url
+    if isinstance(exc, httpx2.ConnectTimeout):
+        msg = f"model endpoint {base} did not accept the connection in time; check the server is running and reachable or set {ep.url_env}"
+    elif isinstance(exc, httpx2.ConnectError):
+        msg = f"model endpoint {base} refused the connection; check the server is running or set {ep.url_env}"
+    elif isinstance(exc, httpx2.ReadTimeout):
+        msg = f"model endpoint {base} sent nothing for {ep.http.idle_timeout:g} s; the server may be stuck or overloaded (raise the idle timeout for slow models)"
+    elif isinstance(exc, httpx2.TimeoutException):
+        msg = f"model endpoint {base} timed out; check the server and the network"
+    elif isinstance(exc, httpx2.RemoteProtocolError | httpx2.ReadError):
+        msg = f"model endpoint {base} closed the connection mid-response; the server may have crashed or restarted, try again"
+    else:
+        msg = f"model endpoint {base} failed at the transport level ({type(exc).__name__}); check the server and the network"
+    return ModelError(msg, ErrorKind.TRANSPORT_ERROR)
+
+
+def truncated(ep: Endpoint, what: str) -> ModelError:
+    return ModelError(
+        f"model endpoint {ep.base_url} ended the stream without {what}; the server may have crashed or dropped the connection, try again",
+        ErrorKind.TRANSPORT_ERROR,
+    )
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds or HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if ra:
+        try:
+            return max(0.0, float(ra))
+        except ValueError:
+            try:
+                parsed = email.utils.parsedate_to_datetime(ra)
+            except (TypeError, ValueError):
+                return None
+            return max(0.0, parsed.timestamp() - time.time())
+    return None
+
+
+def _error_object(body: Any) -> dict[str, Any]:
+    as_obj = obj(body)
+    if as_obj:
+        err: Any = as_obj.get("error", as_obj)
+        if isinstance(err, str):
+            return {"message": err}
+        return obj(err)
+    if isinstance(body, str):
+        return {"message": body}
+    return {}
+
+
+def classify_error_body(
+    err_body: Any, ep: Endpoint, *, status: int | None = None, headers: Mapping[str, str] | None = None
+) -> ModelError:
+    """One error, from an HTTP error body or an in-band error record."""
+    err = _error_object(err_body)
+    etype = str(err.get("type") or "")
+    code = str(err.get("code") or "")
+    message = ep.scrub(str(err.get("message") or err.get("detail") or "").strip())
+    if not message and obj(err_body).get("detail"):
+        message = ep.scrub(str(obj(err_body)["detail"]))
+    where = f"model endpoint {ep.base_url}"
+    shown = message or (f"HTTP {status}" if status else "an error")
+    after = retry_after(headers) if headers is not None else None
+    should_retry = (headers or {}).get("x-should-retry")
+
+    if (
+        code == "context_length_exceeded"
+        or etype == "exceed_context_size_error"
+        or status == 413
+        or etype == "request_too_large"
+        or _CONTEXT_RE.search(message)
+    ):
+        return ModelError(
+            f"{where}: the prompt does not fit the model's context window ({shown}); compact or shorten the conversation",
+            ErrorKind.CONTEXT_TOO_LONG,
+        )
+    if etype in _QUOTA or code in _QUOTA:
+        return ModelError(
+            f"{where}: quota or billing exhausted ({shown}); check the account's plan and billing",
+            ErrorKind.MODEL_ERROR,
+        )
+    if (
+        status in (401, 403)
+        or etype in ("authentication_error", "permission_error")
+        or code == "invalid_api_key"
+    ):
+        return ModelError(
+            f"{where} rejected the credentials ({shown}); check the API key (ACP_AGENT_API_KEY or the provider's key variable)",
+            ErrorKind.MODEL_ERROR,
+        )
+    lowered = message.lower()
+    if (
+        status in (429, 529)
+        or etype in _RATE_TYPES
+        or code in _RATE_TYPES
+        or etype == "unavailable_error"
+        or (status == 503 and ("busy" in lowered or "loading" in lowered or "overload" in lowered))
+        or (status == 503 and etype != "")
+    ) and should_retry != "false":
+        return ModelError(
+            f"{where} is rate limited or overloaded ({shown}); retry later", ErrorKind.RATE_LIMITED, after
+        )
+    if status == 404 or etype == "not_found_error":
+        return ModelError(
+            f"{where}: not found ({shown}); check the model name and the base URL", ErrorKind.MODEL_ERROR
+        )
+    if (
+        status in (408, 409, 500, 502, 503, 504)
+        or etype in _TRANSPORT_TYPES
+        or code in _TRANSPORT_TYPES
+        or code in ("500", "502", "503", "504")
+    ) and should_retry != "false":
+        return ModelError(
+            f"{where} failed on the server side ({shown}); try again", ErrorKind.TRANSPORT_ERROR, after
+        )
+    return ModelError(f"{where} rejected the request ({shown})", ErrorKind.MODEL_ERROR)
+
+
+def error_from_status(status: int, headers: Mapping[str, str], raw: bytes, ep: Endpoint) -> ModelError:
+    text = raw.decode("utf-8", "replace")
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        body = {"message": text.strip()[:500]}
+    log.debug("model endpoint %s answered HTTP %d", ep.base_url, status)
+    return classify_error_body(body, ep, status=status, headers=headers)

@@ -1,0 +1,304 @@
+"""Anthropic Messages API, streamed: text, thinking with signatures, redacted thinking, tool use.
+
+Knobs in ``Options.provider["anthropic"]`` are merged into the request last, e.g.
+``{"thinking": {"type": "enabled", "budget_tokens": 4096}}`` turns thinking on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx2
+
+from .._errors import ModelError, UnsupportedOptionError
+from .._kinds import ErrorKind, FinishReason, Role
+from .._messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
+from ..model import (
+    Delta,
+    Finish,
+    Prompt,
+    ReasoningChunk,
+    TextChunk,
+    ToolInput,
+    ToolReady,
+    ToolStart,
+    UsageChunk,
+)
+from ._common import continued_text, obj, parse_input
+from ._http import Endpoint, HttpConfig, classify_error_body, truncated
+from .openai import _list_models  # pyright: ignore[reportPrivateUsage]
+
+__all__ = ["Messages"]
+
+log = logging.getLogger(__name__)
+
+_VERSION = "2023-06-01"
+_FALLBACK = "fall back to appending the edit as a finished assistant message and asking for the next one"
+_STOP = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "pause_turn": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "refusal": FinishReason.REFUSAL,
+}
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def anthropic_usage(raw: Mapping[str, Any]) -> UsageChunk:
+    """Anthropic's ``input_tokens`` excludes the cache; fields absent stay unknown (None)."""
+    return UsageChunk(
+        _int(raw.get("input_tokens")),
+        _int(raw.get("output_tokens")),
+        _int(raw.get("cache_read_input_tokens")),
+        _int(raw.get("cache_creation_input_tokens")),
+    )
+
+
+class _Block:
+    __slots__ = ("args", "id", "input", "kind", "signature")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.id = ""
+        self.args: list[str] = []
+        self.input: dict[str, Any] | None = None
+        self.signature: str | None = None
+
+
+class Messages:
+    """``POST {base_url}/v1/messages``; ``base_url`` has no ``/v1`` (``https://api.anthropic.com``)."""
+
+    provider_key = "anthropic"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        max_tokens: int = 8192,
+        connect_timeout: float = 10.0,
+        idle_timeout: float = 300.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        url_env: str = "ACP_AGENT_BASE_URL",
+    ) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self._ep = Endpoint(
+            base_url,
+            url_env,
+            api_key,
+            HttpConfig(connect_timeout=connect_timeout, idle_timeout=idle_timeout, transport=transport),
+        )
+        self._headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        return f"Messages({self._ep.base_url!r}, model={self.model!r})"
+
+    @property
+    def base_url(self) -> str:
+        return self._ep.base_url
+
+    async def aclose(self) -> None:
+        await self._ep.http.aclose()
+
+    def _auth(self) -> dict[str, str]:
+        h = {"anthropic-version": _VERSION, **self._headers}
+        if self._ep.api_key:
+            h["x-api-key"] = self._ep.api_key
+        return h
+
+    async def list_models(self) -> list[str]:
+        return await _list_models(self._ep, self._auth(), "/v1/models")
+
+    def build_request(self, prompt: Prompt) -> dict[str, Any]:
+        knobs = prompt.provider_options(self.provider_key)
+        thinking = knobs.get("thinking")
+        thinking_on = bool(obj(thinking)) and obj(thinking).get("type", "enabled") != "disabled"
+        history = list(prompt.messages)
+        tail: dict[str, Any] | None = None
+        if prompt.continue_:
+            if thinking_on:
+                raise UnsupportedOptionError(
+                    f"Anthropic cannot continue an assistant message with thinking on (prefill excludes thinking); "
+                    f"turn thinking off for the resume or {_FALLBACK}"
+                )
+            text = continued_text(prompt, "Anthropic Messages", _FALLBACK).rstrip()
+            history.pop()
+            if text:  # the API rejects a prefill ending in whitespace; an empty one is no prefill at all
+                tail = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+        messages = [_message(m) for m in history]
+        messages = [m for m in messages if m["content"]]
+        if tail is not None:
+            messages.append(tail)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": prompt.options.max_output_tokens or self.max_tokens,
+        }
+        if prompt.system:
+            body["system"] = prompt.system
+        body["messages"] = messages
+        if prompt.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": dict(t.schema)}
+                for t in prompt.tools
+            ]
+        if prompt.options.temperature is not None and not thinking_on:
+            body["temperature"] = prompt.options.temperature  # thinking requires the default temperature
+        body["stream"] = True
+        body.update(knobs)
+        return body
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        body = self.build_request(prompt)
+        return self._stream(body)
+
+    async def _stream(self, body: dict[str, Any]) -> AsyncIterator[Delta]:
+        ep = self._ep
+        blocks: dict[int, _Block] = {}
+        finish: FinishReason | None = None
+        stop_reason: str | None = None
+        loads = json.loads
+        async for event in ep.sse("/v1/messages", self._auth(), body):
+            try:
+                ev = obj(loads(event.data))
+            except ValueError:
+                raise ModelError(
+                    f"model endpoint {ep.base_url} sent a stream record that is not JSON; the server or a proxy garbled the stream",
+                    ErrorKind.TRANSPORT_ERROR,
+                ) from None
+            kind = ev.get("type") or event.event
+            if kind == "content_block_delta":
+                block = blocks.get(ev.get("index", -1))
+                delta = obj(ev.get("delta"))
+                dtype = delta.get("type")
+                if dtype == "text_delta":
+                    if delta.get("text"):
+                        yield TextChunk(delta["text"])
+                elif dtype == "input_json_delta":
+                    frag = delta.get("partial_json")
+                    if block is not None and block.kind == "tool_use" and frag:
+                        block.args.append(frag)
+                        yield ToolInput(block.id, frag)
+                elif dtype == "thinking_delta":
+                    if delta.get("thinking"):
+                        yield ReasoningChunk(delta["thinking"])
+                elif dtype == "signature_delta" and block is not None:
+                    block.signature = str(delta.get("signature") or "")  # replaced, not appended
+                # citations_delta and unknown deltas: nothing the harness keeps
+            elif kind == "content_block_start":
+                cb = obj(ev.get("content_block"))
+                btype = str(cb.get("type"))
+                block = blocks[ev.get("index", len(blocks))] = _Block(btype)
+                if btype == "text":
+                    if cb.get("text"):
+                        yield TextChunk(cb["text"])
+                elif btype == "thinking":
+                    if cb.get("thinking"):
+                        yield ReasoningChunk(cb["thinking"])
+                    if cb.get("signature"):
+                        block.signature = cb["signature"]
+                elif btype == "redacted_thinking":
+                    yield ReasoningChunk(redacted=str(cb.get("data") or ""))
+                elif btype == "tool_use":
+                    block.id = str(cb.get("id"))
+                    block.input = obj(cb.get("input")) or None
+                    yield ToolStart(block.id, str(cb.get("name")))
+                else:
+                    log.debug("Anthropic block type %r ignored", btype)
+            elif kind == "content_block_stop":
+                block = blocks.get(ev.get("index", -1))
+                if block is None:
+                    continue
+                if block.kind == "thinking" and block.signature is not None:
+                    yield ReasoningChunk(signature=block.signature)
+                elif block.kind == "tool_use":
+                    block.kind = "tool_use_done"
+                    raw = "".join(block.args)
+                    parsed = parse_input(raw) if raw else (block.input or {})
+                    yield ToolReady(block.id, parsed)
+            elif kind == "message_start":
+                usage = obj(obj(ev.get("message")).get("usage"))
+                if usage:
+                    u = anthropic_usage(usage)
+                    yield UsageChunk(u.input, None, u.cache_read or 0, u.cache_write or 0)
+            elif kind == "message_delta":
+                stop = obj(ev.get("delta")).get("stop_reason")
+                if stop:
+                    stop_reason = stop
+                usage = obj(ev.get("usage"))
+                if usage:
+                    yield anthropic_usage(usage)
+            elif kind == "message_stop":
+                if stop_reason == "model_context_window_exceeded":
+                    raise ModelError(
+                        f"model endpoint {ep.base_url}: the reply stopped at the model's context window "
+                        "(model_context_window_exceeded); compact or shorten the conversation",
+                        ErrorKind.CONTEXT_TOO_LONG,
+                    )
+                finish = _STOP.get(stop_reason or "end_turn")
+                if finish is None:
+                    log.warning("unknown stop_reason %r from %s, taken as stop", stop_reason, ep.base_url)
+                    finish = FinishReason.STOP
+                if stop_reason == "pause_turn":
+                    log.info("Anthropic paused the turn (pause_turn); taken as stop")
+                break
+            elif kind == "error":
+                raise classify_error_body(ev, ep)
+            # ping and unknown events: ignored
+        if finish is None:
+            raise truncated(ep, "message_stop")
+        # A tool_use block cut by max_tokens (no content_block_stop) gets no ToolReady: its input is incomplete.
+        yield Finish(finish)
+
+
+def _image_block(img: Image) -> dict[str, Any]:
+    if img.url is not None:
+        return {"type": "image", "source": {"type": "url", "url": img.url}}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": img.media_type, "data": img.data or ""},
+    }
+
+
+def _message(m: Message) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if m.role is Role.ASSISTANT:
+        for p in m.parts:
+            if isinstance(p, Reasoning):
+                if p.redacted is not None:
+                    content.append({"type": "redacted_thinking", "data": p.redacted})
+                elif p.signature is not None:
+                    content.append({"type": "thinking", "thinking": p.text, "signature": p.signature})
+                # reasoning without a signature (another provider's) cannot be sent back
+            elif isinstance(p, Text):
+                if p.text:
+                    content.append({"type": "text", "text": p.text})
+            elif isinstance(p, ToolCall):
+                content.append({"type": "tool_use", "id": p.id, "name": p.name, "input": p.input})
+        return {"role": "assistant", "content": content}
+    rest: list[dict[str, Any]] = []
+    for p in m.parts:
+        if isinstance(p, ToolResult):
+            inner: list[dict[str, Any]] = [
+                {"type": "text", "text": c.text} if isinstance(c, Text) else _image_block(c)
+                for c in p.content
+            ]
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": p.call_id, "content": inner}
+            if p.error:
+                block["is_error"] = True
+            content.append(block)
+        elif isinstance(p, Text):
+            rest.append({"type": "text", "text": p.text})
+        elif isinstance(p, Image):
+            rest.append(_image_block(p))
+    # tool_result blocks first, text after them (the API requires it)
+    return {"role": "user", "content": content + rest}

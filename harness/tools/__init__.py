@@ -1,0 +1,33 @@
+"""Coding tools: files under a ``Root`` (with a ``Journal`` to undo) and a ``shell``.
+
+See ``harness.tools.files`` and ``harness.tools.shell`` for the tools and the ``Result.value`` shapes.
+"""
+
+from ._fs import FileSystem, LocalFileSystem
+from ._journal import FileChange, Journal, Undone
+from ._root import PathError, Root
+from .files import ApplyPatch, EditFile, Glob, Grep, ListDir, ReadFile, WriteFile, file_tools
+from .shell import CommandRequest, CommandRunner, LocalCommandRunner, OutputSink, Shell
+
+__all__ = [
+    "ApplyPatch",
+    "CommandRequest",
+    "CommandRunner",
+    "EditFile",
+    "FileChange",
+    "FileSystem",
+    "Glob",
+    "Grep",
+    "Journal",
+    "ListDir",
+    "LocalCommandRunner",
+    "LocalFileSystem",
+    "OutputSink",
+    "PathError",
+    "ReadFile",
+    "Root",
+    "Shell",
+    "Undone",
+    "WriteFile",
+    "file_tools",
+]

@@ -1,0 +1,193 @@
+"""Unified diffs: parse a multi-file patch and apply its hunks to text (no disk access here)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["FilePatch", "Hunk", "PatchError", "apply_hunks", "parse_patch"]
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_NO_EOL = "\\ No newline at end of file"
+
+
+class PatchError(Exception):
+    """The patch is malformed or does not apply; the message says where."""
+
+
+@dataclass(slots=True)
+class Hunk:
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    lines: list[str] = field(default_factory=list[str])  # each starts with ' ', '-' or '+'
+    old_no_eol: bool = False
+    new_no_eol: bool = False
+
+    @property
+    def old(self) -> list[str]:
+        return [ln[1:] for ln in self.lines if ln[0] in " -"]
+
+    @property
+    def new(self) -> list[str]:
+        return [ln[1:] for ln in self.lines if ln[0] in " +"]
+
+
+@dataclass(slots=True)
+class FilePatch:
+    """One file's part of a patch. ``old_path`` is None for a created file, ``new_path`` None for a deleted one."""
+
+    old_path: str | None
+    new_path: str | None
+    hunks: list[Hunk] = field(default_factory=list[Hunk])
+
+    @property
+    def path(self) -> str:
+        p = self.new_path if self.new_path is not None else self.old_path
+        assert p is not None
+        return p
+
+
+def _header_path(raw: str) -> str | None:
+    raw = raw.split("\t", 1)[0].rstrip()
+    if raw.startswith('"') and raw.endswith('"') and len(raw) >= 2:
+        raw = raw[1:-1]
+    return None if raw == "/dev/null" else raw
+
+
+def _strip_git_prefix(fp: FilePatch) -> None:
+    # git writes a/ and b/ prefixes; strip them only when both sides agree that they are prefixes.
+    o, n = fp.old_path, fp.new_path
+    if (o is None or o.startswith("a/")) and (n is None or n.startswith("b/")) and (o or n):
+        fp.old_path = o[2:] if o is not None else None
+        fp.new_path = n[2:] if n is not None else None
+
+
+def parse_patch(text: str) -> list[FilePatch]:
+    """The file patches of a unified diff (``---``/``+++`` headers, ``@@`` hunks, ``/dev/null`` for create/delete)."""
+    lines = text.splitlines()
+    out: list[FilePatch] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.startswith("--- ") or i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
+            i += 1
+            continue
+        fp = FilePatch(_header_path(line[4:]), _header_path(lines[i + 1][4:]))
+        if fp.old_path is None and fp.new_path is None:
+            raise PatchError(f"line {i + 1}: both sides are /dev/null")
+        _strip_git_prefix(fp)
+        i += 2
+        while i < len(lines) and lines[i].startswith("@@"):
+            m = _HUNK.match(lines[i])
+            if m is None:
+                raise PatchError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
+            hunk = Hunk(
+                int(m[1]),
+                int(m[2]) if m[2] is not None else 1,
+                int(m[3]),
+                int(m[4]) if m[4] is not None else 1,
+            )
+            i += 1
+            old_seen = new_seen = 0
+            while i < len(lines) and (old_seen < hunk.old_count or new_seen < hunk.new_count):
+                body = lines[i]
+                if body == _NO_EOL:
+                    i += 1
+                    continue
+                tag = body[:1] or " "  # some tools drop the space of an empty context line
+                if tag not in " -+":
+                    break
+                hunk.lines.append(tag + body[1:])
+                if tag in " -":
+                    old_seen += 1
+                if tag in " +":
+                    new_seen += 1
+                i += 1
+            if old_seen != hunk.old_count or new_seen != hunk.new_count:
+                raise PatchError(
+                    f"hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ of "
+                    f"{fp.path}: expected {hunk.old_count} old and {hunk.new_count} new lines, "
+                    f"found {old_seen} and {new_seen}"
+                )
+            if i < len(lines) and lines[i] == _NO_EOL:
+                last = hunk.lines[-1][0] if hunk.lines else " "
+                if last == "-":
+                    hunk.old_no_eol = True
+                elif last == "+":
+                    hunk.new_no_eol = True
+                else:
+                    hunk.old_no_eol = hunk.new_no_eol = True
+                i += 1
+            fp.hunks.append(hunk)
+        if not fp.hunks and not (fp.old_path is None or fp.new_path is None):
+            raise PatchError(f"{fp.path}: no hunks")
+        out.append(fp)
+    if not out:
+        raise PatchError(
+            "no file headers found: expected a unified diff with '--- path' and '+++ path' lines"
+        )
+    return out
+
+
+def _eol_of(text: str) -> str:
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+
+
+def _find(lines: list[str], block: list[str], expected: int, start: int) -> int | None:
+    """The index where ``block`` occurs, nearest to ``expected``, at or after ``start``."""
+    n = len(block)
+    limit = len(lines) - n
+    if limit < start:
+        return None
+    expected = min(max(expected, start), limit)
+    for delta in range(max(expected - start, limit - expected) + 1):
+        for pos in (expected - delta, expected + delta):
+            if start <= pos <= limit and lines[pos : pos + n] == block:
+                return pos
+    return None
+
+
+def apply_hunks(original: str | None, fp: FilePatch) -> str | None:
+    """The new text of ``fp``'s file given its ``original`` text (None: absent); None means deleted."""
+    if fp.new_path is None:
+        if original is None:
+            raise PatchError(f"{fp.path}: cannot delete, the file does not exist")
+        return None
+    if fp.old_path is None and original is not None:
+        raise PatchError(f"{fp.path}: cannot create, the file already exists")
+    text = original or ""
+    eol = _eol_of(text) if text else "\n"
+    ends_with_eol = text.endswith("\n") or not text
+    lines = text.splitlines()
+    lines = [ln.rstrip("\r") for ln in lines]
+    pos = 0
+    offset = 0
+    for hunk in fp.hunks:
+        old = hunk.old
+        new = hunk.new
+        if not old:
+            at = hunk.old_start if hunk.old_start > 0 else 0
+            at = min(max(at + offset, pos), len(lines))
+        else:
+            found = _find(lines, old, hunk.old_start - 1 + offset, pos)
+            if found is None:
+                preview = old[0] if old else ""
+                raise PatchError(
+                    f"{fp.path}: hunk @@ -{hunk.old_start},{hunk.old_count} @@ does not match the file "
+                    f"(looked for {len(old)} lines starting {preview!r})"
+                )
+            at = found
+        lines[at : at + len(old)] = new
+        touches_end = at + len(new) >= len(lines)
+        if touches_end and hunk.new_no_eol:
+            ends_with_eol = False
+        elif touches_end and hunk.old_no_eol:
+            ends_with_eol = True
+        offset += len(new) - len(old)
+        pos = at + len(new)
+    if not lines:
+        return ""
+    return eol.join(lines) + (eol if ends_with_eol else "")

@@ -1,0 +1,282 @@
+"""``shell {command, cwd?, timeout_s?}``: a bash command with streamed output, a timeout and clean kills.
+
+The command runs as ``bash -c`` (non-login) in its own process group, stdin from /dev/null, stdout and
+stderr merged. Output streams as ``call.progress({"output": chunk})``; the result keeps the head and tail
+of the output (saying how much was cut). On timeout, on ``Call.is_cancelled()`` and on cancellation of
+the tool's task the whole process group gets SIGTERM, then SIGKILL after a short grace. Background jobs
+do not outlive the command: once it exits, its group is killed too.
+
+``Result.value`` (the ACP layer renders it): ``{"exit_code": int | None, "output": str, "timed_out": bool,
+"cancelled": bool, "truncated": bool, "command": str, "cwd": abs}``; ``exit_code`` is negative (``-signal``)
+when the command died of a signal, None when it never finished. ``error`` is set for a timeout, a
+cancellation or a command that could not start; a non-zero exit code is a normal result.
+
+The ``CommandRunner`` seam lets the ACP layer run commands in the editor's terminal instead.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+from anyio.abc import Process
+
+from .._call import Call
+from .._tools import Hints, Result, ToolSpec
+from ._root import PathError, Root
+
+__all__ = ["CommandRequest", "CommandRunner", "LocalCommandRunner", "OutputSink", "Shell"]
+
+OutputSink = Callable[[str], Awaitable[None]]
+
+# Keep commands from waiting on a pager or a prompt nobody can answer.
+_NONINTERACTIVE = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "DEBIAN_FRONTEND": "noninteractive",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRequest:
+    """What to run: the bash ``command`` in ``cwd``; ``call_id`` ties it to the tool call (editor terminals)."""
+
+    command: str
+    cwd: Path
+    call_id: str = ""
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+
+
+@runtime_checkable
+class CommandRunner(Protocol):
+    """Runs a command, streaming its decoded output to ``output``; returns the exit status.
+
+    Cancellation of the calling task (timeout, cancel) must stop the command and everything it
+    started before the cancellation propagates. A command that cannot start raises ``OSError``.
+    """
+
+    async def run(self, request: CommandRequest, output: OutputSink) -> int | None: ...
+
+
+class LocalCommandRunner:
+    """Runs ``bash -c`` locally in a new session (its own process group)."""
+
+    def __init__(self, *, grace_s: float = 2.0, drain_s: float = 0.5) -> None:
+        self.grace_s = grace_s
+        self.drain_s = drain_s
+
+    async def run(self, request: CommandRequest, output: OutputSink) -> int | None:
+        env = {**os.environ, **_NONINTERACTIVE, **request.env}
+        proc = await anyio.open_process(
+            ["bash", "-c", request.command],
+            cwd=request.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        code: int | None = None
+        try:
+            pumped = anyio.Event()
+
+            async def pump() -> None:
+                decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+                assert proc.stdout is not None
+                async for chunk in proc.stdout:
+                    text = decoder.decode(chunk)
+                    if text:
+                        await output(text)
+                rest = decoder.decode(b"", final=True)
+                if rest:
+                    await output(rest)
+                pumped.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pump)
+                code = await proc.wait()
+                # A background job may hold the pipe open: read what it flushes soon, then stop.
+                with anyio.move_on_after(self.drain_s):
+                    await pumped.wait()
+                tg.cancel_scope.cancel()
+            return code
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.grace_s + 5):
+                await _kill_group(proc, self.grace_s)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+async def _kill_group(proc: Process, grace_s: float) -> None:
+    """SIGTERM the process group, wait for the leader up to ``grace_s``, then SIGKILL what is left."""
+    pgid = proc.pid  # start_new_session: the leader's pid is the group id
+    if _signal_group(pgid, signal.SIGTERM):
+        with anyio.move_on_after(grace_s):
+            await proc.wait()
+        _signal_group(pgid, signal.SIGKILL)
+    await proc.aclose()
+
+
+class _HeadTail:
+    """Keeps the first and last ``limit / 2`` characters of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit // 2
+        self.tail_limit = limit - self.head_limit
+        self.head: list[str] = []
+        self.head_len = 0
+        self.tail: deque[str] = deque()
+        self.tail_len = 0
+        self.total = 0
+
+    def add(self, s: str) -> None:
+        self.total += len(s)
+        if self.head_len < self.head_limit:
+            take = s[: self.head_limit - self.head_len]
+            self.head.append(take)
+            self.head_len += len(take)
+            s = s[len(take) :]
+        if s:
+            self.tail.append(s)
+            self.tail_len += len(s)
+            while self.tail and self.tail_len - len(self.tail[0]) >= self.tail_limit:
+                self.tail_len -= len(self.tail.popleft())
+
+    @property
+    def cut(self) -> int:
+        return max(0, self.total - self.head_len - min(self.tail_len, self.tail_limit))
+
+    def text(self) -> str:
+        head = "".join(self.head)
+        tail = "".join(self.tail)[-self.tail_limit :] if self.tail_limit else ""
+        if self.cut:
+            return f"{head}\n[... {self.cut} characters cut ...]\n{tail}"
+        return head + tail
+
+
+class Shell:
+    """``shell {command, cwd?, timeout_s?}`` under a ``Root`` (the working directory must be inside it)."""
+
+    def __init__(
+        self,
+        root: Root,
+        *,
+        runner: CommandRunner | None = None,
+        default_timeout_s: float = 120.0,
+        max_timeout_s: float = 600.0,
+        max_output_chars: int = 30_000,
+        cancel_poll_s: float = 0.1,
+    ) -> None:
+        self.root = root
+        self.runner: CommandRunner = runner or LocalCommandRunner()
+        self.default_timeout_s = default_timeout_s
+        self.max_timeout_s = max_timeout_s
+        self.max_output_chars = max_output_chars
+        self.cancel_poll_s = cancel_poll_s
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            "shell",
+            f"Run a bash command (`bash -c`, non-interactive: stdin is empty) in `cwd` (default: the project "
+            f"root). stdout and stderr are merged; long output keeps its start and end. Times out after "
+            f"`timeout_s` seconds (default {self.default_timeout_s:g}, at most {self.max_timeout_s:g}); "
+            "background jobs are killed when the command exits.",
+            {
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "minLength": 1},
+                    "cwd": {"type": "string", "description": "Working directory inside the project"},
+                    "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+                },
+                "required": ["command"],
+                "additionalProperties": False,
+            },
+            Hints(read_only=False, destructive=True, idempotent=False, open_world=True),
+            meta={"kind": "execute"},
+        )
+
+    async def call(self, input: dict[str, Any], call: Call) -> Result:
+        command = str(input["command"])
+        if not command.strip():
+            return Result.failure("shell: the command is empty")
+        try:
+            cwd = await self.root.resolve(str(input.get("cwd") or "."))
+        except PathError as e:
+            return Result.failure(f"shell: cwd: {e}")
+        if not await anyio.Path(cwd).is_dir():
+            return Result.failure(f"shell: cwd {self.root.display(cwd)} is not a directory")
+        asked = input.get("timeout_s")
+        timeout = float(asked) if asked is not None else self.default_timeout_s
+        capped = timeout > self.max_timeout_s
+        timeout = min(timeout, self.max_timeout_s)
+        buf = _HeadTail(self.max_output_chars)
+
+        async def sink(chunk: str) -> None:
+            buf.add(chunk)
+            await call.progress({"output": chunk})
+
+        code: int | None = None
+        cancelled = call.is_cancelled()
+        timed_out = False
+        if not cancelled:
+            request = CommandRequest(command, cwd, call.id)
+            failed: OSError | None = None
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    # The run's cancel signal, for hosts that do not cancel the tool's task.
+                    nonlocal cancelled
+                    while not call.is_cancelled():  # noqa: ASYNC110 (Call offers only a poll)
+                        await anyio.sleep(self.cancel_poll_s)
+                    cancelled = True
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                with anyio.move_on_after(timeout) as scope:
+                    try:
+                        code = await self.runner.run(request, sink)
+                    except OSError as e:
+                        failed = e
+                timed_out = scope.cancelled_caught
+                tg.cancel_scope.cancel()
+            if failed is not None:
+                return Result.failure(f"shell: cannot run the command: {failed}")
+        output = buf.text()
+        value = {
+            "exit_code": code,
+            "output": output,
+            "timed_out": timed_out,
+            "cancelled": cancelled,
+            "truncated": buf.cut > 0,
+            "command": command,
+            "cwd": str(cwd),
+        }
+        if timed_out:
+            status = f"[timed out after {timeout:g} s; the command and its processes were killed]"
+        elif cancelled:
+            status = "[cancelled; the command and its processes were killed]"
+        elif code is not None and code < 0:
+            status = f"[killed by signal {-code}]"
+        else:
+            status = f"[exit code {code}]"
+        if capped:
+            status += f" [timeout_s capped at {self.max_timeout_s:g}]"
+        text = f"{output}\n{status}" if output else status
+        if timed_out or cancelled:
+            return Result.failure(text, value=value)
+        return Result.text(text, value=value)

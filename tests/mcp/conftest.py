@@ -1,0 +1,53 @@
+"""Fixtures of the MCP tests: paths to the test peers, skips with reasons when a peer is missing."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FAULT_SERVER = Path(__file__).with_name("fault_server.py")
+NPM = REPO / ".cache" / "npm" / "node_modules"
+EVERYTHING = NPM / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+PYTHON = sys.executable
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """MCP tests run on both backends: the SDK client and our stdio transport are anyio-only."""
+    return str(request.param)
+
+
+def require_everything() -> Path:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: server-everything tests need it")
+    if not EVERYTHING.exists():
+        pytest.skip(f"{EVERYTHING} is absent: run .ci/npm-peers.sh to install the npm test peers")
+    return EVERYTHING
+
+
+def require_time_server() -> None:
+    try:
+        import mcp_server_time  # noqa: F401  # pyright: ignore[reportMissingImports, reportUnusedImport]
+    except ImportError:
+        pytest.skip("mcp-server-time is not installed (pip install mcp-server-time)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+    """Wait for state outside this process (another process's file, a process reaped by init), bounded.
+    Polled because there is no event to wait on; the deadline fails the test, nothing is timed."""
+    with anyio.fail_after(timeout):
+        while not await predicate():  # noqa: ASYNC110
+            await anyio.sleep(0.05)

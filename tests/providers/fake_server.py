@@ -1,0 +1,264 @@
+"""A real HTTP/1.1 server on 127.0.0.1 that replays scripted responses, for provider tests and benches.
+
+Runs in its own thread (plain sockets), so it serves asyncio, trio and other processes alike.
+
+    with FakeServer() as server:
+        server.route("POST", "/v1/chat/completions", Reply.sse(fixture("chat_openai_text.sse"), every=7))
+        model = ChatCompletions(server.url + "/v1", "m")
+        ...
+        server.requests[0].json        # the body the client sent
+
+API:
+- ``FakeServer.route(method, path, *replies)``: each request to the route takes the next reply; the last
+  one repeats. A reply may be a ``Reply`` or a callable ``(Recorded) -> Reply``.
+- ``Reply(status, headers, body, chunked)``: ``body`` is a sequence of pieces, each written (and flushed)
+  on its own: ``bytes``, ``Stall`` (wait until released or the server closes), ``Drop`` (close the
+  connection at once, mid-body). ``chunked`` (default) uses chunked transfer encoding, else the body is
+  ended by closing the connection.
+- ``Reply.sse(data, split_at=..., every=...)`` splits a byte-exact stream at chosen offsets or every n
+  bytes; ``Reply.json(status, obj, headers)`` is a plain JSON response.
+- ``server.requests``: every ``Recorded`` request (method, path, headers lower-cased, body bytes, ``json``).
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FIXTURES", "Drop", "FakeServer", "Recorded", "Reply", "Stall", "fixture"]
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fixture(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+@dataclass
+class Stall:
+    """Stop sending: ``reached`` is set when the server gets here; it goes on when ``release`` is set.
+    ``client_closed`` is set when the client closes the connection during the stall."""
+
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    client_closed: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Close the connection abruptly (RST), leaving the body unfinished."""
+
+
+Piece = bytes | Stall | Drop
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
+    body: Sequence[Piece] = ()
+    chunked: bool = True
+
+    @classmethod
+    def sse(
+        cls,
+        data: bytes,
+        *,
+        split_at: Iterable[int] = (),
+        every: int | None = None,
+        then: Sequence[Piece] = (),
+        headers: Mapping[str, str] | None = None,
+    ) -> Reply:
+        """A 200 event stream, written in pieces cut at ``split_at`` offsets or every ``every`` bytes."""
+        cuts = sorted(set(split_at))
+        if every:
+            cuts = list(range(every, len(data), every))
+        pieces: list[Piece] = []
+        start = 0
+        for cut in cuts:
+            if 0 < cut < len(data):
+                pieces.append(data[start:cut])
+                start = cut
+        pieces.append(data[start:])
+        pieces.extend(then)
+        return cls(200, dict(headers or {"content-type": "text/event-stream"}), pieces)
+
+    @classmethod
+    def json(cls, status: int, obj: Any, headers: Mapping[str, str] | None = None) -> Reply:
+        body = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+        return cls(status, {"content-type": "application/json", **(headers or {})}, [body])
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+ReplySource = Reply | Callable[[Recorded], Reply]
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.requests: list[Recorded] = []
+        self._routes: dict[tuple[str, str], list[ReplySource]] = {}
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._conns: set[socket.socket] = set()
+        self._threads: list[threading.Thread] = []
+        self._accept = threading.Thread(target=self._serve, name="fake-server", daemon=True)
+
+    # -- public --------------------------------------------------------------------------------
+
+    def route(self, method: str, path: str, *replies: ReplySource) -> None:
+        with self._lock:
+            self._routes[(method.upper(), path)] = list(replies)
+
+    def start(self) -> FakeServer:
+        self._accept.start()
+        return self
+
+    def close(self) -> None:
+        self._closing.set()
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        with self._lock:
+            conns = list(self._conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- serving -------------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while not self._closing.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                self._conns.add(conn)
+            t = threading.Thread(target=self._handle, args=(conn,), daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _next_reply(self, req: Recorded) -> Reply:
+        with self._lock:
+            queue = self._routes.get((req.method, req.path))
+            if not queue:
+                return Reply.json(
+                    404,
+                    {"error": {"message": f"no route {req.method} {req.path}", "type": "not_found_error"}},
+                )
+            source = queue.pop(0) if len(queue) > 1 else queue[0]
+        return source(req) if callable(source) else source
+
+    def _handle(self, conn: socket.socket) -> None:
+        buf = b""
+        try:
+            while not self._closing.is_set():
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _version = lines[0].split(" ", 2)
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length", "0"))
+                while len(buf) < length:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                body, buf = buf[:length], buf[length:]
+                req = Recorded(method.upper(), target.split("?", 1)[0], headers, body)
+                with self._lock:
+                    self.requests.append(req)
+                if not self._respond(conn, self._next_reply(req)):
+                    return
+                if headers.get("connection", "").lower() == "close":
+                    return
+        except OSError:
+            return
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def _respond(self, conn: socket.socket, reply: Reply) -> bool:
+        """Write ``reply``; False when the connection must end (dropped, or delimited by close)."""
+        status_text = {
+            200: "OK",
+            400: "Bad Request",
+            401: "Unauthorized",
+            404: "Not Found",
+            429: "Too Many Requests",
+        }
+        head = [f"HTTP/1.1 {reply.status} {status_text.get(reply.status, 'Status')}"]
+        head += [f"{k}: {v}" for k, v in reply.headers.items()]
+        if reply.chunked:
+            head.append("transfer-encoding: chunked")
+        else:
+            head.append("connection: close")
+        conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        for piece in reply.body:
+            if isinstance(piece, Stall):
+                piece.reached.set()
+                while not piece.release.is_set():
+                    if self._closing.is_set():
+                        return False
+                    readable, _, _ = select.select([conn], [], [], 0.02)
+                    if readable and not conn.recv(1, socket.MSG_PEEK):
+                        piece.client_closed.set()
+                        return False
+                continue
+            if isinstance(piece, Drop):
+                # SO_LINGER 0: the close sends RST, as a crashed server would
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                return False
+            if not piece:
+                continue
+            if reply.chunked:
+                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            else:
+                conn.sendall(piece)
+        if reply.chunked:
+            conn.sendall(b"0\r\n\r\n")
+            return True
+        return False
