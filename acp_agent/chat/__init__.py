@@ -1,0 +1,112 @@
+"""``acp-agent chat``: a terminal client for the agent, over ACP like an editor; and ``acp-agent sessions``.
+
+Importing this package registers both subcommands with ``acp_agent.cli`` (when it offers
+``register_command``); ``add_parser``/``main`` are the same commands for a plain argparse wiring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "main"]
+
+_AGENT_FLAGS = (
+    ("--provider", "provider"),
+    ("--model", "model"),
+    ("--base-url", "base_url"),
+    ("--home", "home"),
+    ("--log-level", "log_level"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cwd", help="the project directory of the session (default: the current directory)")
+    # Same dests as the top-level flags; SUPPRESS keeps a value given before `chat` when not repeated.
+    for flag, dest in _AGENT_FLAGS:
+        parser.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=f"passed to the agent ({flag})")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``chat`` to an ``argparse`` subparsers object."""
+    parser = subparsers.add_parser("chat", help="chat with the agent in this terminal")
+    add_arguments(parser)
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace, config: Any = None) -> int:
+    """Run the chat; returns the exit code."""
+    from ..config import ConfigError, load_config, missing_key_problem
+
+    cwd = Path(args.cwd or os.getcwd()).expanduser().resolve()
+    if not cwd.is_dir():
+        print(f"acp-agent chat: {cwd} is not a directory; pass an existing one with --cwd.", file=sys.stderr)
+        return 2
+    flags = {dest: getattr(args, dest, None) for _, dest in _AGENT_FLAGS}
+    try:
+        settings = load_config(cwd, flags, os.environ)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"acp-agent: {problem}", file=sys.stderr)
+        return 2
+    agent_args: list[str] = []
+    for flag, dest in _AGENT_FLAGS:
+        value = flags.get(dest)
+        if value:
+            agent_args += [flag, str(value)]
+    problem = missing_key_problem(settings)
+    return _run(cwd, tuple(agent_args), problem)
+
+
+def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None) -> int:
+    import anyio
+
+    from ._app import ChatOptions, run_chat
+    from ._input import open_terminal_input
+    from ._render import Renderer, Style
+
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    style = Style(color)
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    renderer = Renderer(write, style)
+
+    def prompt(text: str) -> None:
+        renderer.end_line()
+        write(style.bold(text))
+
+    if warning:
+        renderer.error(warning)
+
+    async def go() -> int:
+        reader = open_terminal_input()
+        try:
+            return await run_chat(ChatOptions(cwd, agent_args), reader, renderer, prompt)
+        finally:
+            await reader.aclose()
+
+    try:
+        return anyio.run(go)
+    except KeyboardInterrupt:  # before the Ctrl-C handler is installed
+        return 130
+
+
+def _register() -> None:
+    try:
+        from ..cli import register_command
+    except ImportError:
+        return
+    from .sessions_cmd import add_arguments as sessions_arguments
+    from .sessions_cmd import main as sessions_main
+
+    register_command("chat", "chat with the agent in this terminal", add_arguments, main)
+    register_command("sessions", "list, show or delete saved sessions", sessions_arguments, sessions_main)
+
+
+_register()

@@ -1,0 +1,521 @@
+"""``acp-agent chat``: spawn the agent, speak ACP to it over its stdio (as an editor does), and run a
+terminal conversation: prompts, streamed replies, inline permission questions, Ctrl-C to cancel a turn."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+from anyio.abc import ByteReceiveStream, Process, TaskStatus
+
+from .. import __version__
+from ..protocol.connection import Connection, RequestContext
+from ..protocol.errors import INTERNAL_ERROR, ConnectionClosedError, RpcError
+from ._input import LineReader
+from ._render import Renderer, as_obj, as_objs
+
+__all__ = ["ChatApp", "ChatClient", "ChatOptions", "agent_command"]
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION: Final = 1
+_CLOSE_TIMEOUT: Final = 5.0
+_CANCELLED: Final = {"outcome": {"outcome": "cancelled"}}
+
+HELP: Final = """\
+/mode [NAME]     show or switch the session mode
+/model [NAME]    show or switch the model
+/sessions        list saved sessions
+/load ID         continue a saved session
+/new             start a new session
+/quit            leave (also Ctrl-D, or Ctrl-C when idle)
+Other /commands are sent to the agent. Ctrl-C during a reply cancels it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    cwd: Path
+    agent_args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+
+
+def agent_command(agent_args: Sequence[str]) -> list[str]:
+    """The agent process: this interpreter running ``acp_agent`` with the chat's agent flags."""
+    return [sys.executable, "-m", "acp_agent", *agent_args]
+
+
+def _rpc_message(exc: RpcError) -> str:
+    if isinstance(exc, ConnectionClosedError):
+        return "the agent closed the connection"
+    return exc.message
+
+
+class ChatClient:
+    """The client side of the connection: serves the agent's requests (permissions, files) and renders
+    its updates. Implements ``acp_agent.protocol.Handler``."""
+
+    def __init__(self, app: ChatApp) -> None:
+        self._app = app
+
+    async def handle_request(self, method: str, params: Any, ctx: RequestContext) -> Any:
+        if not isinstance(params, dict):
+            raise RpcError.invalid_params("invalid params: expected an object")
+        p: dict[str, Any] = params  # pyright: ignore[reportUnknownVariableType]
+        if method == "session/request_permission":
+            return await self._app.ask_permission(p)
+        if method == "fs/read_text_file":
+            return await _read_text_file(p)
+        if method == "fs/write_text_file":
+            return await _write_text_file(p)
+        raise RpcError.method_not_found(method)
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        if method != "session/update" or not isinstance(params, dict):
+            return
+        p: dict[str, Any] = params  # pyright: ignore[reportUnknownVariableType]
+        update = p.get("update")
+        if p.get("sessionId") == self._app.session_id and isinstance(update, dict):
+            self._app.renderer.update(update)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _absolute(params: dict[str, Any]) -> Path:
+    path = params.get("path")
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise RpcError.invalid_params("invalid params: path: must be an absolute path")
+    return Path(path)
+
+
+async def _read_text_file(params: dict[str, Any]) -> dict[str, Any]:
+    path = _absolute(params)
+    line, limit = params.get("line"), params.get("limit")
+    try:
+        text = await anyio.to_thread.run_sync(lambda: path.read_text(encoding="utf-8", errors="replace"))
+    except FileNotFoundError:
+        raise RpcError.not_found(f"file not found: {path}", uri=str(path)) from None
+    except OSError as exc:
+        raise RpcError(INTERNAL_ERROR, f"cannot read {path}: {exc.strerror}") from None
+    if isinstance(line, int) or isinstance(limit, int):
+        lines = text.splitlines(keepends=True)
+        start = max((line if isinstance(line, int) else 1) - 1, 0)
+        end = start + limit if isinstance(limit, int) and limit >= 0 else len(lines)
+        text = "".join(lines[start:end])
+    return {"content": text}
+
+
+async def _write_text_file(params: dict[str, Any]) -> None:
+    path = _absolute(params)
+    content = params.get("content")
+    if not isinstance(content, str):
+        raise RpcError.invalid_params("invalid params: content: must be a string")
+
+    def write() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+
+    try:
+        await anyio.to_thread.run_sync(write)
+    except OSError as exc:
+        raise RpcError(INTERNAL_ERROR, f"cannot write {path}: {exc.strerror}") from None
+
+
+class ChatApp:
+    """One terminal conversation with one agent process."""
+
+    def __init__(
+        self, options: ChatOptions, reader: LineReader, renderer: Renderer, prompt: Callable[[str], None]
+    ) -> None:
+        self.options = options
+        self.reader = reader
+        self.renderer = renderer
+        self._show_prompt = prompt
+        self.conn: Connection | None = None
+        self.session_id: str | None = None
+        self.modes: list[tuple[str, str]] = []
+        self.can_load = False
+        self._turn_running = False
+        self._cancelling = False
+        self._asking: anyio.CancelScope | None = None
+        self._repl_scope: anyio.CancelScope | None = None
+
+    # --- the agent's requests -----------------------------------------------------------------------
+
+    async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        options = as_objs(params.get("options"))
+        if not options or self._cancelling:
+            return _CANCELLED
+        call: dict[str, Any] = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}  # pyright: ignore[reportAssignmentType]
+        style = self.renderer.style
+        known = self.renderer.tools.get(str(call.get("toolCallId")))
+        title = call.get("title") or (known.title if known else "a tool call")
+        self.renderer.line(style.yellow(f"? Allow {title}?"))
+        content = call.get("content")
+        if isinstance(content, list):
+            self.renderer.tool_content(content)  # pyright: ignore[reportUnknownArgumentType]
+        for i, option in enumerate(options, 1):
+            self.renderer.line(f"  {i}) {option.get('name') or option.get('optionId')}")
+        with anyio.CancelScope() as scope:
+            self._asking = scope
+            try:
+                while True:
+                    self._show_prompt(f"choose 1-{len(options)}: ")
+                    answer = await self.reader.readline()
+                    if answer is None:
+                        return _CANCELLED
+                    chosen = _pick(answer.strip(), options)
+                    if chosen is not None:
+                        return {"outcome": {"outcome": "selected", "optionId": chosen}}
+                    self.renderer.notice(f"type a number from 1 to {len(options)}")
+            finally:
+                self._asking = None
+        return _CANCELLED
+
+    # --- Ctrl-C -------------------------------------------------------------------------------------
+
+    async def watch_interrupts(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            task_status.started()
+            async for _ in signals:
+                await self.interrupt()
+
+    async def interrupt(self) -> None:
+        """First Ctrl-C in a turn cancels it; a second one (or one when idle) leaves."""
+        if self._turn_running and not self._cancelling and self.conn is not None and self.session_id:
+            self._cancelling = True
+            self.renderer.notice("^C cancelling… (Ctrl-C again to quit)")
+            if self._asking is not None:
+                self._asking.cancel()
+            await self.conn.notify("session/cancel", {"sessionId": self.session_id})
+            return
+        self.renderer.notice("^C bye")
+        if self._repl_scope is not None:
+            self._repl_scope.cancel()
+
+    # --- the conversation ---------------------------------------------------------------------------
+
+    async def start(self) -> bool:
+        """``initialize`` and ``session/new``; False (with the reason shown) when the agent cannot start."""
+        assert self.conn is not None
+        try:
+            with anyio.fail_after(60):
+                init = await self.conn.request(
+                    "initialize",
+                    {
+                        "protocolVersion": PROTOCOL_VERSION,
+                        "clientCapabilities": {
+                            "fs": {"readTextFile": True, "writeTextFile": True},
+                            "terminal": False,
+                        },
+                        "clientInfo": {
+                            "name": "acp-agent-chat",
+                            "title": "acp-agent chat",
+                            "version": __version__,
+                        },
+                    },
+                )
+        except TimeoutError:
+            self.renderer.error("the agent did not answer initialize within 60 s; run `acp-agent doctor`.")
+            return False
+        except RpcError as exc:
+            self.renderer.error(f"the agent could not start: {_rpc_message(exc)}; run `acp-agent doctor`.")
+            return False
+        answer = as_obj(init)
+        self.can_load = bool(as_obj(answer.get("agentCapabilities")).get("loadSession"))
+        for method in as_objs(answer.get("authMethods")):
+            if method.get("description"):
+                self.renderer.error(str(method["description"]))
+        return await self.new_session()
+
+    async def new_session(self) -> bool:
+        assert self.conn is not None
+        try:
+            result = await self.conn.request("session/new", {"cwd": str(self.options.cwd), "mcpServers": []})
+        except RpcError as exc:
+            self.renderer.error(f"cannot start a session: {_rpc_message(exc)}")
+            return False
+        self._opened(result)
+        self.session_id = str(result.get("sessionId"))
+        self.renderer.notice(f"session {self.session_id} in {self.options.cwd} — /help for commands")
+        return True
+
+    def _opened(self, result: Any) -> None:
+        self.renderer.tools.clear()
+        answer = as_obj(result)
+        modes = as_obj(answer.get("modes"))
+        self.modes = [
+            (str(m["id"]), str(m.get("name") or m["id"]))
+            for m in as_objs(modes.get("availableModes"))
+            if isinstance(m.get("id"), str)
+        ]
+        current = modes.get("currentModeId")
+        self.renderer.current_mode = current if isinstance(current, str) else None
+        if "configOptions" in answer:
+            self.renderer.config_options = as_objs(answer["configOptions"])
+
+    async def repl(self) -> int:
+        with anyio.CancelScope() as self._repl_scope:
+            while self.conn is not None and not self.conn.closed:
+                self.renderer.end_line()
+                self._show_prompt("> ")
+                line = await self.reader.readline()
+                if line is None:
+                    self.renderer.line("")
+                    return 0
+                text = line.strip()
+                if not text:
+                    continue
+                if text.startswith("/") and not await self.command(text):
+                    return 0
+                if not text.startswith("/") or self._is_agent_command(text):
+                    await self.turn(text)
+            if self.conn is not None and self.conn.closed:
+                self.renderer.error(
+                    "the agent exited; its last messages are above (see the log with --log-level debug)."
+                )
+                return 1
+        return 0
+
+    def _is_agent_command(self, text: str) -> bool:
+        return text.split()[0] not in _LOCAL_COMMANDS
+
+    async def turn(self, text: str) -> None:
+        assert self.conn is not None
+        self._turn_running, self._cancelling = True, False
+        try:
+            result = await self.conn.request(
+                "session/prompt", {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
+            )
+        except RpcError as exc:
+            self.renderer.error(f"error: {_rpc_message(exc)}")
+            return
+        finally:
+            self._turn_running = False
+        self.renderer.end_line()
+        stop = as_obj(result).get("stopReason")
+        if stop == "cancelled":
+            self.renderer.notice("(cancelled)")
+        elif stop not in (None, "end_turn"):
+            self.renderer.notice(f"({str(stop).replace('_', ' ')})")
+        usage = self.renderer.usage_line()
+        if usage:
+            self.renderer.notice(usage)
+
+    async def command(self, text: str) -> bool:
+        """A local slash command; False means quit. Unknown ones go to the agent (see ``repl``)."""
+        name, _, arg = text.partition(" ")
+        arg = arg.strip()
+        if name in ("/quit", "/exit"):
+            return False
+        if name == "/help":
+            self.renderer.line(HELP)
+            for cmd, description in self.renderer.commands:
+                self.renderer.line(f"/{cmd:<15} {description}")
+        elif name == "/mode":
+            await self._mode(arg)
+        elif name == "/model":
+            await self._model(arg)
+        elif name == "/sessions":
+            await self._sessions()
+        elif name == "/load":
+            await self._load(arg)
+        elif name == "/new":
+            await self.new_session()
+        return True
+
+    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+        assert self.conn is not None
+        try:
+            return await self.conn.request(method, params)
+        except RpcError as exc:
+            if exc.code == -32601:
+                self.renderer.error(f"this agent does not support {method}")
+            else:
+                self.renderer.error(f"{method} failed: {_rpc_message(exc)}")
+            return None
+
+    def _option(self, category: str) -> dict[str, Any] | None:
+        for option in self.renderer.config_options:
+            if option.get("category") == category or option.get("id") == category:
+                return option
+        return None
+
+    def _option_values(self, option: dict[str, Any]) -> list[tuple[str, str]]:
+        values: list[tuple[str, str]] = []
+        for item in as_objs(option.get("options")):
+            # A select's options are values, or groups of values.
+            for entry in [item] if "value" in item else as_objs(item.get("options")):
+                if "value" in entry:
+                    values.append((str(entry["value"]), str(entry.get("name") or entry["value"])))
+        return values
+
+    async def _set_option(self, option: dict[str, Any], value: str) -> None:
+        values = self._option_values(option)
+        ids = [v for v, _ in values]
+        if values and value not in ids:
+            self.renderer.error(
+                f"unknown {option.get('name', 'value')} {value!r}; choose one of: {', '.join(ids)}"
+            )
+            return
+        result = await self._call(
+            "session/set_config_option",
+            {"sessionId": self.session_id, "configId": option.get("id"), "value": value},
+        )
+        if "configOptions" in as_obj(result):
+            self.renderer.config_options = as_objs(as_obj(result)["configOptions"])
+        if result is not None:
+            self.renderer.notice(f"{option.get('name', option.get('id'))}: {value}")
+
+    def _list_values(self, title: str, values: list[tuple[str, str]], current: Any) -> None:
+        self.renderer.line(f"{title}:")
+        for value, name in values:
+            mark = "*" if value == current else " "
+            self.renderer.line(f" {mark} {value}" + (f"  ({name})" if name != value else ""))
+
+    async def _mode(self, arg: str) -> None:
+        option = self._option("mode")
+        if self.modes:
+            if not arg:
+                self._list_values("modes", self.modes, self.renderer.current_mode)
+                return
+            ids = [m for m, _ in self.modes]
+            if arg not in ids:
+                self.renderer.error(f"unknown mode {arg!r}; choose one of: {', '.join(ids)}")
+                return
+            if (
+                await self._call("session/set_mode", {"sessionId": self.session_id, "modeId": arg})
+                is not None
+            ):
+                self.renderer.current_mode = arg
+                self.renderer.notice(f"mode: {arg}")
+        elif option is not None:
+            if not arg:
+                self._list_values("modes", self._option_values(option), option.get("currentValue"))
+            else:
+                await self._set_option(option, arg)
+        else:
+            self.renderer.error("this agent offers no modes")
+
+    async def _model(self, arg: str) -> None:
+        option = self._option("model")
+        if option is None:
+            self.renderer.error("this agent offers no model choice; restart the chat with --model NAME")
+        elif not arg:
+            self._list_values("models", self._option_values(option), option.get("currentValue"))
+        else:
+            await self._set_option(option, arg)
+
+    async def _sessions(self) -> None:
+        result = await self._call("session/list", {})
+        if result is None:
+            return
+        sessions = as_objs(as_obj(result).get("sessions"))
+        if not sessions:
+            self.renderer.line("no saved sessions")
+        for info in sessions:
+            mark = "*" if info.get("sessionId") == self.session_id else " "
+            updated = str(info.get("updatedAt") or "")[:19]
+            cwd = self.renderer.style.dim(str(info.get("cwd") or ""))
+            self.renderer.line(
+                f"{mark} {info.get('sessionId')}  {updated}  {info.get('title') or '(untitled)'}  {cwd}"
+            )
+
+    async def _load(self, session_id: str) -> None:
+        if not session_id:
+            self.renderer.error("usage: /load ID (see /sessions)")
+            return
+        if not self.can_load:
+            self.renderer.error("this agent cannot load sessions")
+            return
+        previous, self.session_id = self.session_id, session_id  # replayed updates carry the new id
+        result = await self._call(
+            "session/load", {"sessionId": session_id, "cwd": str(self.options.cwd), "mcpServers": []}
+        )
+        if result is None:
+            self.session_id = previous
+            return
+        self._opened(result)
+        self.renderer.end_line()
+        self.renderer.notice(f"session {session_id} loaded")
+
+
+_LOCAL_COMMANDS: Final = frozenset(
+    {"/quit", "/exit", "/help", "/mode", "/model", "/sessions", "/load", "/new"}
+)
+
+
+def _pick(answer: str, options: list[dict[str, Any]]) -> str | None:
+    if answer.isdigit() and 1 <= int(answer) <= len(options):
+        return str(options[int(answer) - 1].get("optionId"))
+    lowered = answer.lower()
+    for option in options:
+        if lowered and lowered in (str(option.get("optionId")).lower(), str(option.get("name", "")).lower()):
+            return str(option.get("optionId"))
+    return None
+
+
+async def _pump_stderr(stream: ByteReceiveStream, renderer: Renderer) -> None:
+    """The agent's stderr (its warnings and errors), shown dimmed so problems are visible."""
+    reader = LineReader(stream)
+    while (line := await reader.readline()) is not None:
+        if line.strip():
+            renderer.notice(f"agent: {line}")
+
+
+async def run_chat(
+    options: ChatOptions, reader: LineReader, renderer: Renderer, prompt: Callable[[str], None]
+) -> int:
+    """Spawn the agent and converse until the user leaves or the agent exits; returns the exit code."""
+    app = ChatApp(options, reader, renderer, prompt)
+    try:
+        process = await anyio.open_process(
+            agent_command(options.agent_args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=options.cwd,
+            env=options.env,
+            start_new_session=True,  # the terminal's Ctrl-C is ours to interpret, not the agent's
+        )
+    except OSError as exc:
+        renderer.error(f"cannot start the agent ({exc.strerror}); check that {sys.executable} still exists.")
+        return 1
+    code = 1
+    async with anyio.create_task_group() as tg:
+        await tg.start(app.watch_interrupts)
+        assert process.stdout is not None and process.stdin is not None and process.stderr is not None
+        tg.start_soon(_pump_stderr, process.stderr, renderer)
+        conn = Connection(process.stdout, process.stdin, ChatClient(app), shutdown_grace=1.0)
+        app.conn = conn
+        tg.start_soon(conn.serve)
+        try:
+            if await app.start():
+                code = await app.repl()
+        finally:
+            with anyio.CancelScope(shield=True):
+                conn.close()
+                await _stop(process)
+            tg.cancel_scope.cancel()
+    return code
+
+
+async def _stop(process: Process) -> None:
+    """End input so the agent exits on its own; terminate, then kill, if it does not."""
+    if process.stdin is not None:
+        await process.stdin.aclose()
+    with anyio.move_on_after(_CLOSE_TIMEOUT):
+        await process.wait()
+        return
+    process.terminate()
+    with anyio.move_on_after(2.0):
+        await process.wait()
+        return
+    process.kill()
+    await process.wait()

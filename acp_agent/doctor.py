@@ -1,0 +1,341 @@
+"""``acp-agent doctor``: checks the configuration, the model endpoint (reachable, model listed, a one-token
+completion with a tool offered), each configured MCP server (starts, lists tools), the home folder and the
+log file. One line per check, saying what to fix; exit status 0 when all is well, 1 otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.to_thread
+
+if TYPE_CHECKING:
+    from .config import Config, McpServerEntry
+
+__all__ = ["Check", "add_arguments", "add_parser", "main", "run_checks"]
+
+MODEL_TIMEOUT: Final = 60.0
+MCP_TIMEOUT: Final = 30.0
+
+_AGENT_FLAGS = (
+    ("--provider", "provider"),
+    ("--model", "model"),
+    ("--base-url", "base_url"),
+    ("--home", "home"),
+    ("--log-level", "log_level"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One check's outcome: ``ok`` True (fine), False (must be fixed) or None (a warning)."""
+
+    name: str
+    ok: bool | None
+    message: str
+
+    def line(self) -> str:
+        label = {True: "ok  ", False: "FAIL", None: "warn"}[self.ok]
+        return f"{label}  {self.name}: {self.message}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cwd", help="check the configuration of this project directory (default: here)")
+    for flag, dest in _AGENT_FLAGS:
+        parser.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=f"as for the agent ({flag})")
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("doctor", help="check the model endpoint, MCP servers, home and log file")
+    add_arguments(parser)
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace, config: Any = None) -> int:
+    cwd = Path(getattr(args, "cwd", None) or os.getcwd()).expanduser()
+    flags = {dest: getattr(args, dest, None) for _, dest in _AGENT_FLAGS}
+
+    import logging
+
+    # The checks report problems themselves; library warnings would repeat them on stderr.
+    logging.getLogger().addHandler(logging.NullHandler())
+
+    def emit(check: Check) -> None:
+        print(check.line(), flush=True)
+
+    checks = anyio.run(run_checks, cwd, flags, dict(os.environ), emit)
+    return 0 if all(c.ok is not False for c in checks) else 1
+
+
+async def run_checks(
+    cwd: Path, flags: Mapping[str, Any], env: Mapping[str, str], emit: Callable[[Check], None]
+) -> list[Check]:
+    """Run every check, reporting each through ``emit`` as it finishes."""
+    from .config import ConfigError, load_config
+
+    done: list[Check] = []
+
+    def report(check: Check) -> None:
+        done.append(check)
+        emit(check)
+
+    try:
+        config = load_config(cwd, flags, env)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            report(Check("config", False, f"{problem.source}: {problem.key}: {problem.message}"))
+        # The rest still helps: check home and log file with what the flags and environment say.
+        config = _fallback_config(flags, env)
+    else:
+        where = ", ".join(str(p) for p in config.files) or "no config files; flags, environment and defaults"
+        report(Check("config", True, where))
+    for check in await _check_model(config, env):
+        report(check)
+    for server in config.mcp_servers:
+        report(await _check_mcp(server, cwd))
+    report(await anyio.to_thread.run_sync(_check_home, config.home))
+    report(await anyio.to_thread.run_sync(_check_log, config.home, env))
+    return done
+
+
+def _fallback_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
+    from .config import Config
+
+    home = flags.get("home") or env.get("ACP_AGENT_HOME") or "~/.local/share/acp-agent"
+    return Config(home=Path(str(home)).expanduser())
+
+
+# --- the model ------------------------------------------------------------------------------------
+
+
+async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
+    from .config import missing_key_problem
+    from .models import how_to_configure
+
+    if config.provider is None:
+        return [Check("model", False, how_to_configure() + ".")]
+    if config.provider == "script":
+        return [await anyio.to_thread.run_sync(_check_script, env)]
+    problem = missing_key_problem(config)
+    if problem is not None:
+        return [Check("model", False, problem)]
+    if not config.model:
+        return [
+            Check(
+                "model",
+                False,
+                f"provider {config.provider} needs a model name: pass --model, set "
+                'ACP_AGENT_MODEL, or put model = "..." in config.toml.',
+            )
+        ]
+    try:
+        from harness.providers.factory import build_model
+    except ImportError as exc:
+        return [Check("model", None, f"not available: the HTTP providers cannot be imported ({exc}).")]
+    try:
+        model = build_model(
+            config.provider, model=config.model, base_url=config.base_url, api_key=config.api_key, env=env
+        )
+    except Exception as exc:
+        return [Check("model", False, f"cannot set up provider {config.provider}: {exc}")]
+    where = str(getattr(model, "base_url", config.base_url or config.provider))
+    checks: list[Check] = []
+    try:
+        listed = await _check_listing(model, config.model, where)
+        checks.append(listed)
+        if listed.ok is not False:
+            checks.append(await _check_completion(model, config.model, where))
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
+    return checks
+
+
+def _check_script(env: Mapping[str, str]) -> Check:
+    from .models import ModelConfigError, load_script
+
+    script = env.get("ACP_AGENT_SCRIPT")
+    if not script:
+        return Check(
+            "model", False, "provider script needs ACP_AGENT_SCRIPT, the path of a JSON list of replies."
+        )
+    try:
+        replies = load_script(Path(script))
+    except ModelConfigError as exc:
+        return Check("model", False, f"{exc}.")
+    return Check("model", True, f"script provider with {len(replies)} replies from {script}")
+
+
+def _unreachable(where: str, exc: BaseException) -> str:
+    from harness import ModelError
+
+    message = (getattr(exc, "message", None) or str(exc) or type(exc).__name__).rstrip(".")
+    if isinstance(exc, ModelError):
+        return f"{message}."  # the providers' messages already name the cause and the fix
+    return (
+        f"{where} failed: {message}; check that the server is running and that base_url "
+        "(--base-url, ACP_AGENT_BASE_URL or config.toml) and the API key are right."
+    )
+
+
+async def _check_listing(model: Any, name: str, where: str) -> Check:
+    list_models = getattr(model, "list_models", None)
+    if list_models is None:
+        return Check("model endpoint", None, f"{where}: this provider cannot list models; skipped.")
+    try:
+        with anyio.fail_after(MODEL_TIMEOUT):
+            names: list[str] = list(await list_models())
+    except TimeoutError:
+        return Check(
+            "model endpoint",
+            False,
+            f"{where} did not answer within {MODEL_TIMEOUT:.0f} s; check that "
+            "the server is running and base_url is right.",
+        )
+    except Exception as exc:
+        return Check("model endpoint", False, _unreachable(where, exc))
+    if not names:
+        return Check("model endpoint", True, f"{where} is reachable (it publishes no model list)")
+    if name not in names:
+        shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+        return Check(
+            "model endpoint",
+            False,
+            f"{where} does not serve model {name!r}; set --model (or "
+            f"ACP_AGENT_MODEL, or model in config.toml) to one of: {shown}.",
+        )
+    return Check("model endpoint", True, f"{where} is reachable and serves {name!r}")
+
+
+async def _check_completion(model: Any, name: str, where: str) -> Check:
+    from harness import Message, Options, ToolSpec
+    from harness.model import Prompt
+
+    tool = ToolSpec("get_time", "Returns the current time.", {"type": "object", "properties": {}})
+    prompt = Prompt(
+        system="Answer in one word.",
+        messages=[Message.user("Say OK.")],
+        tools=[tool],
+        options=Options(max_output_tokens=1),
+    )
+    deltas = 0
+    try:
+        with anyio.fail_after(MODEL_TIMEOUT):
+            async for _ in model.stream(prompt):
+                deltas += 1
+    except TimeoutError:
+        return Check(
+            "model completion",
+            False,
+            f"{where} did not finish a one-token completion within "
+            f"{MODEL_TIMEOUT:.0f} s; the server may be overloaded or still loading {name!r}.",
+        )
+    except Exception as exc:
+        return Check(
+            "model completion", False, _unreachable(f"a one-token completion with {name!r} at {where}", exc)
+        )
+    return Check("model completion", True, f"{name!r} answered a one-token request with a tool offered")
+
+
+# --- MCP servers ----------------------------------------------------------------------------------
+
+
+async def _check_mcp(entry: McpServerEntry, cwd: Path) -> Check:
+    label = f"mcp server {entry.name}"
+    try:
+        from harness.mcp import HttpConfig, McpServer, StdioConfig
+    except ImportError:
+        return Check(label, None, "not available: harness.mcp cannot be imported.")
+    if entry.type == "stdio":
+        cfg: Any = StdioConfig(
+            entry.name, entry.command or "", entry.args, dict(entry.env), entry.cwd or str(cwd)
+        )
+        what = " ".join([entry.command or "", *entry.args])
+    else:
+        cfg = HttpConfig(
+            entry.name, entry.url or "", dict(entry.headers), "sse" if entry.type == "sse" else "http"
+        )
+        what = entry.url or ""
+    try:
+        async with McpServer(cfg, connect_timeout=MCP_TIMEOUT) as server:
+            state = server.state
+            tools = len(await server.tools()) if str(state.status) == "ready" else 0
+    except Exception as exc:
+        return Check(
+            label,
+            False,
+            f"`{what}` (from {entry.source}) did not start: {exc}; fix the command or "
+            "url in that file, or remove the server.",
+        )
+    if str(state.status) != "ready":
+        cause = (state.cause or "it did not become ready").rstrip(".")
+        return Check(
+            label,
+            False,
+            f"`{what}` (from {entry.source}) did not start: {cause}; fix the command or "
+            "url in that file, or remove the server.",
+        )
+    return Check(label, True, f"started, {tools} tools")
+
+
+# --- home and log file ----------------------------------------------------------------------------
+
+
+def _check_home(home: Path) -> Check:
+    try:
+        (home / "sessions").mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home / "sessions", prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check(
+            "home",
+            False,
+            f"{home} is not writable ({exc.strerror}); fix its permissions or choose "
+            "another folder with --home or ACP_AGENT_HOME.",
+        )
+    return Check("home", True, f"{home} is writable")
+
+
+def _check_log(home: Path, env: Mapping[str, str]) -> Check:
+    from .logs import log_file_path
+
+    path = log_file_path(home, dict(env))
+    if path is None:
+        return Check("log file", None, "disabled by ACP_AGENT_LOG; logs go to stderr only.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return Check(
+            "log file",
+            False,
+            f"{path} is not writable ({exc.strerror}); fix its permissions or set "
+            "ACP_AGENT_LOG to another path.",
+        )
+    return Check("log file", True, f"{path}")
+
+
+def _register() -> None:
+    try:
+        from .cli import register_command
+    except ImportError:
+        return
+    register_command(
+        "doctor", "check the model endpoint, MCP servers, home and log file", add_arguments, main
+    )
+
+
+_register()
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(argparse.Namespace()))

@@ -1,0 +1,27 @@
+;;; acp-agent for agent-shell (https://github.com/xenodium/agent-shell)
+;; Evaluate this (or put it in your init file), then M-x acp-agent-shell.
+
+(require 'agent-shell)
+
+(defun acp-agent-shell-config ()
+  "An agent-shell configuration for acp-agent."
+  (agent-shell-make-agent-config
+   :identifier 'acp-agent
+   :mode-line-name "acp-agent"
+   :buffer-name "acp-agent"
+   :shell-prompt "acp-agent> "
+   :shell-prompt-regexp "acp-agent> "
+   :client-maker (lambda (buffer)
+                   (agent-shell--make-acp-client
+                    :command "acp-agent"
+                    :command-params '()
+                    :environment-variables '("ACP_AGENT_PROVIDER=openai"
+                                             "ACP_AGENT_MODEL=gpt-4.1")
+                    :context-buffer buffer))))
+
+(defun acp-agent-shell ()
+  "Start an agent-shell session with acp-agent."
+  (interactive)
+  (agent-shell-start :config (acp-agent-shell-config)))
+
+(add-to-list 'agent-shell-agent-configs (acp-agent-shell-config))

@@ -1,0 +1,242 @@
+"""`acp-agent chat` driven through a pseudo-terminal against the script provider, and the renderer."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_agent.chat._render import Renderer, Style
+
+pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives the chat through a pty")
+
+ACP_AGENT = Path(sys.executable).parent / "acp-agent"
+TIMEOUT = 20
+
+
+def chat_env(tmp_path: Path, replies: list[dict[str, object]]) -> dict[str, str]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(replies), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_AGENT_")}
+    env.update(
+        ACP_AGENT_PROVIDER="script",
+        ACP_AGENT_SCRIPT=str(script),
+        ACP_AGENT_HOME=str(tmp_path / "home"),
+        XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+        NO_COLOR="1",
+        TERM="dumb",
+    )
+    return env
+
+
+def spawn_chat(tmp_path: Path, env: dict[str, str]) -> Any:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    child = pexpect.spawn(
+        str(ACP_AGENT), ["chat", "--cwd", str(project)], env=env, encoding="utf-8", timeout=TIMEOUT
+    )
+    return child
+
+
+def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path: Path) -> None:
+    env = chat_env(
+        tmp_path,
+        [
+            {"text": "Hello there, friend.", "chunks": 3},
+            {"text": "Second answer."},
+            # 40 chunks half a second apart: the reply is still streaming when Ctrl-C arrives.
+            {"text": "Pondering at length about everything there is", "chunks": 40, "delay_ms": 500},
+            {"text": "Back after the cancel."},
+        ],
+    )
+    child = spawn_chat(tmp_path, env)
+    try:
+        child.expect_exact("> ")
+        child.sendline("hi")
+        child.expect_exact("Hello there, friend.")
+        child.expect_exact("> ")
+        child.sendline("and again")
+        child.expect_exact("Second answer.")
+        child.expect_exact("> ")
+        child.sendline("take your time")
+        child.expect_exact("Pond")  # the slow reply has started streaming
+        child.sendintr()
+        child.expect_exact("(cancelled)")
+        child.expect_exact("> ")
+        child.sendline("still there?")
+        child.expect_exact("Back after the cancel.")
+        child.expect_exact("> ")
+        child.sendline("/sessions")
+        child.expect_exact("hi")  # the session, titled by its first prompt
+        child.expect_exact("> ")
+        child.sendintr()  # Ctrl-C at an idle prompt leaves
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert "Traceback" not in (child.before or "")
+
+
+def test_ctrl_d_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
+    child = spawn_chat(tmp_path, chat_env(tmp_path, []))
+    try:
+        child.expect_exact("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def test_a_second_ctrl_c_during_a_turn_exits(tmp_path: Path) -> None:
+    env = chat_env(tmp_path, [{"text": "Dawdling through a very long answer", "chunks": 40, "delay_ms": 500}])
+    child = spawn_chat(tmp_path, env)
+    try:
+        child.expect_exact("> ")
+        child.sendline("go")
+        child.expect_exact("Daw")
+        child.sendintr()
+        child.expect_exact("cancelling")
+        child.sendintr()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus in (0, 1)
+
+
+def test_a_broken_config_file_is_one_sentence_and_no_traceback(tmp_path: Path) -> None:
+    env = chat_env(tmp_path, [])
+    config = tmp_path / "xdg" / "acp-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('default_mode = "yolo"\n', encoding="utf-8")
+    child = spawn_chat(tmp_path, env)
+    child.expect(pexpect.EOF)
+    child.close()
+    output = child.before or ""
+    assert f"{config}: default_mode: 'yolo' is not allowed; use one of: read-only" in output
+    assert "Traceback" not in output
+    assert child.exitstatus == 2
+
+
+def test_a_missing_api_key_is_named_with_its_fix(tmp_path: Path) -> None:
+    env = chat_env(tmp_path, [])
+    env.update(ACP_AGENT_PROVIDER="anthropic", ACP_AGENT_MODEL="claude-x")
+    env.pop("ANTHROPIC_API_KEY", None)
+    child = spawn_chat(tmp_path, env)
+    try:
+        child.expect_exact("has no API key: set ACP_AGENT_API_KEY (or ANTHROPIC_API_KEY)")
+        child.expect_exact("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert "Traceback" not in (child.before or "")
+
+
+# --- the renderer ---------------------------------------------------------------------------------
+
+
+def render(color: bool = False) -> tuple[Renderer, list[str]]:
+    out: list[str] = []
+    return Renderer(out.append, Style(color)), out
+
+
+def test_streamed_text_thoughts_and_tool_calls_render_in_order() -> None:
+    r, out = render()
+    r.update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})
+    r.update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hel"}})
+    r.update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "lo"}})
+    r.update(
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "c1",
+            "title": "Read a.py",
+            "kind": "read",
+            "status": "pending",
+        }
+    )
+    r.update(
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c1",
+            "status": "completed",
+            "content": [{"type": "content", "content": {"type": "text", "text": "line one"}}],
+        }
+    )
+    text = "".join(out)
+    assert text == (
+        "thinking: hmm\nHello\n· Read a.py [read] pending\n✓ Read a.py [read] completed\n  │ line one\n"
+    )
+
+
+def test_diffs_are_unified_and_coloured_on_a_terminal() -> None:
+    r, out = render(color=True)
+    r.update(
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "c2",
+            "title": "Edit",
+            "kind": "edit",
+            "status": "completed",
+            "content": [{"type": "diff", "path": "/p/a.txt", "oldText": "one\ntwo\n", "newText": "one\n2\n"}],
+        }
+    )
+    text = "".join(out)
+    assert "\x1b[31m-two\x1b[0m" in text
+    assert "\x1b[32m+2\x1b[0m" in text
+    assert "\x1b[1m--- a/p/a.txt\x1b[0m" in text
+
+
+def test_plans_and_usage_render() -> None:
+    r, out = render()
+    r.update(
+        {
+            "sessionUpdate": "plan",
+            "entries": [
+                {"content": "read", "priority": "high", "status": "completed"},
+                {"content": "write", "priority": "high", "status": "in_progress"},
+                {"content": "test", "priority": "low", "status": "pending"},
+            ],
+        }
+    )
+    assert "".join(out) == "Plan:\n  [x] read\n  [~] write\n  [ ] test\n"
+    r.update(
+        {
+            "sessionUpdate": "usage_update",
+            "used": 500,
+            "size": 1000,
+            "cost": {"amount": 0.25, "currency": "USD"},
+        }
+    )
+    assert r.usage_line() == "context 500/1000 tokens (50%), cost 0.2500 USD"
+
+
+def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = chat_env(tmp_path, [])
+    env.update(
+        ACP_AGENT_PROVIDER="openai", ACP_AGENT_MODEL="m", ACP_AGENT_BASE_URL=f"http://127.0.0.1:{port}/v1"
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    result = subprocess.run(
+        [str(ACP_AGENT), "chat", "--cwd", str(project)],
+        input="hi\n/quit\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    errors = [line for line in result.stdout.splitlines() if "error:" in line]
+    assert len(errors) == 1 and f"127.0.0.1:{port}" in errors[0]
+    assert "Traceback" not in result.stdout + result.stderr

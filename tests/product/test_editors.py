@@ -1,0 +1,129 @@
+"""Every editor snippet under editors/ parses, and its command line, launched exactly as written (only the
+path of the installed `acp-agent` script substituted), answers `initialize` over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EDITORS = REPO / "editors"
+ACP_AGENT = Path(sys.executable).parent / "acp-agent"
+
+
+@dataclass(frozen=True)
+class Launch:
+    snippet: str
+    command: str
+    args: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _servers(path: Path) -> list[Launch]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    launches = []
+    for name, entry in data["agent_servers"].items():
+        assert isinstance(entry["command"], str) and entry["command"], f"{path}: {name}: no command"
+        launches.append(
+            Launch(
+                f"{path.relative_to(REPO)}:{name}",
+                entry["command"],
+                list(entry.get("args", [])),
+                dict(entry.get("env", {})),
+            )
+        )
+    return launches
+
+
+def _lua(path: Path) -> list[Launch]:
+    text = path.read_text(encoding="utf-8")
+    match = re.search(r"commands\s*=\s*\{\s*default\s*=\s*\{([^}]*)\}", text)
+    assert match, f"{path}: no commands.default"
+    words = re.findall(r'"((?:[^"\\]|\\.)*)"', match.group(1))
+    env_match = re.search(r"\benv\s*=\s*\{([^}]*)\}", text)
+    env = dict(re.findall(r'([A-Z_][A-Z0-9_]*)\s*=\s*"([^"]*)"', env_match.group(1))) if env_match else {}
+    return [Launch(str(path.relative_to(REPO)), words[0], words[1:], env)]
+
+
+def _elisp(path: Path) -> list[Launch]:
+    text = path.read_text(encoding="utf-8")
+    command = re.search(r':command\s+"([^"]+)"', text)
+    params = re.search(r":command-params\s+'\(([^)]*)\)", text)
+    env_list = re.search(r":environment-variables\s+'\(([^)]*)\)", text)
+    assert command and params, f"{path}: no :command / :command-params"
+    env = dict(item.split("=", 1) for item in re.findall(r'"([^"]*)"', env_list.group(1))) if env_list else {}
+    return [
+        Launch(str(path.relative_to(REPO)), command.group(1), re.findall(r'"([^"]*)"', params.group(1)), env)
+    ]
+
+
+def _registry(path: Path) -> list[Launch]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for key in ("id", "name", "version", "description", "distribution"):
+        assert data.get(key), f"{path}: {key} missing"
+    assert path.parent.name == data["id"], "the registry wants the directory named by the id"
+    uvx = data["distribution"]["uvx"]
+    package, _, version = uvx["package"].partition("@")
+    assert version == data["version"]
+    # `uvx acp-agent@V ARGS` runs the package's console script of the same name with ARGS.
+    return [Launch(str(path.relative_to(REPO)), package, list(uvx.get("args", [])), dict(uvx.get("env", {})))]
+
+
+def snippets() -> list[Launch]:
+    if not EDITORS.is_dir():
+        return []
+    found: list[Launch] = []
+    for path in sorted(EDITORS.rglob("*")):
+        if path.suffix == ".json" and path.parent.parent.name == "registry":
+            found += _registry(path)
+        elif path.suffix == ".json":
+            found += _servers(path)
+        elif path.suffix == ".lua":
+            found += _lua(path)
+        elif path.suffix == ".el":
+            found += _elisp(path)
+    return found
+
+
+def test_every_editor_directory_has_a_three_step_readme_and_a_snippet() -> None:
+    for name in ("zed", "jetbrains", "neovim", "emacs", "registry"):
+        readme = (EDITORS / name / "README.md").read_text(encoding="utf-8")
+        assert re.search(r"^1\. .*^2\. .*^3\. ", readme, re.S | re.M), f"{name}/README.md: three steps"
+    kinds = {Path(launch.snippet.split(":")[0]).parts[1] for launch in snippets()}
+    assert kinds == {"zed", "jetbrains", "neovim", "emacs", "registry"}
+    assert len([s for s in snippets() if s.snippet.startswith("editors/zed/")]) == 2
+
+
+@pytest.mark.parametrize("launch", snippets(), ids=lambda launch: launch.snippet)
+def test_snippet_command_answers_initialize(launch: Launch, tmp_path: Path) -> None:
+    assert launch.command == "acp-agent", "snippets run the installed console script"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_AGENT_")}
+    env.update(launch.env)
+    env.update(ACP_AGENT_HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}},
+    }
+    result = subprocess.run(
+        [str(ACP_AGENT), *launch.args],
+        input=json.dumps(request) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert lines, f"no answer on stdout; stderr: {result.stderr[-2000:]}"
+    answer = lines[0]
+    assert answer["id"] == 1 and answer["result"]["protocolVersion"] == 1, answer
+    assert answer["result"]["agentInfo"]["name"] == "acp-agent"
