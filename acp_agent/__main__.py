@@ -1,0 +1,17 @@
+"""``python -m acp_agent`` / the ``acp-agent`` script."""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    from .cli import main as cli_main
+
+    sys.exit(cli_main())
+
+
+if __name__ == "__main__":
+    main()

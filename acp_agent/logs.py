@@ -1,0 +1,62 @@
+"""Logging set-up: stderr (level from flag/env) and a rotating log file under the agent's home.
+
+``ACP_AGENT_LOG`` overrides the log file path (``-`` or empty disables the file). stdout is never used:
+it carries the protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+from typing import TextIO
+
+__all__ = ["configure_logging", "log_file_path"]
+
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_MAX_BYTES = 5 * 1024 * 1024
+_BACKUPS = 3
+
+
+def log_file_path(home: Path, environ: dict[str, str] | None = None) -> Path | None:
+    env = os.environ if environ is None else environ
+    override = env.get("ACP_AGENT_LOG")
+    if override is not None:
+        return None if override in ("", "-") else Path(override).expanduser()
+    return home / "logs" / "acp-agent.log"
+
+
+def configure_logging(level: str, home: Path, *, stream: TextIO | None = None) -> Path | None:
+    """Route the ``acp_agent`` and ``harness`` loggers to stderr at ``level`` and to the log file at
+    debug level. Returns the log file path (None when disabled or not writable)."""
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG)
+    for handler in list(root.handlers):
+        if getattr(handler, "_acp_agent", False):
+            root.removeHandler(handler)
+    err = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    err.setLevel(getattr(logging, level.upper(), logging.WARNING))
+    err.setFormatter(logging.Formatter(_FORMAT))
+    err._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
+    root.addHandler(err)
+    path = log_file_path(home)
+    if path is None:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        file_handler = RotatingFileHandler(
+            path, maxBytes=_MAX_BYTES, backupCount=_BACKUPS, encoding="utf-8", delay=True
+        )
+    except OSError as exc:
+        logging.getLogger(__name__).warning("cannot write the log file %s: %s", path, exc)
+        return None
+    file_handler.setLevel(logging.DEBUG)
+    file_handler.setFormatter(logging.Formatter(_FORMAT))
+    file_handler._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
+    root.addHandler(file_handler)
+    # Third-party chatter stays out of the file unless asked for.
+    for noisy in ("httpx2", "httpcore", "mcp", "asyncio"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return path

@@ -1,0 +1,179 @@
+"""Model configuration: which ``harness.Model`` the agent talks to.
+
+Provider ``script`` replays the JSON file named by ``ACP_AGENT_SCRIPT``: a list of replies, one per model
+call in order, each ``{"text", "reasoning", "tool_calls": [{"name", "input"}], "finish", "chunks",
+"delay_ms", "error": {"kind", "message"}}`` (all keys optional). The HTTP providers (``openai``,
+``openai-responses``, ``anthropic``) come from ``harness.providers.factory.build_model``, imported only when
+a model is built so start-up stays light.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness import Model
+    from harness.model import Delta, Prompt
+    from harness.testing import Reply
+
+__all__ = [
+    "HTTP_PROVIDERS",
+    "ModelConfigError",
+    "ModelSettings",
+    "ScriptModel",
+    "build_model",
+    "load_script",
+    "settings_from_env",
+]
+
+HTTP_PROVIDERS = ("openai", "openai-responses", "anthropic")
+
+
+class ModelConfigError(Exception):
+    """The model is not configured, or configured wrongly; the message says how to fix it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    provider: str | None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    script: Path | None = None
+
+    @property
+    def configured(self) -> bool:
+        """Whether a prompt can run without further set-up (no auth step needed)."""
+        if self.provider == "script":
+            return self.script is not None
+        return self.provider in HTTP_PROVIDERS and (self.api_key is not None or self.base_url is not None)
+
+
+def settings_from_env(
+    provider: str | None, model: str | None, base_url: str | None, environ: Mapping[str, str] | None = None
+) -> ModelSettings:
+    """Complete flag values from the environment: keys from ``ACP_AGENT_API_KEY`` then the provider's own
+    variable; the base URL also from ``OPENAI_BASE_URL`` for the OpenAI providers."""
+    env = os.environ if environ is None else environ
+    api_key = env.get("ACP_AGENT_API_KEY") or None
+    if api_key is None and provider in ("openai", "openai-responses"):
+        api_key = env.get("OPENAI_API_KEY") or None
+    if api_key is None and provider == "anthropic":
+        api_key = env.get("ANTHROPIC_API_KEY") or None
+    if base_url is None and provider in ("openai", "openai-responses"):
+        base_url = env.get("OPENAI_BASE_URL") or None
+    script = env.get("ACP_AGENT_SCRIPT") or None
+    return ModelSettings(provider, model, base_url, api_key, Path(script) if script else None)
+
+
+def how_to_configure() -> str:
+    return (
+        "no model is configured: set ACP_AGENT_PROVIDER (openai, openai-responses, anthropic or script), "
+        "ACP_AGENT_MODEL, and ACP_AGENT_API_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY); for a local "
+        "OpenAI-compatible server set ACP_AGENT_BASE_URL, e.g. http://127.0.0.1:8080/v1"
+    )
+
+
+def build_model(settings: ModelSettings) -> Model:
+    """The configured model. Raises ``ModelConfigError`` with a message a person can act on."""
+    if settings.provider is None:
+        raise ModelConfigError(how_to_configure())
+    if settings.provider == "script":
+        if settings.script is None:
+            raise ModelConfigError(
+                "provider 'script' needs ACP_AGENT_SCRIPT, the path of a JSON list of replies"
+            )
+        return ScriptModel(load_script(settings.script))
+    if settings.provider in HTTP_PROVIDERS:
+        if not settings.model:
+            raise ModelConfigError(
+                f"provider {settings.provider!r} needs a model name: set ACP_AGENT_MODEL (--model)"
+            )
+        from harness.providers.factory import build_model as build_http_model  # heavy: httpx2
+
+        return build_http_model(
+            settings.provider, model=settings.model, base_url=settings.base_url, api_key=settings.api_key
+        )
+    raise ModelConfigError(
+        f"unknown provider {settings.provider!r}; use one of: {', '.join((*HTTP_PROVIDERS, 'script'))}"
+    )
+
+
+# --- the script provider --------------------------------------------------------------------------
+
+
+def load_script(path: Path) -> list[Reply]:
+    try:
+        raw: Any = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelConfigError(f"cannot read the script {path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise ModelConfigError(f"the script {path} is not valid JSON: {exc}") from exc
+    if not isinstance(raw, list):
+        raise ModelConfigError(f"the script {path} must hold a JSON list of replies")
+    items: list[Any] = raw  # pyright: ignore[reportUnknownVariableType]
+    return [reply_from_dict(item, i) for i, item in enumerate(items)]
+
+
+def reply_from_dict(data: Any, index: int = 0) -> Reply:
+    """One scripted reply as a ``harness.testing.Reply``."""
+    from harness import ErrorKind, FinishReason, ModelError
+    from harness.testing import Reply
+
+    if not isinstance(data, dict):
+        raise ModelConfigError(f"script reply {index} must be an object")
+    d: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    # Unique call ids: a session reloaded in a new process must not reuse an id of its history.
+    calls: list[tuple[str, Mapping[str, Any], str]] = []
+    raw_calls: list[Any] = list(d.get("tool_calls") or [])
+    for raw_call in raw_calls:
+        c: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(c.get("name"), str):
+            raise ModelConfigError(f"script reply {index}: each tool call needs a name")
+        calls.append((str(c["name"]), dict(c.get("input") or {}), f"call_{uuid.uuid4().hex[:16]}"))
+    error: ModelError | None = None
+    if d.get("error") is not None:
+        raw_error: Any = d["error"]
+        e: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {"message": str(raw_error)}  # pyright: ignore[reportUnknownVariableType]
+        try:
+            kind = ErrorKind(str(e.get("kind", "model_error")))
+        except ValueError as exc:
+            raise ModelConfigError(f"script reply {index}: unknown error kind {e.get('kind')!r}") from exc
+        error = ModelError(str(e.get("message", f"scripted {kind.value}")), kind)
+    finish = d.get("finish")
+    return Reply(
+        text=d.get("text"),
+        reasoning=d.get("reasoning"),
+        tool_calls=calls,
+        finish=FinishReason(str(finish)) if finish is not None else None,
+        error=error,
+        chunks=max(1, int(d.get("chunks") or 1)),
+        delay_s=max(0.0, float(d.get("delay_ms") or 0) / 1000.0),
+    )
+
+
+class ScriptModel:
+    """Replays scripted replies in order; after the last one every call fails with a model error."""
+
+    def __init__(self, replies: Sequence[Reply]) -> None:
+        from harness.testing import FakeModel
+
+        self._fake = FakeModel(list(replies))
+        self._count = len(replies)
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        if self._fake.calls >= self._count:
+            return self._exhausted()
+        return self._fake.stream(prompt)
+
+    async def _exhausted(self) -> AsyncIterator[Delta]:
+        from harness import ModelError
+
+        raise ModelError(f"the script has no reply left (it holds {self._count})")
+        yield  # pragma: no cover - makes this an async generator

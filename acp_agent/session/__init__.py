@@ -1,0 +1,25 @@
+"""The ACP session layer: the agent handler (``AcpAgent``), sessions and their persistence, and the
+per-session plug-in point (``SessionFactory`` -> ``SessionSetup``) for tools and middleware.
+
+Importing this package stays light (no pydantic, no harness): they load on first use.
+"""
+
+from __future__ import annotations
+
+from ._agent import PROTOCOL_VERSION, AcpAgent
+from ._setup import SessionEnvironment, SessionFactory, SessionSetup, default_factory
+from ._store import SessionMeta, SessionStore
+from .serve import serve, serve_stdio
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AcpAgent",
+    "SessionEnvironment",
+    "SessionFactory",
+    "SessionMeta",
+    "SessionSetup",
+    "SessionStore",
+    "default_factory",
+    "serve",
+    "serve_stdio",
+]

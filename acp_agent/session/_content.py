@@ -1,0 +1,165 @@
+"""ACP content <-> harness messages: a prompt's content blocks become one user message; a stored
+conversation becomes the ``session/update`` notifications that replay it (``session/load``)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.errors import RpcError
+
+if TYPE_CHECKING:
+    from harness import Message, ToolResult
+
+    from ..protocol.models import ContentBlock, SessionUpdate
+    from ._updates import ToolPresenter
+
+__all__ = ["ACP_META_KEY", "prompt_to_message", "replay_updates", "title_from_prompt"]
+
+ACP_META_KEY = "acp"
+"""``Message.meta[ACP_META_KEY]["prompt"]`` keeps the prompt's original blocks, replayed as sent."""
+
+_TITLE_MAX = 80
+
+
+def prompt_to_message(blocks: Sequence[ContentBlock], *, image: bool, audio: bool, embedded: bool) -> Message:
+    """The user message for a prompt. Blocks the agent did not advertise are invalid params."""
+    from harness import Image, Message, Role, Text
+    from harness import Part as HarnessPart
+
+    from ..protocol.models import (
+        AudioContent,
+        BlobResourceContents,
+        EmbeddedResource,
+        ImageContent,
+        ResourceLink,
+        TextContent,
+        dump,
+    )
+
+    parts: list[HarnessPart] = []
+    for i, block in enumerate(blocks):
+        if isinstance(block, TextContent):
+            parts.append(Text(block.text))
+        elif isinstance(block, ResourceLink):
+            parts.append(Text(_describe_link(block)))
+        elif isinstance(block, EmbeddedResource):
+            if not embedded:
+                raise RpcError.invalid_params(
+                    f"invalid params: prompt.{i}: embedded resources are not supported"
+                )
+            res = block.resource
+            mime = f' mimeType="{res.mime_type}"' if res.mime_type else ""
+            if isinstance(res, BlobResourceContents):
+                size = _blob_size(res.blob)
+                parts.append(
+                    Text(
+                        f'<resource uri="{res.uri}"{mime}>(binary content, {size} bytes, not shown)</resource>'
+                    )
+                )
+            else:
+                parts.append(Text(f'<resource uri="{res.uri}"{mime}>\n{res.text}\n</resource>'))
+        elif isinstance(block, ImageContent):
+            if not image:
+                raise RpcError.invalid_params(f"invalid params: prompt.{i}: images are not supported")
+            parts.append(Image(data=block.data, media_type=block.mime_type))
+        elif isinstance(block, AudioContent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not audio:
+                raise RpcError.invalid_params(f"invalid params: prompt.{i}: audio is not supported")
+            parts.append(Text(f"(audio, {block.mime_type}, not transcribed)"))
+    if not parts:
+        raise RpcError.invalid_params("invalid params: prompt: at least one content block is required")
+    return Message(Role.USER, tuple(parts), meta={ACP_META_KEY: {"prompt": [dump(b) for b in blocks]}})
+
+
+def _describe_link(link: Any) -> str:
+    details = [f"uri: {link.uri}"]
+    for label, value in (
+        ("title", link.title),
+        ("description", link.description),
+        ("mimeType", link.mime_type),
+        ("size", link.size),
+    ):
+        if value is not None:
+            details.append(f"{label}: {value}")
+    return f"[resource link: {link.name}] " + ", ".join(details)
+
+
+def _blob_size(blob: str) -> int:
+    try:
+        return len(base64.b64decode(blob, validate=False))
+    except (binascii.Error, ValueError):
+        return len(blob)
+
+
+def title_from_prompt(message: Message) -> str | None:
+    text = " ".join(message.text[:2000].split())
+    if not text:
+        return None
+    return text if len(text) <= _TITLE_MAX else text[: _TITLE_MAX - 1].rstrip() + "…"
+
+
+def replay_updates(messages: Sequence[Message], presenter: ToolPresenter) -> list[SessionUpdate]:
+    """The updates that show ``messages`` as the client saw them live: user chunks, agent thought and
+    message chunks, and each tool call once, with its final status, content and input."""
+    from harness import Image, Reasoning, Role, Text, ToolCall
+
+    from ..protocol.models import (
+        AgentMessageChunk,
+        AgentThoughtChunk,
+        ImageContent,
+        TextContent,
+        UserMessageChunk,
+    )
+
+    adapter = _content_adapter()
+
+    results: dict[str, ToolResult] = {}
+    for m in messages:
+        for r in m.tool_results:
+            results[r.call_id] = r
+    updates: list[SessionUpdate] = []
+    for m in messages:
+        if m.role is Role.USER:
+            acp_meta: Any = m.meta.get(ACP_META_KEY)
+            meta_fields: dict[str, Any] = acp_meta if isinstance(acp_meta, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+            original: Any = meta_fields.get("prompt")
+            if isinstance(original, list):
+                for raw in original:  # pyright: ignore[reportUnknownVariableType]
+                    try:
+                        updates.append(UserMessageChunk(content=adapter.validate_python(raw)))
+                    except Exception:
+                        continue
+                continue
+            for part in m.parts:
+                if isinstance(part, Text):
+                    updates.append(UserMessageChunk(content=TextContent(text=part.text)))
+                elif isinstance(part, Image) and part.data is not None:
+                    updates.append(
+                        UserMessageChunk(content=ImageContent(data=part.data, mime_type=part.media_type))
+                    )
+            continue
+        for part in m.parts:
+            if isinstance(part, Reasoning) and part.text:
+                updates.append(AgentThoughtChunk(content=TextContent(text=part.text)))
+            elif isinstance(part, Text) and part.text:
+                updates.append(AgentMessageChunk(content=TextContent(text=part.text)))
+            elif isinstance(part, ToolCall):
+                updates.append(presenter.replayed(part, results.get(part.id)))
+    return updates
+
+
+_adapters: dict[str, Any] = {}
+
+
+def _content_adapter() -> Any:
+    adapter = _adapters.get("content")
+    if adapter is None:
+        from pydantic import TypeAdapter
+
+        from ..protocol.models import ContentBlock
+
+        adapter = _adapters["content"] = TypeAdapter(ContentBlock)
+    return adapter

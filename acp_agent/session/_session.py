@@ -1,0 +1,269 @@
+"""One ACP session: its harness ``Run``, its prompt turns, cancellation and persistence.
+
+A prompt turn drives ``Run.turn`` and sends each event's updates before asking for the next event, so
+updates are written in order and every update of a turn precedes the prompt's answer. The messages of
+each complete step are appended to the transcript (flushed and fsync'd) in the ``StepEnded`` handler, i.e.
+before the next step begins; a cancelled or failed step is never written (the harness drops it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ._content import prompt_to_message, replay_updates, title_from_prompt
+from ._store import SessionMeta, SessionStore
+from ._updates import EventMapper, ToolPresenter
+
+if TYPE_CHECKING:
+    from harness import Ended, Message, Model, Run
+    from harness.transcript import JsonlTranscript
+
+    from ..protocol.connection import Connection, RequestContext
+    from ..protocol.models import ContentBlock, SessionUpdate
+    from ._setup import SessionEnvironment, SessionSetup
+
+__all__ = ["PromptCapabilities", "Session", "failure_message"]
+
+log = logging.getLogger(__name__)
+
+_PERSIST_TIMEOUT = 30.0
+
+
+class PromptCapabilities:
+    """Which prompt blocks the agent advertised (the session rejects the others)."""
+
+    image = True
+    audio = False
+    embedded_context = True
+
+
+class Session:
+    """A live session of this process. Created by ``session/new``, ``load`` or ``resume``."""
+
+    def __init__(
+        self,
+        meta: SessionMeta,
+        env: SessionEnvironment,
+        setup: SessionSetup,
+        store: SessionStore,
+        history: Sequence[Message],
+        get_model: Callable[[], Awaitable[Model]],
+        connection: Connection,
+    ) -> None:
+        from harness.transcript import JsonlTranscript
+
+        self.meta = meta
+        self.env = env
+        self.setup = setup
+        self._store = store
+        self._transcript: JsonlTranscript = JsonlTranscript(store.transcript_path(meta.id))
+        self._history: list[Message] = list(history)
+        self._persisted = len(self._history)
+        self._get_model = get_model
+        self._conn = connection
+        self._run: Run | None = None
+        self.presenter = ToolPresenter(setup.tools)
+        self.opened = anyio.Event()
+        """Set once the response that opened the session was written: updates wait for it."""
+        self._turn_done: anyio.Event | None = None
+        self._cancel_requested = False
+        self._closed = False
+
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    @property
+    def busy(self) -> bool:
+        return self._turn_done is not None
+
+    def messages(self) -> list[Message]:
+        return self._run.messages() if self._run is not None else list(self._history)
+
+    # --- sending --------------------------------------------------------------------------------
+
+    async def send(self, update: SessionUpdate) -> None:
+        """Send one update, never before the session's opening response."""
+        if not self.opened.is_set():
+            await self.opened.wait()
+        await self.send_now(update)
+
+    async def send_now(self, update: SessionUpdate) -> None:
+        from ..protocol.models import SessionNotification
+
+        await self._conn.notify("session/update", SessionNotification(session_id=self.id, update=update))
+
+    async def replay(self) -> None:
+        """Send the whole conversation as updates (``session/load``, before its response)."""
+        await self.presenter.refresh()
+        for update in replay_updates(self.messages(), self.presenter):
+            await self.send_now(update)
+
+    # --- prompt turns ---------------------------------------------------------------------------
+
+    async def prompt(self, blocks: Sequence[ContentBlock], ctx: RequestContext) -> str:
+        """Run one turn; returns the stop reason, or raises ``RpcError`` for a failed turn."""
+        if self._closed:
+            raise RpcError.not_found(f"session not found: {self.id}", uri=self.id)
+        if self._turn_done is not None:
+            raise RpcError.invalid_request("invalid request: a prompt is already running on this session")
+        caps = PromptCapabilities
+        message = prompt_to_message(
+            blocks, image=caps.image, audio=caps.audio, embedded=caps.embedded_context
+        )
+        self._turn_done = anyio.Event()
+        self._cancel_requested = False
+        ctx.on_cancel_request(self.cancel)
+        if not self.opened.is_set():
+            self.opened.set()  # the client saw the opening response: it is prompting
+        try:
+            return await self._prompt(message)
+        finally:
+            ctx.on_cancel_request(None)
+            done, self._turn_done = self._turn_done, None
+            done.set()
+
+    async def _prompt(self, message: Message) -> str:
+        from harness import HarnessUsageError
+        from harness.events import StepEnded, StepStarted, TurnStarted
+
+        from ..protocol.models import SessionInfoUpdate
+
+        run = await self._ensure_run()
+        if self._cancel_requested:
+            return "cancelled"
+        if self.meta.title is None:
+            title = title_from_prompt(message)
+            if title is not None:
+                self.meta = self.meta.touched(title=title)
+                await self.send(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
+        mapper = EventMapper(self.presenter)
+        misuse: HarnessUsageError | None = None
+        try:
+            async with run.turn(message) as events:
+                async for event in events:
+                    if isinstance(event, TurnStarted) and self._cancel_requested:
+                        run.cancel()
+                    for update in await mapper.map(event):
+                        await self.send(update)
+                    if isinstance(event, StepStarted | StepEnded) and event.parent is None:
+                        await self._persist(run, final=False)
+        except HarnessUsageError as exc:  # re-raised by the run after TurnEnded: a bug, reported as such
+            log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
+            misuse = exc
+        finally:
+            for update in mapper.close_open_calls():
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self.send(update)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
+                await self._persist(run, final=True)
+        ended = run.ended()
+        return stop_reason(ended, misuse)
+
+    async def _ensure_run(self) -> Run:
+        if self._run is not None:
+            return self._run
+        from harness import Run, Tools
+
+        model = await self._get_model()
+        s = self.setup
+        self._run = Run(
+            model,
+            s.tools if s.tools is not None else Tools(),
+            system=s.system,
+            options=s.options,
+            middleware=s.middleware,
+            messages=self._history,
+            context=s.context if s.context is not None else self.env,
+        )
+        return self._run
+
+    async def _persist(self, run: Run, *, final: bool) -> None:
+        messages = run.messages()
+        new = messages[self._persisted :]
+        if new:
+            await self._transcript.append(new)
+            self._persisted = len(messages)
+        if final or new:
+            self.meta = self.meta.touched()
+            if final:
+                await self._store.save_meta(self.meta)
+
+    def cancel(self) -> None:
+        """``session/cancel``: end the running turn as ``cancelled``; a no-op when idle."""
+        if self._turn_done is None:
+            return
+        self._cancel_requested = True
+        if self._run is not None:
+            self._run.cancel()
+
+    async def wait_idle(self) -> None:
+        done = self._turn_done
+        if done is not None:
+            await done.wait()
+
+    async def close(self) -> None:
+        """Cancel the running turn, wait for its answer, free the factory's resources."""
+        self._closed = True
+        self.cancel()
+        with anyio.move_on_after(10):
+            await self.wait_idle()
+        if self.setup.aclose is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                try:
+                    await self.setup.aclose()
+                except Exception:
+                    log.exception("session %s: closing its resources failed", self.id)
+
+
+def stop_reason(ended: Ended | None, misuse: BaseException | None = None) -> str:
+    from harness import EndReason, ErrorKind, FinishReason
+
+    if misuse is not None and (ended is None or ended.reason is not EndReason.CANCELLED):
+        raise RpcError(
+            INTERNAL_ERROR, f"internal error: {misuse}", {"errorKind": _kind(ended, ErrorKind.MODEL_ERROR)}
+        )
+    if ended is None:
+        return "cancelled"
+    reason = ended.reason
+    if reason is EndReason.DONE:
+        if ended.finish is FinishReason.LENGTH:
+            return "max_tokens"
+        if ended.finish is FinishReason.REFUSAL:
+            return "refusal"
+        return "end_turn"
+    if reason is EndReason.STOPPED:
+        return "max_turn_requests"
+    if reason in (EndReason.CANCELLED, EndReason.INTERRUPTED):
+        return "cancelled"
+    if reason is EndReason.FAILED:
+        kind = _kind(ended, ErrorKind.MODEL_ERROR)
+        raise RpcError(INTERNAL_ERROR, failure_message(kind, ended.error), {"errorKind": kind})
+    log.warning("turn ended %s, which this agent does not handle yet; answering end_turn", reason)
+    return "end_turn"
+
+
+def _kind(ended: Ended | None, default: Any) -> str:
+    kind = ended.error_kind if ended is not None and ended.error_kind is not None else default
+    return str(getattr(kind, "value", kind))
+
+
+def failure_message(kind: str, error: BaseException | None) -> str:
+    """A message a person can act on (Zed shows it as is)."""
+    detail = str(getattr(error, "message", None) or error or "").strip() or "no details"
+    if kind == "transport_error":
+        return f"cannot reach the model: {detail}; check ACP_AGENT_BASE_URL (--base-url) and the network"
+    if kind == "rate_limited":
+        return f"the model provider is rate-limiting requests: {detail}; wait a moment and retry"
+    if kind == "context_too_long":
+        return f"the conversation is too long for the model's context window: {detail}; start a new session"
+    if kind == "tool_retries_exceeded":
+        return f"the model kept calling tools with invalid input: {detail}"
+    if kind in ("tool_error", "middleware_error"):
+        return f"internal error in the agent ({kind}): {detail}; see the agent's log"
+    return f"the model failed: {detail}"

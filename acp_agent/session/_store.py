@@ -1,0 +1,192 @@
+"""Sessions on disk: ``<home>/sessions/<id>/meta.json`` (written atomically) and ``messages.jsonl`` (one
+``harness.Message.to_dict()`` per line, appended per complete step, flushed and fsync'd; the file format and
+torn-tail repair are ``harness.transcript.JsonlTranscript``'s). All file work runs in worker threads."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+if TYPE_CHECKING:
+    from harness import Message
+
+__all__ = ["SessionMeta", "SessionStore", "now_iso", "valid_session_id"]
+
+log = logging.getLogger(__name__)
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def valid_session_id(session_id: str) -> bool:
+    """Ids name directories: anything else (``..``, slashes) is simply not a session."""
+    return bool(_ID_RE.match(session_id)) and ".." not in session_id
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    id: str
+    cwd: str
+    created_at: str
+    updated_at: str
+    title: str | None = None
+    additional_directories: tuple[str, ...] = ()
+    mcp_servers: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "cwd": self.cwd,
+            "title": self.title,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "additionalDirectories": list(self.additional_directories),
+            "mcpServers": list(self.mcp_servers),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionMeta:
+        return cls(
+            id=str(data["id"]),
+            cwd=str(data["cwd"]),
+            created_at=str(data.get("createdAt") or data.get("updatedAt") or now_iso()),
+            updated_at=str(data.get("updatedAt") or data.get("createdAt") or now_iso()),
+            title=data.get("title") if isinstance(data.get("title"), str) else None,
+            additional_directories=tuple(str(d) for d in data.get("additionalDirectories") or ()),
+            mcp_servers=tuple(_objects(data.get("mcpServers"))),
+        )
+
+    def touched(self, **changes: Any) -> SessionMeta:
+        return replace(self, updated_at=now_iso(), **changes)
+
+
+class SessionStore:
+    """The sessions under ``root`` (``$ACP_AGENT_HOME/sessions``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def directory(self, session_id: str) -> Path:
+        return self.root / session_id
+
+    def transcript_path(self, session_id: str) -> Path:
+        return self.directory(session_id) / "messages.jsonl"
+
+    async def save_meta(self, meta: SessionMeta) -> None:
+        await anyio.to_thread.run_sync(
+            _write_json_atomic, self.directory(meta.id) / "meta.json", meta.to_dict()
+        )
+
+    async def load_meta(self, session_id: str) -> SessionMeta | None:
+        if not valid_session_id(session_id):
+            return None
+        return await anyio.to_thread.run_sync(_read_meta, self.directory(session_id) / "meta.json")
+
+    async def load_messages(self, session_id: str) -> list[Message]:
+        from harness import Message
+        from harness.transcript import JsonlTranscript
+
+        try:
+            return await JsonlTranscript(self.transcript_path(session_id)).read()
+        except FileNotFoundError:
+            return []
+        except Exception as exc:  # a damaged line: keep what parses rather than lose the session
+            log.warning("session %s: transcript damaged (%s); reading the lines that parse", session_id, exc)
+            dicts = await anyio.to_thread.run_sync(_read_lenient, self.transcript_path(session_id))
+            out: list[Message] = []
+            for d in dicts:
+                try:
+                    out.append(Message.from_dict(d))
+                except Exception:
+                    log.warning("session %s: skipping an unreadable message", session_id)
+            return out
+
+    async def list(self) -> list[SessionMeta]:
+        return await anyio.to_thread.run_sync(_list_metas, self.root)
+
+    async def delete(self, session_id: str) -> bool:
+        if not valid_session_id(session_id):
+            return False
+        return await anyio.to_thread.run_sync(_remove_tree, self.directory(session_id))
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    items: list[Any] = list(value) if isinstance(value, list) else []  # pyright: ignore[reportUnknownArgumentType]
+    return [dict(item) for item in items if isinstance(item, dict)]  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".meta-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _read_meta(path: Path) -> SessionMeta | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return SessionMeta.from_dict(data)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: unreadable session metadata (%s)", path, exc)
+        return None
+
+
+def _read_lenient(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    for line in lines[:-1]:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)  # pyright: ignore[reportUnknownArgumentType]
+    return out
+
+
+def _list_metas(root: Path) -> list[SessionMeta]:
+    try:
+        entries = list(root.iterdir())
+    except FileNotFoundError:
+        return []
+    metas: list[SessionMeta] = []
+    for entry in entries:
+        if entry.is_dir() and valid_session_id(entry.name):
+            meta = _read_meta(entry / "meta.json")
+            if meta is not None:
+                metas.append(meta)
+    return metas
+
+
+def _remove_tree(path: Path) -> bool:
+    if not path.exists():
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return True

@@ -1,0 +1,112 @@
+"""Run the agent: over the process's stdio (``serve_stdio``) or any pair of byte streams (``serve``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
+from ..protocol.connection import Connection
+from ._agent import AcpAgent
+
+if TYPE_CHECKING:
+    from ..cli import AgentConfig
+    from ._setup import SessionFactory
+
+__all__ = ["ResponseWatch", "serve", "serve_stdio"]
+
+log = logging.getLogger(__name__)
+
+
+class ResponseWatch(ByteSendStream):
+    """Passes bytes through and tells the agent when a response to a watched request id was written.
+
+    Zed drops updates for a session it has not registered yet, and it registers a session when it reads
+    the ``session/new`` (load, resume) response: so the session's updates wait for that write.
+    """
+
+    def __init__(self, inner: ByteSendStream, agent: AcpAgent) -> None:
+        self._inner = inner
+        self._agent = agent
+
+    async def send(self, item: bytes) -> None:
+        await self._inner.send(item)
+        if self._agent.watching:
+            for request_id in _response_ids(item):
+                self._agent.response_written(request_id)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+_PREFIX = b'{"jsonrpc":"2.0","id":'
+
+
+def _response_ids(line: bytes) -> list[Any]:
+    # Responses are written as {"jsonrpc":"2.0","id":<id>,"result"|"error":...}: read the id only.
+    if not line.startswith(_PREFIX):
+        return []
+    rest = line[len(_PREFIX) : len(_PREFIX) + 200]
+    try:
+        decoder = json.JSONDecoder()
+        value, end = decoder.raw_decode(rest.decode("utf-8", "replace"))
+    except ValueError:
+        return []
+    tail = rest.decode("utf-8", "replace")[end:]
+    if tail.startswith(',"result"') or tail.startswith(',"error"'):
+        return [value]
+    return []
+
+
+async def serve(
+    receive: ByteReceiveStream,
+    send: ByteSendStream,
+    agent: AcpAgent,
+    *,
+    shutdown_grace: float = 5.0,
+) -> None:
+    """Serve until end of input; then cancel running turns, let their answers out, close the sessions."""
+    async with anyio.create_task_group() as tg:
+        conn = Connection(receive, ResponseWatch(send, agent), agent, shutdown_grace=shutdown_grace)
+
+        def spawn(func: Callable[[], Awaitable[None]]) -> None:
+            async def run() -> None:
+                await func()
+
+            tg.start_soon(run)
+
+        agent.attach(conn, spawn)
+        await conn.serve()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(shutdown_grace):
+            await agent.aclose()
+        tg.cancel_scope.cancel()
+
+
+def serve_stdio(config: AgentConfig, factory: SessionFactory | None = None) -> int:
+    """The ``acp-agent`` process: protocol on stdin/stdout, logs on stderr and the log file."""
+    from ..logs import configure_logging
+    from ..models import settings_from_env
+    from ..protocol.stdio import open_stdio
+
+    receive, send = open_stdio()  # first: nothing may reach the real stdout from here on
+    configure_logging(config.log_level, config.home)
+    settings = settings_from_env(config.provider, config.model, config.base_url)
+    agent = AcpAgent(home=config.home, settings=settings, factory=factory)
+
+    async def main() -> None:
+        try:
+            await serve(receive, send, agent)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await receive.aclose()
+                await send.aclose()
+
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        return 130
+    return 0

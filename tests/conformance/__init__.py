@@ -1,0 +1,1 @@
+"""ACP conformance scenarios and their runner: ``python -m tests.conformance --agent "cmd ..."``."""
