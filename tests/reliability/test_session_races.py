@@ -1,0 +1,74 @@
+"""Races between requests on the same session, found by the interleaving fuzzer and pinned here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _reliability_support import agent_env, agent_process, initialized, write_script
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+ROUNDS = 30
+
+
+def _is_chunk(message: dict[str, Any]) -> bool:
+    return (message.get("params") or {}).get("update", {}).get("sessionUpdate") == "agent_message_chunk"
+
+
+@pytest.mark.xfail(
+    strict=False,  # a race: it failed 3 rounds in 10 here, but a round can pass by luck
+    reason="agent bug: session/close pops the session and cancels its turn; a session/delete that follows "
+    "finds no live session and removes the directory at once, while the cancelled turn's final persist "
+    "appends to messages.jsonl there -> FileNotFoundError -> the prompt is answered -32603 'internal error'",
+)
+async def test_close_then_delete_during_a_turn_answers_the_prompt_cancelled(
+    home: Path, tmp_path: Path
+) -> None:
+    script = write_script(
+        tmp_path / "script.json", [{"text": "w " * 50, "chunks": 50, "delay_ms": 5}] * ROUNDS
+    )
+    answers: list[Any] = []
+    async with agent_process(home, agent_env(home, script)) as agent:
+        with anyio.fail_after(90):
+            await initialized(agent)
+            for _ in range(ROUNDS):
+                session = (await agent.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))[
+                    "sessionId"
+                ]
+                start = len(agent.notifications)
+                prompt = await agent.request(
+                    "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}
+                )
+                await agent.notification(_is_chunk, start)
+                close, delete = agent.new_id(), agent.new_id()
+                agent.expect(close)
+                agent.expect(delete)
+                lines = [
+                    {
+                        "jsonrpc": "2.0",
+                        "id": close,
+                        "method": "session/close",
+                        "params": {"sessionId": session},
+                    },
+                    {
+                        "jsonrpc": "2.0",
+                        "id": delete,
+                        "method": "session/delete",
+                        "params": {"sessionId": session},
+                    },
+                ]
+                await agent.send_raw(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+                answers.append(
+                    (
+                        (await agent.response(prompt)).get("result")
+                        or (await agent.response(prompt)).get("error"),
+                        (await agent.response(close)).get("result"),
+                        (await agent.response(delete)).get("result"),
+                    )
+                )
+            assert not agent.violations, agent.violations
+    assert answers == [({"stopReason": "cancelled"}, {}, {})] * ROUNDS
