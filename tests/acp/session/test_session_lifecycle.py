@@ -304,7 +304,9 @@ async def test_cancel_withdraws_the_turns_open_client_requests(tmp_path: Path) -
     async def ask_client(path: str) -> str:
         """Read through the client."""
         env = holder["env"]
-        result = await env.connection.request("fs/read_text_file", {"sessionId": env.session_id, "path": path})
+        result = await env.connection.request(
+            "fs/read_text_file", {"sessionId": env.session_id, "path": path}
+        )
         return str(result)
 
     async def factory(env: SessionEnvironment) -> SessionSetup:
