@@ -30,14 +30,18 @@ def log_file_path(home: Path, environ: dict[str, str] | None = None) -> Path | N
 
 def configure_logging(level: str, home: Path, *, stream: TextIO | None = None) -> Path | None:
     """Route the ``acp_agent`` and ``harness`` loggers to stderr at ``level`` and to the log file at
-    debug level. Returns the log file path (None when disabled or not writable)."""
+    ``level`` but at least INFO. Protocol traces (every message, DEBUG) are written only with
+    ``--log-level debug``: building a record per streamed update would cost more than the update.
+    Returns the log file path (None when disabled or not writable)."""
+    chosen = getattr(logging, level.upper(), logging.WARNING)
+    file_level = min(chosen, logging.INFO)
     root = logging.getLogger()
-    root.setLevel(logging.DEBUG)
+    root.setLevel(min(chosen, file_level))
     for handler in list(root.handlers):
         if getattr(handler, "_acp_agent", False):
             root.removeHandler(handler)
     err = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    err.setLevel(getattr(logging, level.upper(), logging.WARNING))
+    err.setLevel(chosen)
     err.setFormatter(logging.Formatter(_FORMAT))
     err._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
     root.addHandler(err)
@@ -52,7 +56,7 @@ def configure_logging(level: str, home: Path, *, stream: TextIO | None = None) -
     except OSError as exc:
         logging.getLogger(__name__).warning("cannot write the log file %s: %s", path, exc)
         return None
-    file_handler.setLevel(logging.DEBUG)
+    file_handler.setLevel(file_level)
     file_handler.setFormatter(logging.Formatter(_FORMAT))
     file_handler._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
     root.addHandler(file_handler)

@@ -69,6 +69,8 @@ from .errors import ConnectionClosedError, RpcError, error_from_exception
 
 __all__ = ["Connection", "Handler", "RequestContext", "RequestId"]
 
+_HIGH_WATER = 1024 * 1024  # bytes buffered before a writer waits for the client to read
+
 _log = logging.getLogger("acp_agent.protocol")
 
 RequestId: TypeAlias = int | str | None
@@ -247,6 +249,16 @@ class Connection:
         self._send_broken = False
         # anyio primitives need a running event loop: created on first use.
         self._write_lock: anyio.Lock | None = None
+        # While serving, lines go to an output buffer that one writer task drains: a burst of updates
+        # (a streamed reply) becomes one write instead of one shielded write per line.
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._writer_running = False
+        self._writer_wake: anyio.Event | None = None
+        self._queued = 0
+        self._written = 0
+        self._progress: anyio.Event | None = None
+        self._space: anyio.Event | None = None
         self._idle: anyio.Event | None = None
         self._read_scope: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
@@ -265,10 +277,14 @@ class Connection:
         self._serving = True
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            self._writer_running = True
+            tg.start_soon(self._writer)
             with anyio.CancelScope() as self._read_scope:
                 if not self._close_requested:
                     await self._read_loop()
             await self._shutdown(everything=self._close_requested)
+            await self._drain_output()
+            self._writer_running = False
             tg.cancel_scope.cancel()
 
     @asynccontextmanager
@@ -568,10 +584,51 @@ class Connection:
         if self._send_broken:
             _log.debug("dropping an outgoing line: send stream unusable")
             return False
-        if self._write_lock is None:
-            self._write_lock = anyio.Lock()
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug("-> %s", _clip(data[: _LOG_LIMIT + 1].decode("utf-8", "replace").rstrip("\n")))
+        if self._writer_running:
+            # Buffered: order is the order of the calls; the caller waits only when the buffer is full.
+            self._out.append(data)
+            self._out_bytes += len(data)
+            self._queued += 1
+            if self._writer_wake is not None:
+                self._writer_wake.set()
+            while self._out_bytes > _HIGH_WATER and not self._send_broken and self._writer_running:
+                if self._space is None or self._space.is_set():
+                    self._space = anyio.Event()
+                await self._space.wait()
+            return not self._send_broken
+        return await self._write_now(data)
+
+    async def _writer(self) -> None:
+        """Drain the output buffer: everything queued so far goes out in one shielded write."""
+        while True:
+            if not self._out:
+                self._writer_wake = anyio.Event()
+                await self._writer_wake.wait()
+                continue
+            chunks, self._out, self._out_bytes = self._out, [], 0
+            if self._space is not None:
+                self._space.set()
+            await self._write_now(b"".join(chunks))
+            self._written += len(chunks)
+            progress, self._progress = self._progress, None
+            if progress is not None:
+                progress.set()
+
+    async def _drain_output(self) -> None:
+        """Wait (bounded by the write timeout) until the writer has written everything queued."""
+        with anyio.move_on_after(self._write_timeout):
+            while self._written < self._queued and not self._send_broken:
+                if self._progress is None:
+                    self._progress = anyio.Event()
+                await self._progress.wait()
+
+    async def _write_now(self, data: bytes) -> bool:
+        if self._send_broken:
+            return False
+        if self._write_lock is None:
+            self._write_lock = anyio.Lock()
         async with self._write_lock:
             if self._send_broken:
                 return False
