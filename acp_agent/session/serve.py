@@ -36,8 +36,10 @@ class ResponseWatch(ByteSendStream):
     async def send(self, item: bytes) -> None:
         await self._inner.send(item)
         if self._agent.watching:
-            for request_id in _response_ids(item):
-                self._agent.response_written(request_id)
+            # The connection writes queued lines in batches: look at every line of the chunk.
+            for line in item.split(b"\n"):
+                for request_id in _response_ids(line):
+                    self._agent.response_written(request_id)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -95,6 +97,11 @@ def serve_stdio(config: AgentConfig, factory: SessionFactory | None = None) -> i
     receive, send = open_stdio()  # first: nothing may reach the real stdout from here on
     configure_logging(config.log_level, config.home)
     settings = settings_from_env(config.provider, config.model, config.base_url)
+    if factory is None:
+        from ..coding import coding_factory
+
+        flags = {"provider": config.provider, "model": config.model, "base_url": config.base_url}
+        factory = coding_factory(flags)
     agent = AcpAgent(home=config.home, settings=settings, factory=factory)
 
     async def main() -> None:
