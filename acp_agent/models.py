@@ -2,7 +2,7 @@
 
 Provider ``script`` replays the JSON file named by ``ACP_AGENT_SCRIPT``: a list of replies, one per model
 call in order, each ``{"text", "reasoning", "tool_calls": [{"name", "input"}], "finish", "chunks",
-"delay_ms", "error": {"kind", "message"}}`` (all keys optional). The HTTP providers (``openai``,
+"delay_ms", "error": {"kind", "message"}, "usage": {"input", "output", ...}}`` (all keys optional). The HTTP providers (``openai``,
 ``openai-responses``, ``anthropic``) come from ``harness.providers.factory.build_model``, imported only when
 a model is built so start-up stays light.
 """
@@ -147,12 +147,24 @@ def reply_from_dict(data: Any, index: int = 0) -> Reply:
             raise ModelConfigError(f"script reply {index}: unknown error kind {e.get('kind')!r}") from exc
         error = ModelError(str(e.get("message", f"scripted {kind.value}")), kind)
     finish = d.get("finish")
+    usage = None
+    if isinstance(d.get("usage"), dict):
+        from harness import Usage
+
+        u: dict[str, Any] = d["usage"]
+        usage = Usage(
+            int(u.get("input", 0)),
+            int(u.get("output", 0)),
+            int(u.get("cache_read", 0)),
+            int(u.get("cache_write", 0)),
+        )
     return Reply(
         text=d.get("text"),
         reasoning=d.get("reasoning"),
         tool_calls=calls,
         finish=FinishReason(str(finish)) if finish is not None else None,
         error=error,
+        usage=usage,
         chunks=max(1, int(d.get("chunks") or 1)),
         delay_s=max(0.0, float(d.get("delay_ms") or 0) / 1000.0),
     )

@@ -49,6 +49,8 @@ _METHODS: Final = frozenset(
         "session/close",
         "session/delete",
         "session/prompt",
+        "session/set_mode",
+        "session/set_config_option",
     }
 )
 
@@ -65,6 +67,10 @@ def _warm_imports() -> None:
     import importlib
 
     importlib.import_module("harness.transcript")
+    try:
+        importlib.import_module("acp_agent.coding._factory")
+    except ImportError:  # pragma: no cover - the coding package is optional for the session layer
+        log.debug("the coding factory is not importable", exc_info=True)
 
     from ..protocol import models
 
@@ -140,6 +146,10 @@ class AcpAgent:
             return await self._close(params)
         if method == "session/delete":
             return await self._delete(params)
+        if method == "session/set_mode":
+            return await self._set_mode(params)
+        if method == "session/set_config_option":
+            return await self._set_config_option(params)
         return await self._authenticate(params)
 
     async def handle_notification(self, method: str, params: Any) -> None:
@@ -204,7 +214,7 @@ class AcpAgent:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": _mcp_available(), "sse": _mcp_available()},
                 "sessionCapabilities": {
                     "list": {},
                     "resume": {},
@@ -249,7 +259,7 @@ class AcpAgent:
         session = await self._open(meta, [], ctx)
         await self.store.save_meta(meta)
         log.info("session %s created in %s", session.id, cwd)
-        return NewSessionResponse(session_id=session.id)
+        return NewSessionResponse.model_validate({"sessionId": session.id, **_controls_state(session)})
 
     async def _load(self, params: Any, ctx: RequestContext, *, replay: bool) -> Any:
         from ..protocol.models import LoadSessionRequest, ResumeSessionRequest
@@ -264,7 +274,7 @@ class AcpAgent:
             raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
         if live is not None and not replay:
             live.opened.set()
-            return {}
+            return _controls_state(live)
         if live is not None:
             await live.close()
             self.sessions.pop(req.session_id, None)
@@ -276,7 +286,7 @@ class AcpAgent:
         if replay:
             await session.replay()
         log.info("session %s %s (%d messages)", meta.id, "loaded" if replay else "resumed", len(history))
-        return {}
+        return _controls_state(session)
 
     async def _open(self, meta: SessionMeta, history: list[Any], ctx: RequestContext) -> Session:
         from ._session import Session
@@ -291,12 +301,27 @@ class AcpAgent:
             client_capabilities=self.client_capabilities,
             connection=self._conn,
             home=self.home,
+            spawn=self._spawn,
         )
         factory = self._factory or default_factory
         setup = await factory(env)
         session = Session(meta, env, setup, self.store, history, self._get_model, self._conn)
         self.sessions[meta.id] = session
         self._opening[ctx.request_id] = session.opened.set
+        controls = setup.controls
+        if controls is not None and self._spawn is not None:
+            after = controls.opened
+
+            async def once_open() -> None:
+                await session.opened.wait()
+                try:
+                    await after()
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except Exception:
+                    log.exception("session %s: after-open work failed", session.id)
+
+            self._spawn(once_open)
         return session
 
     async def _prompt(self, params: Any, ctx: RequestContext) -> Any:
@@ -306,6 +331,25 @@ class AcpAgent:
         session = self._session(req.session_id)
         stop = await session.prompt(req.prompt, ctx)
         return PromptResponse(stop_reason=stop)  # pyright: ignore[reportArgumentType]
+
+    async def _set_mode(self, params: Any) -> dict[str, Any]:
+        from ..protocol.models import SetSessionModeRequest
+
+        req = SetSessionModeRequest.model_validate(params)
+        controls = self._session(req.session_id).setup.controls
+        if controls is None:
+            raise RpcError.invalid_params("invalid params: this session has no modes")
+        await controls.set_mode(req.mode_id)
+        return {}
+
+    async def _set_config_option(self, params: Any) -> dict[str, Any]:
+        from ..protocol.models import SetSessionConfigOptionRequest
+
+        req = SetSessionConfigOptionRequest.model_validate(params)
+        controls = self._session(req.session_id).setup.controls
+        if controls is None:
+            raise RpcError.invalid_params("invalid params: this session has no config options")
+        return {"configOptions": await controls.set_config_option(req.config_id, req.value)}
 
     async def _list(self, params: Any) -> Any:
         from ..protocol.models import ListSessionsRequest, ListSessionsResponse, SessionInfo
@@ -385,6 +429,31 @@ class AcpAgent:
                         {"errorKind": "configuration_error"},
                     ) from exc
             return self._model
+
+
+def _controls_state(session: Session) -> dict[str, Any]:
+    """``modes`` and ``configOptions`` for a session response (nothing without controls)."""
+    controls = session.setup.controls
+    if controls is None:
+        return {}
+    out: dict[str, Any] = {}
+    modes = controls.modes()
+    if modes is not None:
+        out["modes"] = modes
+    options = controls.config_options()
+    if options is not None:
+        out["configOptions"] = options
+    return out
+
+
+def _mcp_available() -> bool:
+    """Whether the MCP session support (``_mcp.py``) is installed; cheap (no import)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("acp_agent.session._mcp") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _normalised(path: str) -> str:

@@ -11,17 +11,20 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.errors import RpcError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from harness import Message, ToolResult
 
     from ..protocol.models import ContentBlock, SessionUpdate
     from ._updates import ToolPresenter
 
-__all__ = ["ACP_META_KEY", "prompt_to_message", "replay_updates", "title_from_prompt"]
+__all__ = ["ACP_META_KEY", "linked_files", "prompt_to_message", "replay_updates", "title_from_prompt"]
 
 ACP_META_KEY = "acp"
 """``Message.meta[ACP_META_KEY]["prompt"]`` keeps the prompt's original blocks, replayed as sent."""
 
 _TITLE_MAX = 80
+_LINK_MAX_BYTES = 256 * 1024
 
 
 def prompt_to_message(blocks: Sequence[ContentBlock], *, image: bool, audio: bool, embedded: bool) -> Message:
@@ -72,6 +75,57 @@ def prompt_to_message(blocks: Sequence[ContentBlock], *, image: bool, audio: boo
     if not parts:
         raise RpcError.invalid_params("invalid params: prompt: at least one content block is required")
     return Message(Role.USER, tuple(parts), meta={ACP_META_KEY: {"prompt": [dump(b) for b in blocks]}})
+
+
+async def linked_files(message: Message, blocks: Sequence[ContentBlock], roots: Sequence[Path]) -> Message:
+    """``message`` with the text of each ``file://`` resource link inside ``roots`` appended.
+
+    Links outside the roots, missing files and binary files are left as their description (the model can
+    still read them with its tools where allowed)."""
+    from harness import Message as HMessage
+    from harness import Text
+
+    from ..protocol.models import ResourceLink
+
+    links = [b for b in blocks if isinstance(b, ResourceLink)]
+    if not links or not roots:
+        return message
+    import anyio.to_thread
+
+    from harness.tools import Root
+
+    root = Root(list(roots))
+    added: list[Text] = []
+    for link in links:
+        text = await anyio.to_thread.run_sync(_read_link, root, link.uri)
+        if text is not None:
+            added.append(Text(text))
+    if not added:
+        return message
+    return HMessage(message.role, (*message.parts, *added), meta=message.meta)
+
+
+def _read_link(root: Any, uri: str) -> str | None:
+    from urllib.parse import unquote, urlparse
+
+    from harness.tools import PathError
+
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("file", "") or (parsed.netloc not in ("", "localhost")):
+        return None
+    raw = unquote(parsed.path)
+    try:
+        path = root.resolve_sync(raw)
+        with open(path, "rb") as f:
+            data = f.read(_LINK_MAX_BYTES + 1)
+    except (PathError, OSError):
+        return None
+    if b"\x00" in data[:8192]:
+        return None
+    cut = len(data) > _LINK_MAX_BYTES
+    text = data[:_LINK_MAX_BYTES].decode("utf-8", errors="replace")
+    note = f"\n(cut at {_LINK_MAX_BYTES} bytes)" if cut else ""
+    return f'<file path="{path}">\n{text}{note}\n</file>'
 
 
 def _describe_link(link: Any) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..protocol.errors import INTERNAL_ERROR, RpcError
-from ._content import prompt_to_message, replay_updates, title_from_prompt
+from ._content import linked_files, prompt_to_message, replay_updates, title_from_prompt
 from ._store import SessionMeta, SessionStore
 from ._updates import EventMapper, ToolPresenter
 
@@ -67,12 +67,14 @@ class Session:
         self._get_model = get_model
         self._conn = connection
         self._run: Run | None = None
-        self.presenter = ToolPresenter(setup.tools)
+        self.presenter = ToolPresenter(setup.tools, setup.display)
         self.opened = anyio.Event()
         """Set once the response that opened the session was written: updates wait for it."""
         self._turn_done: anyio.Event | None = None
         self._cancel_requested = False
         self._closed = False
+        if setup.controls is not None:
+            setup.controls.bind(self)
 
     @property
     def id(self) -> str:
@@ -116,6 +118,7 @@ class Session:
         message = prompt_to_message(
             blocks, image=caps.image, audio=caps.audio, embedded=caps.embedded_context
         )
+        message = await linked_files(message, blocks, self.env.roots)
         self._turn_done = anyio.Event()
         self._cancel_requested = False
         ctx.on_cancel_request(self.cancel)
@@ -132,8 +135,19 @@ class Session:
         from harness import HarnessUsageError
         from harness.events import StepEnded, StepStarted, TurnStarted
 
-        from ..protocol.models import SessionInfoUpdate
+        from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, TextContent
 
+        controls = self.setup.controls
+        if controls is not None:
+            text = message.text.strip()
+            if text.startswith("/"):
+                outcome = await controls.command(text)
+                if outcome is not None and outcome.reply is not None:
+                    await self.send(AgentMessageChunk(content=TextContent(text=outcome.reply)))
+                    return "end_turn"
+                if outcome is not None and outcome.prompt is not None:
+                    message = _replace_text(message, outcome.prompt)
+            await controls.turn_starting()
         run = await self._ensure_run()
         if self._cancel_requested:
             return "cancelled"
@@ -142,7 +156,8 @@ class Session:
             if title is not None:
                 self.meta = self.meta.touched(title=title)
                 await self.send(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
-        mapper = EventMapper(self.presenter)
+        options = self.setup.options
+        mapper = EventMapper(self.presenter, context_window=options.context_window if options else None)
         misuse: HarnessUsageError | None = None
         try:
             async with run.turn(message) as events:
@@ -170,8 +185,8 @@ class Session:
             return self._run
         from harness import Run, Tools
 
-        model = await self._get_model()
         s = self.setup
+        model = await (s.controls.model(self._get_model) if s.controls is not None else self._get_model())
         self._run = Run(
             model,
             s.tools if s.tools is not None else Tools(),
@@ -219,6 +234,15 @@ class Session:
                     await self.setup.aclose()
                 except Exception:
                     log.exception("session %s: closing its resources failed", self.id)
+
+
+def _replace_text(message: Message, text: str) -> Message:
+    """The prompt with its text replaced by ``text`` (an expanded prompt command); images kept."""
+    from harness import Message as HMessage
+    from harness import Text
+
+    kept = [p for p in message.parts if not isinstance(p, Text)]
+    return HMessage(message.role, (Text(text), *kept), meta=message.meta)
 
 
 def stop_reason(ended: Ended | None, misuse: BaseException | None = None) -> str:

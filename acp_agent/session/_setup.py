@@ -9,11 +9,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from harness import ModelMiddleware, Options, ToolMiddleware, ToolSource
+    from harness import Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
 
     from ..protocol.connection import Connection
+    from ..protocol.models import SessionUpdate
 
-__all__ = ["SessionEnvironment", "SessionFactory", "SessionSetup", "default_factory"]
+__all__ = [
+    "CommandOutcome",
+    "SessionControls",
+    "SessionEnvironment",
+    "SessionFactory",
+    "SessionHandle",
+    "SessionSetup",
+    "ToolDisplay",
+    "default_factory",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +40,8 @@ class SessionEnvironment:
     """``initialize``'s ``clientCapabilities`` as sent (``{}`` when omitted)."""
     connection: Connection
     home: Path
+    spawn: Callable[[Callable[[], Awaitable[None]]], object] | None = None
+    """Runs a coroutine function in the connection-wide task group (long-lived work: MCP servers)."""
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -47,6 +59,69 @@ class SessionEnvironment:
 
 
 @dataclass(slots=True)
+class ToolDisplay:
+    """How tool calls are shown, beyond the tool specs (shared by the factory's parts and the mapper).
+
+    ``terminals`` maps a call id to the editor terminal showing it (set by the editor terminal runner);
+    ``terminal_meta`` streams local shell output with Zed's ``terminal_*`` ``_meta`` keys; ``marks_running``
+    says a tool middleware sends ``in_progress`` when a call really starts (after approval), so the mapper
+    does not send it when the input is complete."""
+
+    roots: tuple[Path, ...] = ()
+    terminals: dict[str, str] = field(default_factory=dict[str, str])
+    editor_terminal: bool = False
+    terminal_meta: bool = False
+    marks_running: bool = False
+
+
+class SessionHandle(Protocol):
+    """What a session offers its factory's parts once it exists (``SessionControls.bind``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    async def send(self, update: SessionUpdate) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """A slash command's outcome: ``reply`` is shown as the agent's message and ends the turn;
+    ``prompt`` (an expanded prompt command) goes to the model instead of the typed text."""
+
+    reply: str | None = None
+    prompt: str | None = None
+
+
+class SessionControls(Protocol):
+    """Modes, config options, slash commands and per-session model choice (``session/set_mode``,
+    ``session/set_config_option``, ``available_commands_update``)."""
+
+    def bind(self, session: SessionHandle) -> None: ...
+
+    def modes(self) -> dict[str, Any] | None: ...
+
+    def config_options(self) -> list[dict[str, Any]] | None: ...
+
+    async def set_mode(self, mode_id: str) -> None: ...
+
+    async def set_config_option(self, config_id: str, value: str | bool) -> list[dict[str, Any]]: ...
+
+    async def opened(self) -> None:
+        """After the opening response was written: send ``available_commands_update`` and the like."""
+        ...
+
+    async def turn_starting(self) -> None: ...
+
+    async def command(self, text: str) -> CommandOutcome | None:
+        """``None`` when ``text`` is not a command of this session."""
+        ...
+
+    async def model(self, default: Callable[[], Awaitable[Model]]) -> Model: ...
+
+
+@dataclass(slots=True)
 class SessionSetup:
     """What a session runs with. ``aclose`` frees what the factory opened (MCP servers, processes)."""
 
@@ -56,6 +131,8 @@ class SessionSetup:
     options: Options | None = None
     context: Any = None
     aclose: Callable[[], Awaitable[None]] | None = field(default=None)
+    display: ToolDisplay | None = None
+    controls: SessionControls | None = None
 
 
 class SessionFactory(Protocol):

@@ -1,31 +1,49 @@
 """Harness events -> ``session/update`` payloads.
 
-Text and reasoning deltas become ``agent_message_chunk`` / ``agent_thought_chunk``; tool calls become one
-``tool_call`` (pending, title, kind) and ``tool_call_update``s (raw input and ``in_progress`` when the
-input is complete or progress is reported; ``completed``/``failed`` with the result's content and
-``rawOutput`` = ``Result.value`` at the end). A tool's ``ToolSpec.meta`` may give ``acp_kind`` (a
-``ToolKind``) and ``acp_title`` (a string, or a callable taking the input and returning one)."""
+Text and reasoning deltas become ``agent_message_chunk`` / ``agent_thought_chunk``. A tool call becomes one
+``tool_call`` (pending, title, kind) as soon as the model starts it, ``tool_call_update``s with the input as
+it streams and once it is complete (``rawInput``, a human title, ``locations``), ``in_progress`` when it runs
+(sent by a tool middleware when ``ToolDisplay.marks_running``, i.e. only after approval; else when the input
+is complete), progress (shell output as text, Zed's ``terminal_*`` ``_meta`` keys, or nothing when an editor
+terminal shows it), and ``completed``/``failed`` with diffs, locations, the result's content and
+``rawOutput`` = ``Result.value``. A step's usage becomes ``usage_update`` when the context window is known.
+
+A tool's ``ToolSpec.meta`` gives its kind as ``kind`` (or ``acp_kind``) and may give ``acp_title`` (a
+string, or a callable taking the input and returning one); the coding tools get titles here by name.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from harness import ToolCall, ToolResult, ToolSource, ToolSpec
     from harness.events import Event
 
-    from ..protocol.models import SessionUpdate, ToolCallContent, ToolCallStart, ToolKind
+    from ..protocol.models import (
+        SessionUpdate,
+        ToolCallContent,
+        ToolCallLocation,
+        ToolCallStart,
+        ToolKind,
+    )
+    from ._setup import ToolDisplay
 
-__all__ = ["EventMapper", "ToolPresenter"]
+__all__ = ["EventMapper", "ToolPresenter", "partial_json"]
 
 log = logging.getLogger(__name__)
 
 _KINDS = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
 )
+_MAX_LOCATIONS = 50
+_MAX_TEXT_OUTPUT = 20_000
+_INPUT_EVERY_CHARS = 200  # streamed input: an update at most every this many characters
 
 
 def _jsonable_or_none(value: Any) -> Any:
@@ -41,11 +59,50 @@ def _jsonable_or_none(value: Any) -> Any:
     return value
 
 
-class ToolPresenter:
-    """How tool calls look to the client: title and kind from the tool's spec meta."""
+def partial_json(text: str) -> dict[str, Any] | None:
+    """The object a prefix of streamed JSON describes so far (open strings, arrays and objects closed),
+    or None when it cannot be completed into an object."""
+    closers: list[str] = []
+    in_string = False
+    escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            closers.append("}" if ch == "{" else "]")
+        elif ch in "}]" and closers:
+            closers.pop()
+    candidate = text
+    if in_string:
+        if escaped:
+            candidate = candidate[:-1]
+        candidate += '"'
+    stripped = candidate.rstrip()
+    for attempt in (stripped, stripped.rstrip(",:"), stripped.rsplit(",", 1)[0]):
+        try:
+            value = json.loads(attempt + "".join(reversed(closers)))
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value  # pyright: ignore[reportUnknownVariableType]
+    return None
 
-    def __init__(self, source: ToolSource | None = None) -> None:
+
+class ToolPresenter:
+    """How tool calls look to the client: kind, title, locations and content."""
+
+    def __init__(self, source: ToolSource | None = None, display: ToolDisplay | None = None) -> None:
+        from ._setup import ToolDisplay
+
         self._source = source
+        self.display = display or ToolDisplay()
         self._specs: dict[str, ToolSpec] = {}
 
     async def refresh(self) -> None:
@@ -59,10 +116,36 @@ class ToolPresenter:
             return
         self._specs = {spec.name: spec for spec in (t.spec() for t in tools)}
 
+    def knows(self, name: str) -> bool:
+        return name in self._specs
+
     def kind(self, name: str) -> ToolKind:
         spec = self._specs.get(name)
-        kind = spec.meta.get("acp_kind") if spec is not None else None
+        kind: Any = None
+        if spec is not None:
+            kind = spec.meta.get("kind") or spec.meta.get("acp_kind")
         return kind if isinstance(kind, str) and kind in _KINDS else "other"  # pyright: ignore[reportReturnType]
+
+    def _shown(self, raw: Any) -> str:
+        text = str(raw)
+        roots = self.display.roots
+        if roots and os.path.isabs(text):
+            for r in roots:
+                try:
+                    rel = Path(os.path.normpath(text)).relative_to(r)
+                except ValueError:
+                    continue
+                return rel.as_posix() or "."
+        return text
+
+    def _abs(self, raw: Any) -> str | None:
+        if not isinstance(raw, str) or not raw or "\x00" in raw:
+            return None
+        if os.path.isabs(raw):
+            return os.path.normpath(raw)
+        if not self.display.roots:
+            return None
+        return os.path.normpath(os.path.join(self.display.roots[0], raw))
 
     def title(self, name: str, tool_input: Mapping[str, Any] | None = None) -> str:
         spec = self._specs.get(name)
@@ -76,7 +159,53 @@ class ToolPresenter:
                 log.exception("acp_title of tool %s failed", name)
                 return name
             return str(made) if made else name
-        return title if isinstance(title, str) and title else name
+        if isinstance(title, str) and title:
+            return title
+        if tool_input is not None and (spec is not None or not self._specs):
+            built = self._builtin_title(name, tool_input)
+            if built:
+                return built
+        return name
+
+    def _builtin_title(self, name: str, inp: Mapping[str, Any]) -> str | None:
+        path = inp.get("path")
+        shown = self._shown(path) if isinstance(path, str) and path else None
+        if name == "shell" and isinstance(inp.get("command"), str):
+            return " ".join(str(inp["command"]).split())[:200] or None
+        if name == "read_file" and shown:
+            offset = inp.get("offset")
+            return f"Read {shown}" + (f" (from line {offset})" if isinstance(offset, int) else "")
+        if name == "write_file" and shown:
+            return f"Write {shown}"
+        if name == "edit_file" and shown:
+            return f"Edit {shown}"
+        if name == "apply_patch" and isinstance(inp.get("patch"), str):
+            files = _patch_files(str(inp["patch"]))
+            return "Patch " + ", ".join(self._shown(f) for f in files[:3]) + (" …" if len(files) > 3 else "")
+        if name == "list_dir":
+            return f"List {shown or '.'}"
+        if name == "glob" and isinstance(inp.get("pattern"), str):
+            return f"Find {inp['pattern']}" + (f" in {shown}" if shown else "")
+        if name == "grep" and isinstance(inp.get("pattern"), str):
+            return f"Search {inp['pattern']!r}" + (f" in {shown}" if shown else "")
+        if name in ("plan_set", "plan_update"):
+            return "Update the plan"
+        return None
+
+    def locations(self, name: str, tool_input: Mapping[str, Any] | None) -> list[ToolCallLocation] | None:
+        """Where the call acts, from its input (before it ran)."""
+        from ..protocol.models import ToolCallLocation
+
+        if tool_input is None:
+            return None
+        if name == "apply_patch" and isinstance(tool_input.get("patch"), str):
+            paths = [self._abs(f) for f in _patch_files(str(tool_input["patch"]))]
+            return [ToolCallLocation(path=p) for p in paths if p] or None
+        path = self._abs(tool_input.get("path"))
+        if path is None or name == "shell":
+            return None
+        line = tool_input.get("offset") if name == "read_file" else None
+        return [ToolCallLocation(path=path, line=line if isinstance(line, int) and line >= 1 else None)]
 
     def result_content(self, result: ToolResult | Any) -> list[ToolCallContent]:
         from harness import Image, Text
@@ -93,14 +222,62 @@ class ToolPresenter:
                 )
         return out
 
+    def diffs(self, value: Any) -> list[ToolCallContent]:
+        """``diff`` content from a file tool's ``Result.value`` (``{"diffs": [...]}``)."""
+        from ..protocol.models import DiffToolCallContent
+
+        out: list[ToolCallContent] = []
+        for raw in _items(_obj(value).get("diffs")):
+            d = _obj(raw)
+            path, new, old = d.get("path"), d.get("new_text"), d.get("old_text")
+            if isinstance(path, str) and isinstance(new, str):
+                out.append(
+                    DiffToolCallContent(
+                        path=path, old_text=old if isinstance(old, str) else None, new_text=new
+                    )
+                )
+        return out
+
+    def result_locations(self, value: Any) -> list[ToolCallLocation] | None:
+        from ..protocol.models import ToolCallLocation
+
+        v = _obj(value)
+        found: list[ToolCallLocation] = []
+        rows = v.get("locations") or v.get("matches")
+        if isinstance(rows, list):
+            for raw in _items(rows)[:_MAX_LOCATIONS]:
+                row = _obj(raw)
+                path, line = row.get("path"), row.get("line")
+                if isinstance(path, str):
+                    found.append(
+                        ToolCallLocation(
+                            path=path, line=line if isinstance(line, int) and line >= 1 else None
+                        )
+                    )
+        elif isinstance(v.get("files"), list):
+            for f in v["files"][:_MAX_LOCATIONS]:
+                if isinstance(f, str):
+                    found.append(ToolCallLocation(path=f))
+        elif isinstance(v.get("path"), str) and "line" in v:
+            line = v.get("line")
+            found.append(
+                ToolCallLocation(
+                    path=str(v["path"]), line=line if isinstance(line, int) and line >= 1 else None
+                )
+            )
+        return found or None
+
     def replayed(self, call: ToolCall, result: ToolResult | None) -> ToolCallStart:
         """One ``tool_call`` holding the call's final state (``session/load``)."""
         from ..protocol.models import ToolCallStart
 
+        content: list[ToolCallContent] = []
+        locations = self.locations(call.name, call.input)
         if result is None:
-            status, content = "failed", []
+            status = "failed"
         else:
-            status, content = ("failed" if result.error else "completed"), self.result_content(result)
+            status = "failed" if result.error else "completed"
+            content = [*self._input_diffs(call), *self.result_content(result)]
         return ToolCallStart(
             tool_call_id=call.id,
             title=self.title(call.name, call.input),
@@ -108,26 +285,61 @@ class ToolPresenter:
             status=status,
             raw_input=call.input,
             content=content or None,
+            locations=locations,
         )
+
+    def _input_diffs(self, call: ToolCall) -> list[ToolCallContent]:
+        """What a stored edit changed, from its input alone (results keep no values across restarts)."""
+        from ..protocol.models import DiffToolCallContent
+
+        inp = call.input
+        path = self._abs(inp.get("path"))
+        if call.name == "edit_file" and path and isinstance(inp.get("old_text"), str):
+            return [
+                DiffToolCallContent(
+                    path=path, old_text=str(inp["old_text"]), new_text=str(inp.get("new_text", ""))
+                )
+            ]
+        return []
+
+
+def _patch_files(patch: str) -> list[str]:
+    files: list[str] = []
+    for line in patch.splitlines():
+        if line.startswith("+++ ") or line.startswith("--- "):
+            name = line[4:].split("\t")[0].strip()
+            if name == "/dev/null":
+                continue
+            if name.startswith(("a/", "b/")):
+                name = name[2:]
+            if name and name not in files:
+                files.append(name)
+    return files
 
 
 class EventMapper:
     """Maps the events of one turn to updates; remembers which announced calls are still open."""
 
-    def __init__(self, presenter: ToolPresenter) -> None:
+    def __init__(self, presenter: ToolPresenter, *, context_window: int | None = None) -> None:
         self._presenter = presenter
         self._open: dict[str, str] = {}  # call id -> tool name
-        self._running: set[str] = set()
+        self._inputs: dict[str, Mapping[str, Any]] = {}
+        self._streamed: dict[str, str] = {}
+        self._sent_at: dict[str, int] = {}
+        self._output: dict[str, str] = {}
+        self._context_window = context_window
 
     async def map(self, event: Event) -> list[SessionUpdate]:
         from harness import Result
         from harness.events import (
+            MessageEnded,
             ReasoningDelta,
             StepStarted,
             TextDelta,
             ToolCallReady,
             ToolCallStarted,
             ToolEnded,
+            ToolInputDelta,
             ToolProgress,
         )
 
@@ -138,6 +350,7 @@ class EventMapper:
             TextContent,
             ToolCallProgress,
             ToolCallStart,
+            UsageUpdate,
         )
 
         if event.parent is not None:
@@ -149,7 +362,14 @@ class EventMapper:
         if isinstance(event, StepStarted):
             await self._presenter.refresh()
             return []
+        if isinstance(event, MessageEnded):
+            usage = event.usage
+            used = usage.input + usage.cache_read + usage.cache_write + usage.output
+            if self._context_window is None or used <= 0:
+                return []
+            return [UsageUpdate(used=used, size=self._context_window)]
         p = self._presenter
+        display = p.display
         if isinstance(event, ToolCallStarted):
             self._open[event.id] = event.name
             return [
@@ -160,55 +380,63 @@ class EventMapper:
                     status="pending",
                 )
             ]
+        if isinstance(event, ToolInputDelta):
+            if event.id not in self._open or not event.json:
+                return []
+            text = self._streamed.get(event.id, "") + event.json
+            self._streamed[event.id] = text
+            if len(text) - self._sent_at.get(event.id, 0) < _INPUT_EVERY_CHARS:
+                return []
+            partial = partial_json(text)
+            if partial is None:
+                return []
+            self._sent_at[event.id] = len(text)
+            return [ToolCallProgress(tool_call_id=event.id, raw_input=partial)]
         if isinstance(event, ToolCallReady):
             updates: list[SessionUpdate] = []
+            title = p.title(event.name, event.input)
+            locations = p.locations(event.name, event.input)
+            self._inputs[event.id] = event.input
+            self._streamed.pop(event.id, None)
+            content, meta = self._terminal_start(event.id, event.name, event.input)
             if event.id not in self._open:  # a provider that skipped the start
                 self._open[event.id] = event.name
                 updates.append(
                     ToolCallStart(
                         tool_call_id=event.id,
-                        title=p.title(event.name, event.input),
+                        title=title,
                         kind=p.kind(event.name),
                         status="pending",
                         raw_input=event.input,
+                        locations=locations,
                     )
                 )
-            self._running.add(event.id)
-            title = p.title(event.name, event.input)
-            updates.append(
-                ToolCallProgress(
-                    tool_call_id=event.id,
-                    status="in_progress",
-                    raw_input=event.input,
-                    title=title if title != event.name else None,
-                )
+            update = ToolCallProgress(
+                tool_call_id=event.id,
+                # With marks_running a middleware says when the call really runs (after approval).
+                status=None if display.marks_running else "in_progress",
+                raw_input=event.input,
+                title=title if title != event.name else None,
+                locations=locations,
+                content=content,
             )
+            if meta is not None:
+                update.field_meta = meta
+            updates.append(update)
             return updates
         if isinstance(event, ToolProgress):
             if event.id not in self._open:
                 return []
-            content: list[ToolCallContent] | None = None
-            if isinstance(event.value, str) and event.value:
-                content = [ContentToolCallContent(content=TextContent(text=event.value))]
-            progress: list[SessionUpdate] = [
-                ToolCallProgress(tool_call_id=event.id, status="in_progress", content=content)
-            ]
-            return progress
+            return self._progress(event.id, event.value)
         if isinstance(event, ToolEnded):
             if event.id not in self._open:
                 return []
-            self._open.pop(event.id, None)
-            self._running.discard(event.id)
+            name = self._open.pop(event.id)
+            self._inputs.pop(event.id, None)
+            self._output.pop(event.id, None)
             outcome = event.outcome
             if isinstance(outcome, Result):
-                return [
-                    ToolCallProgress(
-                        tool_call_id=event.id,
-                        status="failed" if outcome.error else "completed",
-                        content=p.result_content(outcome),
-                        raw_output=_jsonable_or_none(outcome.value),
-                    )
-                ]
+                return [self._ended(event.id, name, outcome)]
             text = f"{type(outcome).__name__}: {outcome}"
             class_name = getattr(outcome, "class_name", None)
             if isinstance(class_name, str):
@@ -222,6 +450,84 @@ class EventMapper:
             ]
         return []
 
+    # --- shell output ------------------------------------------------------------------------------
+
+    def _terminal_start(
+        self, call_id: str, name: str, tool_input: Mapping[str, Any]
+    ) -> tuple[list[ToolCallContent] | None, dict[str, Any] | None]:
+        from ..protocol.models import TerminalToolCallContent
+
+        display = self._presenter.display
+        if name != "shell" or display.editor_terminal or not display.terminal_meta:
+            return None, None
+        cwd = self._presenter._abs(tool_input.get("cwd") or ".")  # pyright: ignore[reportPrivateUsage]
+        return (
+            [TerminalToolCallContent(terminal_id=call_id)],
+            {"terminal_info": {"terminal_id": call_id, "cwd": cwd}},
+        )
+
+    def _progress(self, call_id: str, value: Any) -> list[SessionUpdate]:
+        from ..protocol.models import ContentToolCallContent, TextContent, ToolCallProgress
+
+        display = self._presenter.display
+        chunk = _obj(value).get("output") if isinstance(value, dict) else value
+        if not isinstance(chunk, str) or not chunk:
+            return []
+        if call_id in display.terminals:
+            return []  # the editor's terminal shows it
+        if self._open.get(call_id) == "shell" and display.terminal_meta and not display.editor_terminal:
+            update = ToolCallProgress(tool_call_id=call_id)
+            update.field_meta = {"terminal_output": {"terminal_id": call_id, "data": chunk}}
+            return [update]
+        text = (self._output.get(call_id, "") + chunk)[-_MAX_TEXT_OUTPUT:]
+        self._output[call_id] = text
+        return [
+            ToolCallProgress(
+                tool_call_id=call_id,
+                content=[ContentToolCallContent(content=TextContent(text=f"```\n{text}\n```"))],
+            )
+        ]
+
+    def _ended(self, call_id: str, name: str, outcome: Any) -> SessionUpdate:
+        from ..protocol.models import TerminalToolCallContent, ToolCallProgress
+
+        p = self._presenter
+        display = p.display
+        value = outcome.value
+        status = "failed" if outcome.error else "completed"
+        locations = p.result_locations(value)
+        if name == "shell" and call_id in display.terminals:
+            content: list[ToolCallContent] = [
+                TerminalToolCallContent(terminal_id=display.terminals.pop(call_id))
+            ]
+            return ToolCallProgress(
+                tool_call_id=call_id, status=status, content=content, raw_output=_jsonable_or_none(value)
+            )
+        if name == "shell" and display.terminal_meta and not display.editor_terminal:
+            code = _obj(value).get("exit_code")
+            update = ToolCallProgress(
+                tool_call_id=call_id,
+                status=status,
+                content=[TerminalToolCallContent(terminal_id=call_id)],
+                raw_output=_jsonable_or_none(value),
+            )
+            update.field_meta = {
+                "terminal_exit": {
+                    "terminal_id": call_id,
+                    "exit_code": code if isinstance(code, int) and code >= 0 else None,
+                    "signal": f"SIG{-code}" if isinstance(code, int) and code < 0 else None,
+                }
+            }
+            return update
+        content = [*p.diffs(value), *p.result_content(outcome)]
+        return ToolCallProgress(
+            tool_call_id=call_id,
+            status=status,
+            content=content,
+            locations=locations,
+            raw_output=_jsonable_or_none(value),
+        )
+
     def close_open_calls(self) -> list[SessionUpdate]:
         """``failed`` for every call announced but never ended (the turn was cancelled or failed)."""
         from ..protocol.models import ToolCallProgress
@@ -230,5 +536,15 @@ class EventMapper:
             ToolCallProgress(tool_call_id=cid, status="failed") for cid in self._open
         ]
         self._open.clear()
-        self._running.clear()
+        self._inputs.clear()
+        self._output.clear()
         return updates
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` as a JSON object (``{}`` when it is not one)."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    return cast("list[Any]", value) if isinstance(value, list) else []

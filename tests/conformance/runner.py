@@ -12,9 +12,16 @@ A scenario is a JSON file: ``{"name", "refs": [reference scenario numbers], "req
   messages in any order.
 - ``{"check": "NAME", "each" | "contains_in_order" | "none": ..., "min": n}`` assertions on collected messages.
 - ``{"expect_silence_ms": N}`` nothing is written for N ms.
-- ``{"answer": {"method": m, "result": r | "error": e}}`` the next message is an agent request of method m: reply.
+- ``{"answer": {"method": m, "result": r | "error": e}}`` the next message is an agent request of method m: reply
+  (``"skip_notifications": true`` lets notifications come first, kept under ``collect``).
+- ``{"write_file": {"path": "rel", "text": "..."}}`` writes a file in the project (``${CWD}``);
+  ``{"check_file": {"path": "rel", "text": "..." | "absent": true}}`` checks one.
 - ``{"kill": true}`` SIGKILL; ``{"start": true}`` start again (same home); ``{"close_stdin": true}``;
   ``{"expect_exit": {"code": 0, "within_ms": 5000}}``; ``{"sleep_ms": N}``.
+
+Top-level ``"transparent"``: the ``sessionUpdate`` kinds that steps never see (default
+``available_commands_update`` and ``config_option_update``, which agents send on their own schedule after a
+session response); ``[]`` shows every message.
 
 Patterns match as subsets: objects need the listed keys (others ignored), lists match element by element,
 ``"*"`` any value, ``"<absent>"`` a missing key, ``"<string>" "<nonempty>" "<int>" "<object>" "<array>"``
@@ -49,6 +56,7 @@ __all__ = ["ScenarioFailure", "ScenarioResult", "load_scenarios", "run_scenario"
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_TIMEOUT_MS = 10_000
+DEFAULT_TRANSPARENT = ("available_commands_update", "config_option_update")
 
 
 class ScenarioFailure(AssertionError):
@@ -313,20 +321,31 @@ class _Player:
         self.collected: dict[str, list[Any]] = {}
         self.count = 0
         self.pending: list[_Line] = []
+        self.transparent = frozenset(scenario.get("transparent", DEFAULT_TRANSPARENT))
 
     async def next_line(self, timeout_ms: float) -> _Line | None:
         assert self.agent.lines is not None
         if self.pending:
             return self.pending.pop(0)
         with anyio.fail_after(timeout_ms / 1000):
-            line = await self.agent.lines.receive()
-        if line is not None:
-            self.count += 1
-            if line.problems:
-                raise ScenarioFailure(
-                    f"invalid message from the agent: {'; '.join(line.problems)}\n  line: {_short(line.msg if line.msg is not None else line.raw)}"
-                )
-        return line
+            while True:
+                line = await self.agent.lines.receive()
+                if line is not None:
+                    self.count += 1
+                    if line.problems:
+                        raise ScenarioFailure(
+                            f"invalid message from the agent: {'; '.join(line.problems)}\n  line: {_short(line.msg if line.msg is not None else line.raw)}"
+                        )
+                    if self._is_transparent(line.msg):
+                        self.collected.setdefault("_transparent", []).append(line.msg)
+                        continue
+                return line
+
+    def _is_transparent(self, msg: Any) -> bool:
+        if not self.transparent or not isinstance(msg, dict) or msg.get("method") != "session/update":
+            return False
+        update = (msg.get("params") or {}).get("update")
+        return isinstance(update, dict) and update.get("sessionUpdate") in self.transparent
 
     async def next_message(self, what: str, timeout_ms: float) -> Any:
         try:
@@ -446,7 +465,15 @@ class _Player:
             raise ScenarioFailure(f"expected silence, got {_short(line.msg if line else 'end of stdout')}")
         elif "answer" in step:
             spec = substitute(step["answer"], self.vars)
-            msg = await self.next_message(f"an agent request {spec['method']}", timeout)
+            skipped: list[Any] = []
+            while True:
+                msg = await self.next_message(f"an agent request {spec['method']}", timeout)
+                is_note = isinstance(msg, dict) and "method" in msg and "id" not in msg
+                if not (is_note and step.get("skip_notifications")):
+                    break
+                skipped.append(msg)
+            if "collect" in step:
+                self.collected[str(step["collect"])] = skipped
             if not (isinstance(msg, dict) and msg.get("method") == spec["method"] and "id" in msg):
                 raise ScenarioFailure(f"expected a {spec['method']} request, got {_short(msg)}")
             self.vars["REQUEST_ID"] = msg["id"]
@@ -456,6 +483,24 @@ class _Player:
             else:
                 reply["result"] = spec.get("result", {})
             await self.agent.write(json.dumps(reply).encode() + b"\n")
+        elif "write_file" in step:
+            spec = substitute(step["write_file"], self.vars)
+            target = Path(self.vars["CWD"], str(spec["path"]))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            await anyio.Path(target).write_text(str(spec["text"]), encoding="utf-8")
+        elif "check_file" in step:
+            spec = substitute(step["check_file"], self.vars)
+            target = Path(self.vars["CWD"], str(spec["path"]))
+            if spec.get("absent"):
+                if target.exists():
+                    raise ScenarioFailure(f"{spec['path']} exists, expected it absent")
+            else:
+                try:
+                    text = target.read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise ScenarioFailure(f"cannot read {spec['path']}: {exc}") from None
+                if text != spec["text"]:
+                    raise ScenarioFailure(f"{spec['path']} holds {text!r}, expected {spec['text']!r}")
         elif "kill" in step:
             await self.agent.kill()
             await self._drain_after_exit()

@@ -26,10 +26,6 @@ from tests.mcp.conftest import FAULT_SERVER, PYTHON, free_port, require_everythi
 pytestmark = pytest.mark.anyio
 
 AGENT = [sys.executable, "-m", "acp_agent"]
-NEEDS_INTEGRATION = pytest.mark.xfail(
-    strict=False,
-    reason="needs SessionMcp wired into the agent (mcpCapabilities, coding factory): flip when it lands",
-)
 
 
 def _texts(value: Any) -> list[str]:
@@ -243,7 +239,6 @@ async def everything_over_http(everything: Path) -> AsyncIterator[str]:
             await proc.wait()
 
 
-@NEEDS_INTEGRATION
 async def test_a_scripted_turn_calls_everything_over_stdio_and_http_and_the_time_server(
     tmp_path: Path,
 ) -> None:
@@ -279,7 +274,6 @@ async def test_a_scripted_turn_calls_everything_over_stdio_and_http_and_the_time
         assert all_in(states, ["ev", "evhttp", "time"], "ready"), states
 
 
-@NEEDS_INTEGRATION
 async def test_a_server_that_fails_to_start_is_reported_once_in_the_next_turn_and_in_the_states(
     tmp_path: Path,
 ) -> None:
@@ -313,7 +307,6 @@ async def test_a_server_that_fails_to_start_is_reported_once_in_the_next_turn_an
         assert "failed to start" not in later and "second answer" in later
 
 
-@NEEDS_INTEGRATION
 async def test_servers_of_the_user_config_file_and_mcp_json_are_used(tmp_path: Path) -> None:
     everything = require_everything()
     require_time_server()
@@ -350,7 +343,6 @@ async def test_servers_of_the_user_config_file_and_mcp_json_are_used(tmp_path: P
         assert "Europe/Paris" in texts and "configured in mcp.json" in texts
 
 
-@NEEDS_INTEGRATION
 async def test_mcp_prompts_are_offered_as_slash_commands(tmp_path: Path) -> None:
     everything = require_everything()
     async with agent_process(tmp_path, [{"text": "ok"}]) as (agent, project):

@@ -19,7 +19,7 @@ from .validate import MessageValidator
 pytestmark = pytest.mark.anyio
 
 AGENT = [sys.executable, "-m", "acp_agent"]
-FEATURES = {"core", "script", "persist"}
+FEATURES = {"core", "script", "persist", "coding"}
 SCENARIOS = load_scenarios()
 
 

@@ -1,0 +1,41 @@
+"""The coding agent: file and shell tools through the editor, permissions and modes, rich tool calls.
+
+Importing this package is light: ``coding_factory`` loads the harness and the tools on the first session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..session._setup import SessionEnvironment, SessionSetup
+    from ._factory import CodingFactory
+
+__all__ = ["LazyCodingFactory", "coding_factory"]
+
+
+class LazyCodingFactory:
+    """A ``SessionFactory`` that builds the real one (``CodingFactory``) on the first session."""
+
+    def __init__(
+        self, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.flags = dict(flags or {})
+        self.environ = dict(os.environ if environ is None else environ)
+        self._impl: CodingFactory | None = None
+
+    async def __call__(self, env: SessionEnvironment) -> SessionSetup:
+        if self._impl is None:
+            from ._factory import CodingFactory
+
+            self._impl = CodingFactory(self.flags, self.environ)
+        return await self._impl(env)
+
+
+def coding_factory(
+    flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> LazyCodingFactory:
+    """The coding agent's session factory (the default of ``acp-agent``)."""
+    return LazyCodingFactory(flags, environ)

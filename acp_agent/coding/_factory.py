@@ -1,0 +1,206 @@
+"""``CodingFactory``: equips an ACP session as a coding agent.
+
+File tools and ``shell`` under the session's roots (cwd + additionalDirectories), routed through the
+editor when it offers ``fs``/``terminal``; the plan tools; a Journal for ``/undo``; the mode's policy
+with the editor answering its questions; modes, config options and slash commands; MCP servers from the
+session and the configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from harness import Decision, Hints, Options, Question, Result, Tools, ToolSpec
+from harness.policy import PermissionStore
+from harness.tools import Journal, Root, Shell, file_tools
+from harness.tools.plan import Plan, Reminder
+
+from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ..session._setup import SessionSetup, ToolDisplay, default_system_prompt
+from ._controls import CodingControls, ThoughtLevel, known_context_window
+from ._editor import EditorFileSystem, EditorTerminalRunner
+from ._gate import PermissionGate, RunningMarker, SessionLink
+from ._modes import ModeState, PolicyMiddleware, store_paths
+
+if TYPE_CHECKING:
+    from harness import Call
+    from harness.middleware import NextModel
+    from harness.model import Delta, Prompt
+
+    from ..config import Config
+    from ..session._setup import SessionEnvironment
+
+__all__ = ["CodingFactory", "PlanExit"]
+
+log = logging.getLogger(__name__)
+
+_GUIDE = (
+    "\n\nWork with the tools: read before you edit; prefer edit_file or apply_patch for changes to existing "
+    "files; run tests and commands with shell. For a task of several steps, keep a plan with plan_set and "
+    "plan_update. Paths are relative to the first project directory."
+)
+_PLAN_NOTE = (
+    "\n\nYou are in plan mode: you may read, search and plan, but not edit files or run commands. Write the "
+    "plan with plan_set; when it is ready, call plan_exit to propose switching to a mode that carries it out."
+)
+
+
+class PlanExit:
+    """``plan_exit {summary?}``: in plan mode, ask the user to switch to a mode that carries out the plan."""
+
+    def __init__(self, modes: ModeState, controls: CodingControls) -> None:
+        self._modes = modes
+        self._controls = controls
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            "plan_exit",
+            "In plan mode, once the plan is written: ask the user to switch to a mode that can carry it out.",
+            {
+                "type": "object",
+                "properties": {"summary": {"type": "string", "description": "The plan in a few lines."}},
+                "additionalProperties": False,
+            },
+            Hints(read_only=True, idempotent=False),
+            meta={"kind": "switch_mode"},
+        )
+
+    async def call(self, input: dict[str, Any], call: Call) -> Result:
+        if self._modes.mode != "plan":
+            return Result.failure(f"plan_exit: not in plan mode (the mode is {self._modes.mode})")
+        answer = call.answers().get("mode")
+        if answer is None:
+            choices = (*(m for m in ("accept-edits", "default") if m in self._modes.offered), "plan")
+            summary = str(input.get("summary") or "").strip()
+            text = "The plan is ready. Switch mode to carry it out?" + (f"\n\n{summary}" if summary else "")
+            return call.needs_input([Question("mode", text, choices)], state={"asked": True})
+        if isinstance(answer, Decision) or answer == "plan":
+            return Result.text("The user wants to keep planning; stay in plan mode.")
+        await self._controls.set_mode(str(answer))
+        return Result.text(f"The user switched to {answer} mode: carry out the plan now.")
+
+
+class _ModeNote:
+    """Model middleware: tells the model it is in plan mode (the mode can change mid-session)."""
+
+    def __init__(self, modes: ModeState) -> None:
+        self._modes = modes
+
+    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        if self._modes.mode == "plan":
+            return next(prompt.replace(system=(prompt.system or "") + _PLAN_NOTE))
+        return next(prompt)
+
+
+class CodingFactory:
+    """A ``SessionFactory``. ``flags`` are the command-line settings (``load_config``'s names); the
+    configuration is loaded per session (its project file depends on the cwd)."""
+
+    def __init__(
+        self, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.flags = dict(flags or {})
+        self.environ = dict(os.environ if environ is None else environ)
+
+    async def load_config(self, cwd: Path) -> Config:
+        from ..config import ConfigError, load_config
+
+        try:
+            return await anyio.to_thread.run_sync(load_config, cwd, self.flags, self.environ)
+        except ConfigError as exc:
+            problems = [str(p) for p in exc.problems]
+            raise RpcError(
+                INTERNAL_ERROR,
+                "the configuration has problems:\n" + "\n".join(problems),
+                {"errorKind": "configuration_error", "problems": problems},
+            ) from exc
+
+    async def __call__(self, env: SessionEnvironment) -> SessionSetup:
+        config = await self.load_config(env.cwd)
+        root = Root(list(env.roots))
+        display = ToolDisplay(
+            roots=tuple(dict.fromkeys([*env.roots, *root.paths])),
+            editor_terminal=env.client_can("terminal"),
+            terminal_meta=env.client_can("_meta", "terminal_output"),
+            marks_running=True,
+        )
+        link = SessionLink()
+        fs = EditorFileSystem(env)
+        journal = Journal(fs)
+        project_file, user_file = store_paths(config, env.cwd, self.environ)
+        modes = ModeState(
+            config.default_mode, env.roots, [PermissionStore(project_file), PermissionStore(user_file)]
+        )
+        await modes.load()
+        runner = EditorTerminalRunner(env, display, link) if display.editor_terminal else None
+        shell = Shell(root, runner=runner, default_timeout_s=config.shell_timeout_s)
+        plan = Plan()
+
+        async def plan_changed(p: Plan) -> None:
+            from ..protocol.models import AgentPlanUpdate
+
+            await link.send(AgentPlanUpdate.model_validate({"entries": p.to_dicts()}))
+
+        plan.subscribe(plan_changed)
+        thought = ThoughtLevel(config.provider)
+        mcp = await self._mcp(env, config, link)
+        controls = CodingControls(env, config, modes, journal, link, thought, mcp=mcp)
+        link.controls = controls
+        sources: list[Any] = [*file_tools(root, journal, fs), shell, *plan.tools(), PlanExit(modes, controls)]
+        if mcp is not None:
+            sources.append(mcp.tools)
+        gate = PermissionGate(env, modes, link, display, root=root, fs=fs)
+
+        async def aclose() -> None:
+            if mcp is not None:
+                await mcp.aclose()
+
+        window = known_context_window(config.model)
+        return SessionSetup(
+            tools=Tools(*sources),
+            middleware=[
+                gate,
+                PolicyMiddleware(modes),
+                RunningMarker(link),
+                _ModeNote(modes),
+                thought,
+                Reminder(plan),
+            ],
+            system=default_system_prompt(env) + _GUIDE,
+            options=Options(context_window=window) if window else None,
+            context=env,
+            aclose=aclose,
+            display=display,
+            controls=controls,
+        )
+
+    async def _mcp(self, env: SessionEnvironment, config: Config, link: SessionLink) -> Any:
+        servers = [s.to_acp() for s in config.mcp_servers]
+        if not env.mcp_servers and not servers:
+            return None
+        try:
+            from ..session._mcp import SessionMcp  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
+        except ImportError:
+            # TODO(mcp): acp_agent/session/_mcp.py is written by another helper; until it lands MCP servers
+            # are ignored (logged).
+            log.warning("MCP servers requested but acp_agent.session._mcp is not available; ignoring them")
+            return None
+
+        async def on_change() -> None:
+            from ..protocol.models import SessionInfoUpdate
+
+            update = SessionInfoUpdate()
+            update.field_meta = {"mcpServers": mcp.status_meta()}
+            await link.send(update)
+            if link.controls is not None:  # a server that became ready may bring prompt commands
+                await link.controls.send_commands()
+
+        mcp: Any = SessionMcp(env, servers, on_change=on_change)
+        await mcp.start()
+        return mcp

@@ -1,0 +1,302 @@
+"""Answering the harness's pauses inline, through the editor.
+
+``PermissionGate`` is the outermost tool middleware: when an inner one (the mode's policy) or the tool asks
+(``context.needs_input``), it asks the editor and calls again with the answers (RUN_SPEC's inline-answering
+idiom), so the run never pauses. An ``Approval`` becomes ``session/request_permission`` with allow_once,
+allow_always, reject_once and reject_always; "always" answers are remembered through ``ModeState``. A
+``Question`` becomes ``elicitation/create`` (form) when the client supports it, else a permission request
+with one option per choice. ``RunningMarker`` is the innermost: it sends ``in_progress`` when the call runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import anyio
+
+from harness import Approval, Decision, Question, Result
+from harness.policy import Rule, Verdict
+from harness.tools import PathError
+
+from ..protocol.errors import ConnectionClosedError, RpcError
+
+if TYPE_CHECKING:
+    from harness import Call, ToolCall
+    from harness.middleware import NextTool
+    from harness.tools import FileSystem, Root
+
+    from ..protocol.models import ToolCallContent
+    from ..session._setup import SessionEnvironment, SessionHandle, ToolDisplay
+    from ._modes import ModeState
+
+__all__ = ["PermissionGate", "RunningMarker", "SessionLink"]
+
+log = logging.getLogger(__name__)
+
+_MAX_ROUNDS: Final = 8
+_PREVIEW_MAX_CHARS: Final = 200_000
+
+
+class SessionLink:
+    """Holds the session once it exists (the factory runs before it); sends wait until then."""
+
+    def __init__(self) -> None:
+        self.handle: SessionHandle | None = None
+        self.controls: Any = None
+        self._bound = anyio.Event()
+
+    def bind(self, handle: SessionHandle) -> None:
+        self.handle = handle
+        self._bound.set()
+
+    async def send(self, update: Any) -> None:
+        if self.handle is None:
+            await self._bound.wait()
+        assert self.handle is not None
+        await self.handle.send(update)
+
+
+class _Cancelled(Exception):
+    """The editor answered ``cancelled``: the turn is being cancelled."""
+
+
+class RunningMarker:
+    """Innermost tool middleware: ``in_progress`` once the call really runs (after any approval)."""
+
+    def __init__(self, link: SessionLink) -> None:
+        self._link = link
+
+    async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
+        from ..protocol.models import ToolCallProgress
+
+        await self._link.send(ToolCallProgress(tool_call_id=call.id, status="in_progress"))
+        return await next(call, context)
+
+
+class PermissionGate:
+    """Outermost tool middleware: answers approvals and questions through the editor."""
+
+    def __init__(
+        self,
+        env: SessionEnvironment,
+        modes: ModeState,
+        link: SessionLink,
+        display: ToolDisplay,
+        *,
+        root: Root,
+        fs: FileSystem,
+    ) -> None:
+        self._env = env
+        self._modes = modes
+        self._link = link
+        self._display = display
+        self._root = root
+        self._fs = fs
+
+    async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
+        result = await next(call, context)
+        for _ in range(_MAX_ROUNDS):
+            pending = context.pending()
+            if pending is None:
+                return result
+            answers: dict[str, Any] = {}
+            try:
+                for need in pending.needs:
+                    if isinstance(need, Approval):
+                        answers[need.id] = await self._approve(call, context, need)
+                    else:
+                        answers[need.id] = await self._ask(call, need)
+            except _Cancelled:
+                if self._link.handle is not None:
+                    self._link.handle.cancel()
+                return Result.failure("Cancelled: the user cancelled the turn")
+            context.answer(answers)
+            result = await next(call, context)
+        return result
+
+    # --- approvals ---------------------------------------------------------------------------------
+
+    async def _approve(self, call: ToolCall, context: Call, need: Approval) -> Decision:
+        policy = self._modes.policy
+        allow_rules = policy.suggest(call, Verdict.ALLOW, context.spec)
+        deny_rules = policy.suggest(call, Verdict.DENY, context.spec)
+        options: list[dict[str, str]] = [
+            {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}
+        ]
+        if allow_rules:
+            options.append(
+                {
+                    "optionId": "allow_always",
+                    "name": _always_label("Always allow", allow_rules),
+                    "kind": "allow_always",
+                }
+            )
+        options.append({"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
+        if deny_rules:
+            options.append(
+                {
+                    "optionId": "reject_always",
+                    "name": _always_label("Always reject", deny_rules),
+                    "kind": "reject_always",
+                }
+            )
+        tool_call = await self._describe(call, context)
+        chosen = await self._request_permission(tool_call, options)
+        if chosen == "allow_always":
+            await self._modes.remember(allow_rules)
+            return Decision.allow()
+        if chosen == "allow_once":
+            return Decision.allow()
+        if chosen == "reject_always":
+            await self._modes.remember(deny_rules)
+        return Decision.deny(f"the user rejected {call.name}")
+
+    async def _request_permission(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str:
+        try:
+            answer = await self._env.connection.request(
+                "session/request_permission",
+                {"sessionId": self._env.session_id, "toolCall": tool_call, "options": options},
+            )
+        except ConnectionClosedError:
+            raise _Cancelled() from None
+        except RpcError as exc:
+            log.warning("session/request_permission failed (%s); treating it as a rejection", exc)
+            return "reject_once"
+        outcome = _obj(_obj(answer).get("outcome"))
+        if outcome.get("outcome") != "selected":
+            raise _Cancelled()
+        chosen = outcome.get("optionId")
+        ids = {o["optionId"] for o in options}
+        if chosen not in ids:
+            log.warning("the client chose unknown option %r; treating it as a rejection", chosen)
+            return "reject_once"
+        return str(chosen)
+
+    async def _describe(self, call: ToolCall, context: Call) -> dict[str, Any]:
+        """The permission request's ``toolCall``: title, kind, input and what would change."""
+        from ..protocol.models import ContentToolCallContent, TextContent, ToolCallUpdate, dump
+        from ..session._updates import ToolPresenter
+
+        presenter = ToolPresenter(None, self._display)
+        kind = context.spec.meta.get("kind") if context.spec is not None else None
+        content: list[ToolCallContent] = await self._preview(call)
+        if not content and call.name == "shell":
+            command = str(call.input.get("command", ""))
+            content = [ContentToolCallContent(content=TextContent(text=f"```sh\n{command}\n```"))]
+        update = ToolCallUpdate(
+            tool_call_id=call.id,
+            title=presenter.title(call.name, call.input),
+            kind=kind if isinstance(kind, str) else "other",  # pyright: ignore[reportArgumentType]
+            status="pending",
+            raw_input=call.input,
+            content=content or None,
+            locations=presenter.locations(call.name, call.input),
+        )
+        return dump(update)
+
+    async def _preview(self, call: ToolCall) -> list[ToolCallContent]:
+        """The diff a write or edit would make (nothing when it cannot be known in advance)."""
+        from ..protocol.models import ContentToolCallContent, DiffToolCallContent, TextContent
+
+        inp = call.input
+        if call.name == "apply_patch" and isinstance(inp.get("patch"), str):
+            patch = str(inp["patch"])[:_PREVIEW_MAX_CHARS]
+            return [ContentToolCallContent(content=TextContent(text=f"```diff\n{patch}\n```"))]
+        if call.name not in ("write_file", "edit_file") or not isinstance(inp.get("path"), str):
+            return []
+        try:
+            path = await self._root.resolve(str(inp["path"]))
+        except PathError:
+            return []
+        try:
+            old: str | None = await self._fs.read_text(path)
+        except FileNotFoundError:
+            old = None
+        except (OSError, UnicodeError):
+            return []
+        if call.name == "write_file" and isinstance(inp.get("content"), str):
+            return [DiffToolCallContent(path=str(path), old_text=old, new_text=str(inp["content"]))]
+        old_text, new_text = inp.get("old_text"), inp.get("new_text")
+        if (
+            old is None
+            or not isinstance(old_text, str)
+            or not isinstance(new_text, str)
+            or old_text not in old
+        ):
+            return []
+        count = -1 if inp.get("replace_all") else 1
+        return [
+            DiffToolCallContent(path=str(path), old_text=old, new_text=old.replace(old_text, new_text, count))
+        ]
+
+    # --- questions ---------------------------------------------------------------------------------
+
+    async def _ask(self, call: ToolCall, question: Question) -> Any:
+        caps = self._env.client_capabilities
+        form = _obj(caps.get("elicitation")).get("form") is not None
+        if form:
+            return await self._elicit(call, question)
+        if question.choices:
+            options = [
+                {"optionId": f"choice_{i}", "name": choice, "kind": "allow_once"}
+                for i, choice in enumerate(question.choices)
+            ]
+            options.append({"optionId": "decline", "name": "Decline", "kind": "reject_once"})
+            tool_call = {
+                "toolCallId": call.id,
+                "title": question.text,
+                "status": "pending",
+                "rawInput": call.input,
+            }
+            chosen = await self._request_permission(tool_call, options)
+            if chosen.startswith("choice_"):
+                return question.choices[int(chosen.removeprefix("choice_"))]
+            return Decision.deny("the user declined to answer")
+        return Decision.deny("the editor cannot ask free-form questions")
+
+    async def _elicit(self, call: ToolCall, question: Question) -> Any:
+        prop: dict[str, Any] = {"type": "string", "title": "Answer"}
+        if question.choices:
+            prop["enum"] = list(question.choices)
+        params = {
+            "sessionId": self._env.session_id,
+            "toolCallId": call.id,
+            "mode": "form",
+            "message": question.text,
+            "requestedSchema": {"type": "object", "properties": {"answer": prop}, "required": ["answer"]},
+        }
+        try:
+            answer = await self._env.connection.request("elicitation/create", params)
+        except ConnectionClosedError:
+            raise _Cancelled() from None
+        except RpcError as exc:
+            log.warning("elicitation/create failed (%s); the question is declined", exc)
+            return Decision.deny("the editor could not ask the question")
+        action = _obj(answer).get("action")
+        content = _obj(_obj(answer).get("content"))
+        if action == "accept" and "answer" in content:
+            value = content["answer"]
+            if question.choices is None or value in question.choices:
+                return value
+        if action == "cancel":
+            raise _Cancelled()
+        return Decision.deny("the user declined to answer")
+
+
+def _always_label(prefix: str, rules: list[Rule]) -> str:
+    parts: list[str] = []
+    for rule in rules[:3]:
+        if rule.kind == "command":
+            parts.append(f"`{rule.command_pattern or ' '.join(rule.command_words)}`")
+        elif rule.kind == "path":
+            parts.append(f"{rule.tool_glob} under {rule.path_prefix}")
+        else:
+            parts.append(rule.tool_glob)
+    more = " …" if len(rules) > 3 else ""
+    return f"{prefix} {', '.join(parts)}{more}"
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` as a JSON object (``{}`` when it is not one)."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}

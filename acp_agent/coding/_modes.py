@@ -1,0 +1,110 @@
+"""Session modes: each a ``harness.policy`` Policy over the session's roots, with the remembered
+"always" answers of the project and the user first."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from harness.policy import PermissionStore, Policy, Rule, mode_policy
+
+if TYPE_CHECKING:
+    from harness import Call, Result, ToolCall
+    from harness.middleware import NextTool
+
+__all__ = ["MODE_INFO", "ModeState", "PolicyMiddleware", "offered_modes"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ModeInfo:
+    name: str
+    description: str
+
+
+MODE_INFO: Final[dict[str, ModeInfo]] = {
+    "read-only": ModeInfo("Read only", "Reads and searches only: no edits, no commands"),
+    "default": ModeInfo("Default", "Reads run; edits and commands ask first"),
+    "accept-edits": ModeInfo("Accept edits", "Edits inside the project run; commands ask first"),
+    "plan": ModeInfo("Plan", "Read and plan only, then propose switching to a mode that works"),
+    "full-access": ModeInfo("Full access", "Everything runs without asking"),
+}
+
+
+def offered_modes(euid: int | None = None) -> list[str]:
+    """The modes a session offers: ``full-access`` not when running as root."""
+    uid = os.geteuid() if euid is None else euid
+    return [m for m in MODE_INFO if not (m == "full-access" and uid == 0)]
+
+
+class ModeState:
+    """The session's current mode, its policy, and the stores of remembered answers.
+
+    ``stores[0]`` (the project's) receives new "always" answers; every store's rules apply, in order."""
+
+    def __init__(self, mode: str, roots: Sequence[Path], stores: Sequence[PermissionStore]) -> None:
+        self.offered = offered_modes()
+        self.mode = mode if mode in self.offered else "default"
+        if mode != self.mode:
+            log.warning("mode %r is not offered here; starting in %r", mode, self.mode)
+        self.roots = tuple(roots)
+        self.stores = tuple(stores)
+        self.remembered: list[Rule] = []
+        self.policy: Policy = mode_policy(self.mode, self.roots, self.remembered)
+
+    async def load(self) -> None:
+        """(Re)read the remembered rules; the policy uses them from the next call on."""
+        rules: list[Rule] = []
+        for store in self.stores:
+            rules.extend(await store.rules())
+        self.remembered = rules
+        self._rebuild()
+
+    def set(self, mode: str) -> None:
+        self.mode = mode
+        self._rebuild()
+
+    async def remember(self, rules: Sequence[Rule]) -> None:
+        if not self.stores:
+            return
+        for rule in rules:
+            await self.stores[0].add(rule)
+        await self.load()
+
+    def _rebuild(self) -> None:
+        self.policy = mode_policy(self.mode, self.roots, self.remembered)
+
+
+class PolicyMiddleware:
+    """The current mode's policy as a tool middleware: a mode switch applies from the next call."""
+
+    def __init__(self, state: ModeState) -> None:
+        self.state = state
+
+    async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
+        return await self.state.policy.call(call, context, next)
+
+
+def store_paths(config: Any, cwd: Path, environ: dict[str, str] | Any) -> tuple[Path, Path]:
+    """The project's and the user's permission files: the configured ones, else
+    ``<project>/.acp-agent/permissions.jsonl`` and ``<user config>/acp-agent/permissions.jsonl``."""
+    from ..config import user_config_dir
+
+    origins = getattr(config, "origins", {}) or {}
+    base = getattr(config, "project_root", None) or cwd
+    project = (
+        Path(config.permissions_project_file)
+        if "permissions_project_file" in origins and config.permissions_project_file is not None
+        else Path(base) / ".acp-agent" / "permissions.jsonl"
+    )
+    user = (
+        Path(config.permissions_user_file)
+        if "permissions_user_file" in origins and config.permissions_user_file is not None
+        else user_config_dir(environ) / "permissions.jsonl"
+    )
+    return project, user
