@@ -85,11 +85,15 @@ _MISSING: Final = object()
 class RequestContext:
     """What a request handler knows about its request."""
 
-    __slots__ = ("_cancel_callback", "_cancel_requested", "_scope", "method", "request_id")
+    __slots__ = ("_cancel_callback", "_cancel_requested", "_scope", "method", "request_id", "sequence")
 
-    def __init__(self, request_id: RequestId, method: str, scope: anyio.CancelScope) -> None:
+    def __init__(
+        self, request_id: RequestId, method: str, scope: anyio.CancelScope, sequence: int = 0
+    ) -> None:
         self.request_id: RequestId = request_id
         self.method = method
+        self.sequence = sequence
+        """The request's place among the messages read (see ``Connection.sequence``)."""
         self._scope = scope
         self._cancel_requested = False
         self._cancel_callback: Callable[[], None] | None = None
@@ -240,6 +244,7 @@ class Connection:
         self._write_timeout = write_timeout
         self._max_line_bytes = max_line_bytes
         self._inflight: dict[RequestId, RequestContext] = {}
+        self._sequence = 0
         self._pending: dict[int, _Pending] = {}
         self._next_id = 0
         self._active = 0
@@ -264,6 +269,13 @@ class Connection:
         self._tg: TaskGroup | None = None
 
     # --- public API --------------------------------------------------------------------------
+
+    @property
+    def sequence(self) -> int:
+        """How many requests and notifications were read so far. While a notification is handled, it is
+        that notification's place: a request whose ``ctx.sequence`` is lower was read before it (even if
+        its handler has not started yet), which lets ``session/cancel`` reach a prompt still queued."""
+        return self._sequence
 
     @property
     def closed(self) -> bool:
@@ -466,7 +478,8 @@ class Connection:
             return _error_message(message.id, RpcError.method_not_found(message.method))
         if message.id in self._inflight:
             return _error_message(message.id, RpcError.invalid_request("invalid request: duplicate id"))
-        ctx = RequestContext(message.id, message.method, anyio.CancelScope())
+        self._sequence += 1
+        ctx = RequestContext(message.id, message.method, anyio.CancelScope(), self._sequence)
         self._inflight[message.id] = ctx
         return ctx
 
@@ -485,6 +498,7 @@ class Connection:
         if message.method.startswith("$/"):
             _log.debug("ignoring protocol notification %s", message.method)
             return
+        self._sequence += 1
         try:
             await self._handler.handle_notification(message.method, message.params)
         except RpcError as exc:

@@ -104,6 +104,7 @@ class AcpAgent:
         self.sessions: dict[str, Session] = {}
         self._store: SessionStore | None = None
         self._opening: dict[Any, Callable[[], None]] = {}
+        self._closing: dict[str, anyio.Event] = {}
         self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
 
     def attach(
@@ -161,7 +162,7 @@ class AcpAgent:
         if session is None:
             log.debug("session/cancel for unknown session %r ignored", session_id)
             return
-        session.cancel()
+        session.cancel(sequence=self._conn.sequence if self._conn is not None else None)
 
     @property
     def watching(self) -> bool:
@@ -385,11 +386,28 @@ class AcpAgent:
         req = CloseSessionRequest.model_validate(params)
         session = self.sessions.pop(req.session_id, None)
         if session is None:
+            await self._closed_fully(req.session_id)
             if await self.store.load_meta(req.session_id) is None:
                 raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
             return {}
-        await session.close()
+        await self._close_session(session)
         return {}
+
+    async def _close_session(self, session: Session) -> None:
+        """Close a session that left the live table; until its turn has ended and its last step is on
+        disk, a delete (or load) of the same id waits for it."""
+        done = anyio.Event()
+        self._closing[session.id] = done
+        try:
+            await session.close()
+        finally:
+            self._closing.pop(session.id, None)
+            done.set()
+
+    async def _closed_fully(self, session_id: str) -> None:
+        done = self._closing.get(session_id)
+        if done is not None:
+            await done.wait()
 
     async def _delete(self, params: Any) -> dict[str, Any]:
         from ..protocol.models import DeleteSessionRequest
@@ -397,7 +415,8 @@ class AcpAgent:
         req = DeleteSessionRequest.model_validate(params)
         session = self.sessions.pop(req.session_id, None)
         if session is not None:
-            await session.close()
+            await self._close_session(session)
+        await self._closed_fully(req.session_id)
         await self.store.delete(req.session_id)
         return {}
 

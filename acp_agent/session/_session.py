@@ -72,6 +72,7 @@ class Session:
         """Set once the response that opened the session was written: updates wait for it."""
         self._turn_done: anyio.Event | None = None
         self._cancel_requested = False
+        self._cancel_sequence = 0
         self._closed = False
         if setup.controls is not None:
             setup.controls.bind(self)
@@ -120,7 +121,7 @@ class Session:
         )
         message = await linked_files(message, blocks, self.env.roots)
         self._turn_done = anyio.Event()
-        self._cancel_requested = False
+        self._cancel_requested = self._cancel_sequence > ctx.sequence  # cancelled before it started
         ctx.on_cancel_request(self.cancel)
         if not self.opened.is_set():
             self.opened.set()  # the client saw the opening response: it is prompting
@@ -209,9 +210,12 @@ class Session:
             if final:
                 await self._store.save_meta(self.meta)
 
-    def cancel(self) -> None:
-        """``session/cancel``: end the running turn as ``cancelled``; a no-op when idle."""
+    def cancel(self, sequence: int | None = None) -> None:
+        """``session/cancel``: end the running turn as ``cancelled``. When idle, remember where the cancel
+        came (``sequence``): a prompt read before it, whose handler had not started, ends cancelled."""
         if self._turn_done is None:
+            if sequence is not None:
+                self._cancel_sequence = max(self._cancel_sequence, sequence)
             return
         self._cancel_requested = True
         if self._run is not None:

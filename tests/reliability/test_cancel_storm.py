@@ -114,11 +114,6 @@ async def test_a_thousand_prompt_cancel_cycles_answer_each_prompt_once_and_leak_
     assert growth_mb < RSS_GROWTH_LIMIT_MB, f"RSS grew {growth_mb:.1f} MB over {CYCLES} cycles"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent bug: session/cancel is handled inline by the read loop, before the prompt's task has "
-    "started, so Session.cancel() sees no running turn and the turn runs to end_turn",
-)
 async def test_a_cancel_written_right_after_its_prompt_ends_the_turn_cancelled(
     home: Path, tmp_path: Path
 ) -> None:

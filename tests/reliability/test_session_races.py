@@ -19,12 +19,6 @@ def _is_chunk(message: dict[str, Any]) -> bool:
     return (message.get("params") or {}).get("update", {}).get("sessionUpdate") == "agent_message_chunk"
 
 
-@pytest.mark.xfail(
-    strict=False,  # a race: it failed 3 rounds in 10 here, but a round can pass by luck
-    reason="agent bug: session/close pops the session and cancels its turn; a session/delete that follows "
-    "finds no live session and removes the directory at once, while the cancelled turn's final persist "
-    "appends to messages.jsonl there -> FileNotFoundError -> the prompt is answered -32603 'internal error'",
-)
 async def test_close_then_delete_during_a_turn_answers_the_prompt_cancelled(
     home: Path, tmp_path: Path
 ) -> None:
