@@ -18,7 +18,11 @@ class EchoHandler:
         print("stray print from a handler")
         child = await anyio.to_thread.run_sync(
             lambda: subprocess.run(
-                [sys.executable, "-c", "import sys; print('child output'); print(len(sys.stdin.read()))"],
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; sys.stdout.write('child output, stdin bytes: %d\\n' % len(sys.stdin.read()))",
+                ],
                 check=True,
                 stdout=None,
             )
