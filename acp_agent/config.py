@@ -547,7 +547,7 @@ def load_config(cwd: Path | str, flags: Mapping[str, Any], env: Mapping[str, str
     api_key, key_source = _api_key(values, origins, file_layers, cwd_path, env, out)
     project_root = project_dir.parent if project_dir is not None else None
     base = project_root or cwd_path
-    project_file = values.get("permissions_project_file", ".acp-agent/permissions.json")
+    project_file = values.get("permissions_project_file", ".acp-agent/permissions.jsonl")
     user_file = values.get("permissions_user_file")
     if out.problems:
         raise ConfigError(out.problems)
@@ -566,7 +566,7 @@ def load_config(cwd: Path | str, flags: Mapping[str, Any], env: Mapping[str, str
         searxng_url=values.get("searxng_url"),
         permissions_project_file=_resolve_path(project_file, base, env),
         permissions_user_file=(
-            _resolve_path(user_file, base, env) if user_file else user_config_dir(env) / "permissions.json"
+            _resolve_path(user_file, base, env) if user_file else user_config_dir(env) / "permissions.jsonl"
         ),
         project_root=project_root,
         files=tuple(

@@ -1,8 +1,6 @@
 """A coding session's controls: modes, config options (``mode``, ``model``, ``thought_level``), slash
-commands (``/mode``, ``/model``, ``/undo``, MCP prompts) and the session's model.
-
-Hooks for later features: ``/compact`` plugs in through ``extra_commands`` (a name -> (description, hint,
-handler) map) once compaction exists."""
+commands (``/mode``, ``/model``, ``/undo``, MCP prompts, and the ``extra_commands`` given: a name ->
+(description, hint, handler) map, e.g. ``/compact``) and the session's model."""
 
 from __future__ import annotations
 
@@ -291,6 +289,10 @@ class CodingControls:
         for failure in self._mcp.take_failures():
             await self._link.send(AgentMessageChunk(content=TextContent(text=f"{failure}\n")))
         await self._mcp.wait_ready(MCP_READY_TIMEOUT_S)
+
+    def current_model(self) -> Model | None:
+        """The session's model once its first turn chose it (``/model`` switches what it delegates to)."""
+        return self._switch
 
     async def model(self, default: Callable[[], Awaitable[Model]]) -> Model:
         async with self._lock:

@@ -1,9 +1,11 @@
 """``CodingFactory``: equips an ACP session as a coding agent.
 
 File tools and ``shell`` under the session's roots (cwd + additionalDirectories), routed through the
-editor when it offers ``fs``/``terminal``; the plan tools; a Journal for ``/undo``; the mode's policy
-with the editor answering its questions; modes, config options and slash commands; MCP servers from the
-session and the configuration.
+editor when it offers ``fs``/``terminal``; the plan tools; the read-only ``explore`` sub-agent; ``web_fetch``
+(and ``web_search`` with SearXNG configured); a Journal for ``/undo``; the mode's policy with the editor
+answering its questions; compaction (automatic near a known context window, ``/compact``); modes, config
+options and slash commands; MCP servers from the session and the configuration, their elicitations asked
+through the editor.
 """
 
 from __future__ import annotations
@@ -23,13 +25,17 @@ from harness.tools.plan import Plan, Reminder
 
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session._setup import SessionSetup, ToolDisplay, default_system_prompt
+from ..session._store import SessionStore
+from ._compact import CHECKPOINTS_FILE, Compaction
 from ._controls import CodingControls, ThoughtLevel, known_context_window
 from ._editor import EditorFileSystem, EditorTerminalRunner
+from ._elicit import McpElicitor
 from ._gate import PermissionGate, RunningMarker, SessionLink
 from ._modes import ModeState, PolicyMiddleware, store_paths
+from ._tools import LateModel, explore_tool, web_tools
 
 if TYPE_CHECKING:
-    from harness import Call
+    from harness import Call, Model
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
 
@@ -43,7 +49,9 @@ log = logging.getLogger(__name__)
 _GUIDE = (
     "\n\nWork with the tools: read before you edit; prefer edit_file or apply_patch for changes to existing "
     "files; run tests and commands with shell. For a task of several steps, keep a plan with plan_set and "
-    "plan_update. Paths are relative to the first project directory."
+    "plan_update. To find your way in an unfamiliar part of the project, ask explore (a read-only helper "
+    "that reports back) instead of reading many files yourself. Paths are relative to the first project "
+    "directory."
 )
 _PLAN_NOTE = (
     "\n\nYou are in plan mode: you may read, search and plan, but not edit files or run commands. Write the "
@@ -149,19 +157,53 @@ class CodingFactory:
 
         plan.subscribe(plan_changed)
         thought = ThoughtLevel(config.provider)
+        window = known_context_window(config.model)
+
+        def current_model() -> Model | None:
+            return link.controls.current_model() if link.controls is not None else None
+
+        checkpoints = SessionStore(env.home / "sessions").directory(env.session_id) / CHECKPOINTS_FILE
+        compaction = Compaction(link, context_window=window, model=current_model, path=checkpoints)
+        await compaction.load()
         mcp = await self._mcp(env, config, link)
-        controls = CodingControls(env, config, modes, journal, link, thought, mcp=mcp)
+        controls = CodingControls(
+            env,
+            config,
+            modes,
+            journal,
+            link,
+            thought,
+            mcp=mcp,
+            extra_commands={
+                "compact": (
+                    "Summarise the conversation so far to free the model's context",
+                    None,
+                    compaction.command,
+                )
+            },
+        )
         link.controls = controls
-        sources: list[Any] = [*file_tools(root, journal, fs), shell, *plan.tools(), PlanExit(modes, controls)]
+        explore = explore_tool(
+            root, fs, LateModel(current_model), context_window=window, system_suffix=_roots_note(env)
+        )
+        sources: list[Any] = [
+            *file_tools(root, journal, fs),
+            shell,
+            *plan.tools(),
+            PlanExit(modes, controls),
+            explore,
+            *web_tools(config),
+        ]
         if mcp is not None:
             sources.append(mcp.tools)
         gate = PermissionGate(env, modes, link, display, root=root, fs=fs)
+        if mcp is not None:
+            mcp.elicitation_handler = McpElicitor(gate, link)
 
         async def aclose() -> None:
             if mcp is not None:
                 await mcp.aclose()
 
-        window = known_context_window(config.model)
         return SessionSetup(
             tools=Tools(*sources),
             middleware=[
@@ -171,6 +213,8 @@ class CodingFactory:
                 _ModeNote(modes),
                 thought,
                 Reminder(plan),
+                # Innermost: its summary call goes to the model without the mode note or the reminder.
+                compaction.middleware,
             ],
             system=default_system_prompt(env) + _GUIDE,
             options=Options(context_window=window) if window else None,
@@ -204,3 +248,8 @@ class CodingFactory:
         mcp: Any = SessionMcp(env, servers, on_change=on_change)
         await mcp.start()
         return mcp
+
+
+def _roots_note(env: SessionEnvironment) -> str:
+    roots = "\n".join(f"- {r}" for r in env.roots)
+    return f"\n\nThe project directories are:\n{roots}"

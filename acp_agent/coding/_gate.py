@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..session._setup import SessionEnvironment, SessionHandle, ToolDisplay
     from ._modes import ModeState
 
-__all__ = ["PermissionGate", "RunningMarker", "SessionLink"]
+__all__ = ["Cancelled", "PermissionGate", "RunningMarker", "SessionLink"]
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +39,15 @@ _PREVIEW_MAX_CHARS: Final = 200_000
 
 
 class SessionLink:
-    """Holds the session once it exists (the factory runs before it); sends wait until then."""
+    """Holds the session once it exists (the factory runs before it); sends wait until then.
+
+    ``running`` maps the ids of the tool calls running now to their tool names (kept by
+    ``RunningMarker``: an MCP server's elicitation is shown with the call that caused it)."""
 
     def __init__(self) -> None:
         self.handle: SessionHandle | None = None
         self.controls: Any = None
+        self.running: dict[str, str] = {}
         self._bound = anyio.Event()
 
     def bind(self, handle: SessionHandle) -> None:
@@ -57,8 +61,8 @@ class SessionLink:
         await self.handle.send(update)
 
 
-class _Cancelled(Exception):
-    """The editor answered ``cancelled``: the turn is being cancelled."""
+class Cancelled(Exception):
+    """The editor answered ``cancelled`` (or the connection closed): the turn is being cancelled."""
 
 
 class RunningMarker:
@@ -71,7 +75,11 @@ class RunningMarker:
         from ..protocol.models import ToolCallProgress
 
         await self._link.send(ToolCallProgress(tool_call_id=call.id, status="in_progress"))
-        return await next(call, context)
+        self._link.running[call.id] = call.name
+        try:
+            return await next(call, context)
+        finally:
+            self._link.running.pop(call.id, None)
 
 
 class PermissionGate:
@@ -107,7 +115,7 @@ class PermissionGate:
                         answers[need.id] = await self._approve(call, context, need)
                     else:
                         answers[need.id] = await self._ask(call, need)
-            except _Cancelled:
+            except Cancelled:
                 if self._link.handle is not None:
                     self._link.handle.cancel()
                 return Result.failure("Cancelled: the user cancelled the turn")
@@ -142,7 +150,7 @@ class PermissionGate:
                 }
             )
         tool_call = await self._describe(call, context)
-        chosen = await self._request_permission(tool_call, options)
+        chosen = await self.request_permission(tool_call, options)
         if chosen == "allow_always":
             await self._modes.remember(allow_rules)
             return Decision.allow()
@@ -152,20 +160,22 @@ class PermissionGate:
             await self._modes.remember(deny_rules)
         return Decision.deny(f"the user rejected {call.name}")
 
-    async def _request_permission(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str:
+    async def request_permission(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str:
+        """``session/request_permission``: the chosen option id (``reject_once`` when the request failed or
+        the answer is not an offered option). Raises ``Cancelled`` when the editor answers cancelled."""
         try:
             answer = await self._env.connection.request(
                 "session/request_permission",
                 {"sessionId": self._env.session_id, "toolCall": tool_call, "options": options},
             )
         except ConnectionClosedError:
-            raise _Cancelled() from None
+            raise Cancelled() from None
         except RpcError as exc:
             log.warning("session/request_permission failed (%s); treating it as a rejection", exc)
             return "reject_once"
         outcome = _obj(_obj(answer).get("outcome"))
         if outcome.get("outcome") != "selected":
-            raise _Cancelled()
+            raise Cancelled()
         chosen = outcome.get("optionId")
         ids = {o["optionId"] for o in options}
         if chosen not in ids:
@@ -186,7 +196,7 @@ class PermissionGate:
             content = [ContentToolCallContent(content=TextContent(text=f"```sh\n{command}\n```"))]
         update = ToolCallUpdate(
             tool_call_id=call.id,
-            title=presenter.title(call.name, call.input),
+            title=_spec_title(context, call) or presenter.title(call.name, call.input),
             kind=kind if isinstance(kind, str) else "other",  # pyright: ignore[reportArgumentType]
             status="pending",
             raw_input=call.input,
@@ -232,56 +242,86 @@ class PermissionGate:
 
     # --- questions ---------------------------------------------------------------------------------
 
+    def can_elicit(self, mode: str = "form") -> bool:
+        """Whether the client advertised ``elicitation.<mode>`` (``form`` or ``url``)."""
+        return _obj(self._env.client_capabilities.get("elicitation")).get(mode) is not None
+
     async def _ask(self, call: ToolCall, question: Question) -> Any:
-        caps = self._env.client_capabilities
-        form = _obj(caps.get("elicitation")).get("form") is not None
-        if form:
+        if self.can_elicit("form"):
             return await self._elicit(call, question)
-        if question.choices:
-            options = [
-                {"optionId": f"choice_{i}", "name": choice, "kind": "allow_once"}
-                for i, choice in enumerate(question.choices)
-            ]
-            options.append({"optionId": "decline", "name": "Decline", "kind": "reject_once"})
-            tool_call = {
-                "toolCallId": call.id,
-                "title": question.text,
-                "status": "pending",
-                "rawInput": call.input,
-            }
-            chosen = await self._request_permission(tool_call, options)
-            if chosen.startswith("choice_"):
-                return question.choices[int(chosen.removeprefix("choice_"))]
-            return Decision.deny("the user declined to answer")
-        return Decision.deny("the editor cannot ask free-form questions")
+        return await self.ask_by_permission(
+            {"toolCallId": call.id, "title": question.text, "status": "pending", "rawInput": call.input},
+            question,
+        )
+
+    async def ask_by_permission(self, tool_call: dict[str, Any], question: Question) -> Any:
+        """A question with choices as a permission request (one option per choice, then Decline): the
+        chosen choice, or a denying ``Decision``. Raises ``Cancelled`` when the editor answers cancelled."""
+        if not question.choices:
+            return Decision.deny("the editor cannot ask free-form questions")
+        options = [
+            {"optionId": f"choice_{i}", "name": choice, "kind": "allow_once"}
+            for i, choice in enumerate(question.choices)
+        ]
+        options.append({"optionId": "decline", "name": "Decline", "kind": "reject_once"})
+        chosen = await self.request_permission(tool_call, options)
+        if chosen.startswith("choice_"):
+            return question.choices[int(chosen.removeprefix("choice_"))]
+        return Decision.deny("the user declined to answer")
+
+    async def elicit(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """``elicitation/create`` with ``params`` (``sessionId`` added): the answer as an object, or None
+        when the request failed. Raises ``Cancelled`` when the connection closed."""
+        try:
+            answer = await self._env.connection.request(
+                "elicitation/create", {"sessionId": self._env.session_id, **params}
+            )
+        except ConnectionClosedError:
+            raise Cancelled() from None
+        except RpcError as exc:
+            log.warning("elicitation/create failed (%s)", exc)
+            return None
+        return _obj(answer)
 
     async def _elicit(self, call: ToolCall, question: Question) -> Any:
         prop: dict[str, Any] = {"type": "string", "title": "Answer"}
         if question.choices:
             prop["enum"] = list(question.choices)
-        params = {
-            "sessionId": self._env.session_id,
-            "toolCallId": call.id,
-            "mode": "form",
-            "message": question.text,
-            "requestedSchema": {"type": "object", "properties": {"answer": prop}, "required": ["answer"]},
-        }
-        try:
-            answer = await self._env.connection.request("elicitation/create", params)
-        except ConnectionClosedError:
-            raise _Cancelled() from None
-        except RpcError as exc:
-            log.warning("elicitation/create failed (%s); the question is declined", exc)
+        answer = await self.elicit(
+            {
+                "toolCallId": call.id,
+                "mode": "form",
+                "message": question.text,
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"answer": prop},
+                    "required": ["answer"],
+                },
+            }
+        )
+        if answer is None:
             return Decision.deny("the editor could not ask the question")
-        action = _obj(answer).get("action")
-        content = _obj(_obj(answer).get("content"))
+        action = answer.get("action")
+        content = _obj(answer.get("content"))
         if action == "accept" and "answer" in content:
             value = content["answer"]
             if question.choices is None or value in question.choices:
                 return value
         if action == "cancel":
-            raise _Cancelled()
+            raise Cancelled()
         return Decision.deny("the user declined to answer")
+
+
+def _spec_title(context: Call, call: ToolCall) -> str | None:
+    """The title the tool's spec makes from the input (``meta["acp_title"]``), if any."""
+    made: Any = context.spec.meta.get("acp_title") if context.spec is not None else None
+    if callable(made):
+        try:
+            made = made(dict(call.input))
+        except Exception:
+            log.exception("acp_title of tool %s failed", call.name)
+            return None
+    return made if isinstance(made, str) and made else None
 
 
 def _always_label(prefix: str, rules: list[Rule]) -> str:

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.policy import PermissionStore, Policy, Rule, mode_policy
+from harness.policy import PermissionStore, Policy, Rule, Verdict, mode_policy
 
 if TYPE_CHECKING:
     from harness import Call, Result, ToolCall
     from harness.middleware import NextTool
 
-__all__ = ["MODE_INFO", "ModeState", "PolicyMiddleware", "offered_modes"]
+__all__ = ["MODE_INFO", "WEB_TOOLS", "ModeState", "PolicyMiddleware", "coding_policy", "offered_modes"]
 
 log = logging.getLogger(__name__)
+
+WEB_TOOLS: Final = ("web_fetch", "web_search")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,22 @@ class ModeState:
         await self.load()
 
     def _rebuild(self) -> None:
-        self.policy = mode_policy(self.mode, self.roots, self.remembered)
+        self.policy = coding_policy(self.mode, self.roots, self.remembered)
+
+
+def coding_policy(mode: str, roots: Sequence[Path], remembered: Sequence[Rule] = ()) -> Policy:
+    """``mode_policy`` with one change: the web tools ask in every mode but ``full-access``.
+
+    They are read-only (so the modes would run them) but reach the network, which a user expects to see
+    and approve. The rule comes after the remembered ones, so "always allow web_fetch" holds (in the
+    modes that keep remembered allows)."""
+    full = mode_policy(mode, roots, remembered)
+    if mode == "full-access":
+        return full
+    bare = mode_policy(mode, roots)
+    kept = full.rules[: len(full.rules) - len(bare.rules)]
+    web = tuple(Rule.tool(name, Verdict.ASK) for name in WEB_TOOLS)
+    return Policy([*kept, *web, *bare.rules], bare.default, cwd=bare.cwd, name=bare.name)
 
 
 class PolicyMiddleware:
@@ -90,21 +107,15 @@ class PolicyMiddleware:
         return await self.state.policy.call(call, context, next)
 
 
-def store_paths(config: Any, cwd: Path, environ: dict[str, str] | Any) -> tuple[Path, Path]:
-    """The project's and the user's permission files: the configured ones, else
-    ``<project>/.acp-agent/permissions.jsonl`` and ``<user config>/acp-agent/permissions.jsonl``."""
+def store_paths(config: Any, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, Path]:
+    """The project's and the user's permission files (the configuration's; by default
+    ``<project>/.acp-agent/permissions.jsonl`` and ``<user config>/acp-agent/permissions.jsonl``)."""
     from ..config import user_config_dir
 
-    origins = getattr(config, "origins", {}) or {}
-    base = getattr(config, "project_root", None) or cwd
-    project = (
-        Path(config.permissions_project_file)
-        if "permissions_project_file" in origins and config.permissions_project_file is not None
-        else Path(base) / ".acp-agent" / "permissions.jsonl"
+    base = Path(getattr(config, "project_root", None) or cwd)
+    project: Path | None = getattr(config, "permissions_project_file", None)
+    user: Path | None = getattr(config, "permissions_user_file", None)
+    return (
+        project or base / ".acp-agent" / "permissions.jsonl",
+        user or user_config_dir(environ) / "permissions.jsonl",
     )
-    user = (
-        Path(config.permissions_user_file)
-        if "permissions_user_file" in origins and config.permissions_user_file is not None
-        else user_config_dir(environ) / "permissions.jsonl"
-    )
-    return project, user

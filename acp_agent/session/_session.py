@@ -163,7 +163,7 @@ class Session:
         try:
             async with run.turn(message) as events:
                 async for event in events:
-                    if isinstance(event, TurnStarted) and self._cancel_requested:
+                    if isinstance(event, TurnStarted) and event.parent is None and self._cancel_requested:
                         run.cancel()
                     for update in await mapper.map(event):
                         await self.send(update)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from harness import Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
+    from harness import Message, Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
 
     from ..protocol.connection import Connection
     from ..protocol.models import SessionUpdate
@@ -83,6 +83,10 @@ class SessionHandle(Protocol):
     async def send(self, update: SessionUpdate) -> None: ...
 
     def cancel(self) -> None: ...
+
+    def messages(self) -> list[Message]:
+        """The conversation so far (``/compact`` summarises it)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

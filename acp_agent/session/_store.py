@@ -88,7 +88,7 @@ class SessionStore:
 
     async def save_meta(self, meta: SessionMeta) -> None:
         await anyio.to_thread.run_sync(
-            _write_json_atomic, self.directory(meta.id) / "meta.json", meta.to_dict()
+            write_json_atomic, self.directory(meta.id) / "meta.json", meta.to_dict()
         )
 
     async def load_meta(self, session_id: str) -> SessionMeta | None:
@@ -129,12 +129,14 @@ def _objects(value: Any) -> list[dict[str, Any]]:
     return [dict(item) for item in items if isinstance(item, dict)]  # pyright: ignore[reportUnknownArgumentType]
 
 
-def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1) -> None:
+    """Write ``data`` as JSON so a reader sees the old file or the new one, never half of it (blocking:
+    call it in a worker thread)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".meta-", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=1)
+            json.dump(data, f, ensure_ascii=False, indent=indent)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

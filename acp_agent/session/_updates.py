@@ -8,6 +8,15 @@ is complete), progress (shell output as text, Zed's ``terminal_*`` ``_meta`` key
 terminal shows it), and ``completed``/``failed`` with diffs, locations, the result's content and
 ``rawOutput`` = ``Result.value``. A step's usage becomes ``usage_update`` when the context window is known.
 
+Nested runs (a sub-agent such as ``explore``: events whose ``parent`` is the agent tool's call id) are shown
+through their parent call. Their tool calls map like top-level ones, with the ``toolCallId``
+``<parent toolCallId>/<child call id>`` (unique in the session whatever ids the child's provider gives) and
+``_meta: {"parentToolCallId": <parent toolCallId>}`` on every update, and ``in_progress`` when their input
+is complete (the session's tool middleware does not wrap a child's calls). Their text is not an
+``agent_message_chunk``: it streams into the parent call's ``content`` (the whole text so far, at most every
+``_AGENT_TEXT_EVERY`` characters, and at each message's end); the parent's ``completed`` update then holds
+the agent's final answer. Their reasoning, turn and step boundaries and usage are not shown.
+
 A tool's ``ToolSpec.meta`` gives its kind as ``kind`` (or ``acp_kind``) and may give ``acp_title`` (a
 string, or a callable taking the input and returning one); the coding tools get titles here by name.
 """
@@ -34,7 +43,7 @@ if TYPE_CHECKING:
     )
     from ._setup import ToolDisplay
 
-__all__ = ["EventMapper", "ToolPresenter", "partial_json"]
+__all__ = ["PARENT_META_KEY", "EventMapper", "ToolPresenter", "partial_json"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +53,9 @@ _KINDS = frozenset(
 _MAX_LOCATIONS = 50
 _MAX_TEXT_OUTPUT = 20_000
 _INPUT_EVERY_CHARS = 200  # streamed input: an update at most every this many characters
+_AGENT_TEXT_EVERY = 400  # a sub-agent's streamed text: an update at most every this many characters
+PARENT_META_KEY = "parentToolCallId"
+"""The ``_meta`` key on a nested call's updates naming the tool call (a sub-agent's) it belongs to."""
 
 
 def _jsonable_or_none(value: Any) -> Any:
@@ -328,33 +340,19 @@ class EventMapper:
         self._sent_at: dict[str, int] = {}
         self._output: dict[str, str] = {}
         self._context_window = context_window
+        self._acp_ids: dict[str, str] = {}  # a nested call's harness id -> its ACP toolCallId
+        self._parents: dict[str, str] = {}  # a nested call's ACP id -> its parent's ACP id
+        self._agent_text: dict[str, str] = {}  # an agent call's ACP id -> its child's text so far
+        self._agent_sent: dict[str, int] = {}  # ... and how much of it was sent
+        self._agent_message: dict[str, str] = {}  # ... and the id of the child message it ends with
 
     async def map(self, event: Event) -> list[SessionUpdate]:
-        from harness import Result
-        from harness.events import (
-            MessageEnded,
-            ReasoningDelta,
-            StepStarted,
-            TextDelta,
-            ToolCallReady,
-            ToolCallStarted,
-            ToolEnded,
-            ToolInputDelta,
-            ToolProgress,
-        )
+        from harness.events import MessageEnded, ReasoningDelta, StepStarted, TextDelta, ToolEnded
 
-        from ..protocol.models import (
-            AgentMessageChunk,
-            AgentThoughtChunk,
-            ContentToolCallContent,
-            TextContent,
-            ToolCallProgress,
-            ToolCallStart,
-            UsageUpdate,
-        )
+        from ..protocol.models import AgentMessageChunk, AgentThoughtChunk, TextContent, UsageUpdate
 
         if event.parent is not None:
-            return []  # nested runs are shown through their parent tool call
+            return self._nested(event)
         if isinstance(event, TextDelta):
             return [AgentMessageChunk(content=TextContent(text=event.text))] if event.text else []
         if isinstance(event, ReasoningDelta):
@@ -368,42 +366,135 @@ class EventMapper:
             if self._context_window is None or used <= 0:
                 return []
             return [UsageUpdate(used=used, size=self._context_window)]
+        if isinstance(event, ToolEnded):
+            self._forget_agent(event.id)
+            return [*self._close_children(event.id), *self._tool_event(event, event.id, nested=False)]
+        return self._tool_event(event, getattr(event, "id", ""), nested=False)
+
+    # --- nested runs ---------------------------------------------------------------------------------
+
+    def _nested(self, event: Event) -> list[SessionUpdate]:
+        """An event of a sub-agent's run: its tool calls nested under the agent's call, its text into
+        the agent call's content; the rest (turns, steps, reasoning, usage) is not shown."""
+        from harness.events import (
+            MessageEnded,
+            TextDelta,
+            ToolCallReady,
+            ToolCallStarted,
+            ToolEnded,
+            ToolInputDelta,
+            ToolProgress,
+        )
+
+        assert event.parent is not None
+        parent = self._acp_ids.get(event.parent, event.parent)
+        if isinstance(event, TextDelta):
+            if not event.text:
+                return []
+            text = self._agent_text.get(parent, "")
+            if text and self._agent_message.get(parent) != event.id:
+                text += "\n\n"
+            self._agent_message[parent] = event.id
+            self._agent_text[parent] = text + event.text
+            if len(self._agent_text[parent]) - self._agent_sent.get(parent, 0) < _AGENT_TEXT_EVERY:
+                return []
+            return self._agent_progress(parent)
+        if isinstance(event, MessageEnded):
+            if len(self._agent_text.get(parent, "")) > self._agent_sent.get(parent, 0):
+                return self._agent_progress(parent)
+            return []
+        if not isinstance(event, ToolCallStarted | ToolInputDelta | ToolCallReady | ToolProgress | ToolEnded):
+            return []
+        cid = self._acp_ids.get(event.id)
+        if cid is None or self._parents.get(cid) != parent:
+            cid = f"{parent}/{event.id}"
+            self._acp_ids[event.id] = cid
+            self._parents[cid] = parent
+        updates = self._tool_event(event, cid, nested=True)
+        for update in updates:
+            meta: dict[str, Any] = dict(getattr(update, "field_meta", None) or {})
+            meta[PARENT_META_KEY] = parent
+            update.field_meta = meta  # pyright: ignore[reportAttributeAccessIssue]
+        if isinstance(event, ToolEnded):
+            self._forget_agent(cid)
+            updates = [*self._close_children(cid), *updates]
+        return updates
+
+    def _agent_progress(self, call_id: str) -> list[SessionUpdate]:
+        from ..protocol.models import ContentToolCallContent, TextContent, ToolCallProgress
+
+        text = self._agent_text.get(call_id, "")
+        self._agent_sent[call_id] = len(text)
+        if call_id not in self._open:
+            return []
+        shown = text if len(text) <= _MAX_TEXT_OUTPUT else "…" + text[-_MAX_TEXT_OUTPUT:]
+        return [
+            ToolCallProgress(
+                tool_call_id=call_id, content=[ContentToolCallContent(content=TextContent(text=shown))]
+            )
+        ]
+
+    def _close_children(self, call_id: str) -> list[SessionUpdate]:
+        """``failed`` for the calls of an ended agent call's run that never ended (it was cancelled)."""
+        from ..protocol.models import ToolCallProgress
+
+        out: list[SessionUpdate] = []
+        for cid in [c for c in self._open if self._parents.get(c) == call_id]:
+            out.extend(self._close_children(cid))
+            self._open.pop(cid, None)
+            update = ToolCallProgress(tool_call_id=cid, status="failed")
+            update.field_meta = {PARENT_META_KEY: call_id}
+            out.append(update)
+        return out
+
+    def _forget_agent(self, call_id: str) -> None:
+        self._agent_text.pop(call_id, None)
+        self._agent_sent.pop(call_id, None)
+        self._agent_message.pop(call_id, None)
+
+    def _tool_event(self, event: Event, cid: str, *, nested: bool) -> list[SessionUpdate]:
+        """A tool call's event as updates; ``cid`` is its ACP ``toolCallId``."""
+        from harness import Result
+        from harness.events import ToolCallReady, ToolCallStarted, ToolEnded, ToolInputDelta, ToolProgress
+
+        from ..protocol.models import ContentToolCallContent, TextContent, ToolCallProgress, ToolCallStart
+
         p = self._presenter
         display = p.display
         if isinstance(event, ToolCallStarted):
-            self._open[event.id] = event.name
+            self._open[cid] = event.name
             return [
                 ToolCallStart(
-                    tool_call_id=event.id,
+                    tool_call_id=cid,
                     title=p.title(event.name),
                     kind=p.kind(event.name),
                     status="pending",
                 )
             ]
         if isinstance(event, ToolInputDelta):
-            if event.id not in self._open or not event.json:
+            if cid not in self._open or not event.json:
                 return []
-            text = self._streamed.get(event.id, "") + event.json
-            self._streamed[event.id] = text
-            if len(text) - self._sent_at.get(event.id, 0) < _INPUT_EVERY_CHARS:
+            text = self._streamed.get(cid, "") + event.json
+            self._streamed[cid] = text
+            if len(text) - self._sent_at.get(cid, 0) < _INPUT_EVERY_CHARS:
                 return []
             partial = partial_json(text)
             if partial is None:
                 return []
-            self._sent_at[event.id] = len(text)
-            return [ToolCallProgress(tool_call_id=event.id, raw_input=partial)]
+            self._sent_at[cid] = len(text)
+            return [ToolCallProgress(tool_call_id=cid, raw_input=partial)]
         if isinstance(event, ToolCallReady):
             updates: list[SessionUpdate] = []
             title = p.title(event.name, event.input)
             locations = p.locations(event.name, event.input)
-            self._inputs[event.id] = event.input
-            self._streamed.pop(event.id, None)
-            content, meta = self._terminal_start(event.id, event.name, event.input)
-            if event.id not in self._open:  # a provider that skipped the start
-                self._open[event.id] = event.name
+            self._inputs[cid] = event.input
+            self._streamed.pop(cid, None)
+            content, meta = self._terminal_start(cid, event.name, event.input)
+            if cid not in self._open:  # a provider that skipped the start
+                self._open[cid] = event.name
                 updates.append(
                     ToolCallStart(
-                        tool_call_id=event.id,
+                        tool_call_id=cid,
                         title=title,
                         kind=p.kind(event.name),
                         status="pending",
@@ -412,9 +503,9 @@ class EventMapper:
                     )
                 )
             update = ToolCallProgress(
-                tool_call_id=event.id,
+                tool_call_id=cid,
                 # With marks_running a middleware says when the call really runs (after approval).
-                status=None if display.marks_running else "in_progress",
+                status=None if display.marks_running and not nested else "in_progress",
                 raw_input=event.input,
                 title=title if title != event.name else None,
                 locations=locations,
@@ -425,25 +516,25 @@ class EventMapper:
             updates.append(update)
             return updates
         if isinstance(event, ToolProgress):
-            if event.id not in self._open:
+            if cid not in self._open:
                 return []
-            return self._progress(event.id, event.value)
+            return self._progress(cid, event.value)
         if isinstance(event, ToolEnded):
-            if event.id not in self._open:
+            if cid not in self._open:
                 return []
-            name = self._open.pop(event.id)
-            self._inputs.pop(event.id, None)
-            self._output.pop(event.id, None)
+            name = self._open.pop(cid)
+            self._inputs.pop(cid, None)
+            self._output.pop(cid, None)
             outcome = event.outcome
             if isinstance(outcome, Result):
-                return [self._ended(event.id, name, outcome)]
+                return [self._ended(cid, name, outcome)]
             text = f"{type(outcome).__name__}: {outcome}"
             class_name = getattr(outcome, "class_name", None)
             if isinstance(class_name, str):
                 text = f"{class_name}: {getattr(outcome, 'message', outcome)}"
             return [
                 ToolCallProgress(
-                    tool_call_id=event.id,
+                    tool_call_id=cid,
                     status="failed",
                     content=[ContentToolCallContent(content=TextContent(text=text))],
                 )
@@ -532,12 +623,19 @@ class EventMapper:
         """``failed`` for every call announced but never ended (the turn was cancelled or failed)."""
         from ..protocol.models import ToolCallProgress
 
-        updates: list[SessionUpdate] = [
-            ToolCallProgress(tool_call_id=cid, status="failed") for cid in self._open
-        ]
+        updates: list[SessionUpdate] = []
+        for cid in self._open:
+            update = ToolCallProgress(tool_call_id=cid, status="failed")
+            parent = self._parents.get(cid)
+            if parent is not None:
+                update.field_meta = {PARENT_META_KEY: parent}
+            updates.append(update)
         self._open.clear()
         self._inputs.clear()
         self._output.clear()
+        self._agent_text.clear()
+        self._agent_sent.clear()
+        self._agent_message.clear()
         return updates
 
 
