@@ -54,8 +54,8 @@ _TOP_KEYS: Final = (
 )
 _TOOLS_KEYS: Final = ("shell_timeout_s", "searxng_url")
 _PERMISSIONS_KEYS: Final = ("project_file", "user_file")
-_STDIO_KEYS: Final = ("type", "command", "args", "env", "cwd")
-_HTTP_KEYS: Final = ("type", "url", "headers")
+_STDIO_KEYS: Final = ("type", "command", "args", "env", "cwd", "timeout_s")
+_HTTP_KEYS: Final = ("type", "url", "headers", "timeout_s")
 
 # Environment variables, in the order they are consulted for each setting.
 _ENV: Final[Mapping[str, tuple[str, ...]]] = {
@@ -113,22 +113,28 @@ class McpServerEntry:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     source: str = ""
+    timeout_s: float | None = None
+    """Per-call timeout; None is the default (60 s)."""
 
     def to_acp(self) -> dict[str, Any]:
-        """The entry as an ACP ``session/new`` ``mcpServers`` item."""
+        """The entry as an ACP ``session/new`` ``mcpServers`` item (a timeout rides in ``_meta``)."""
         if self.type == "stdio":
-            return {
+            out: dict[str, Any] = {
                 "name": self.name,
                 "command": self.command or "",
                 "args": list(self.args),
                 "env": [{"name": k, "value": v} for k, v in self.env.items()],
             }
-        return {
-            "type": self.type,
-            "name": self.name,
-            "url": self.url or "",
-            "headers": [{"name": k, "value": v} for k, v in self.headers.items()],
-        }
+        else:
+            out = {
+                "type": self.type,
+                "name": self.name,
+                "url": self.url or "",
+                "headers": [{"name": k, "value": v} for k, v in self.headers.items()],
+            }
+        if self.timeout_s is not None:
+            out["_meta"] = {MCP_TIMEOUT_META: self.timeout_s}
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +254,20 @@ def _str_list(value: Any, source: str, key: str, out: _Collector) -> tuple[str, 
     return None
 
 
+MCP_TIMEOUT_META = "acpAgent/timeoutS"
+"""``_meta`` key of an ``mcpServers`` entry (from the config, or an editor) setting its call timeout."""
+
+
+def _timeout(entry: Mapping[str, Any], source: str, where: str, out: _Collector) -> float | None:
+    value = entry.get("timeout_s")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 86400:
+        out.add(source, f"{where}.timeout_s", "must be a number of seconds, 0 < s <= 86400.")
+        return None
+    return float(value)
+
+
 def _mcp_entry(
     name: str, raw: Any, source: str, where: str, out: _Collector, *, strict: bool
 ) -> McpServerEntry | None:
@@ -292,7 +312,8 @@ def _mcp_entry(
             cwd = None
         if args is None or env is None:
             return None
-        return McpServerEntry(name, "stdio", command, args, env, cwd, source=source)
+        timeout = _timeout(entry, source, where, out)
+        return McpServerEntry(name, "stdio", command, args, env, cwd, source=source, timeout_s=timeout)
     url = entry.get("url")
     checked = _check_url(url, source, f"{where}.url", out) if url is not None else None
     if url is None:
@@ -300,7 +321,8 @@ def _mcp_entry(
     headers = _str_map(entry.get("headers", {}), source, f"{where}.headers", out)
     if checked is None or headers is None:
         return None
-    return McpServerEntry(name, kind, url=checked, headers=headers, source=source)
+    timeout = _timeout(entry, source, where, out)
+    return McpServerEntry(name, kind, url=checked, headers=headers, source=source, timeout_s=timeout)
 
 
 @dataclass(slots=True)

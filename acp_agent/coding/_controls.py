@@ -286,9 +286,10 @@ class CodingControls:
 
         if self._mcp is None:
             return
+        # Wait first: a server that fails while this turn waits for it is told in this turn.
+        await self._mcp.wait_ready(MCP_READY_TIMEOUT_S)
         for failure in self._mcp.take_failures():
             await self._link.send(AgentMessageChunk(content=TextContent(text=f"{failure}\n")))
-        await self._mcp.wait_ready(MCP_READY_TIMEOUT_S)
 
     def current_model(self) -> Model | None:
         """The session's model once its first turn chose it (``/model`` switches what it delegates to)."""

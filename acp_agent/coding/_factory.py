@@ -20,6 +20,7 @@ import anyio.to_thread
 
 from harness import Decision, Hints, Options, Question, Result, Tools, ToolSpec
 from harness.policy import PermissionStore
+from harness.providers.retry import RetryModel
 from harness.tools import Journal, Root, Shell, file_tools
 from harness.tools.plan import Plan, Reminder
 
@@ -213,8 +214,9 @@ class CodingFactory:
                 _ModeNote(modes),
                 thought,
                 Reminder(plan),
-                # Innermost: its summary call goes to the model without the mode note or the reminder.
+                # Inside: its summary call goes to the model without the mode note or the reminder.
                 compaction.middleware,
+                *_retry(config.provider),
             ],
             system=default_system_prompt(env) + _GUIDE,
             options=Options(context_window=window) if window else None,
@@ -253,3 +255,12 @@ class CodingFactory:
 def _roots_note(env: SessionEnvironment) -> str:
     roots = "\n".join(f"- {r}" for r in env.roots)
     return f"\n\nThe project directories are:\n{roots}"
+
+
+def _retry(provider: str | None) -> list[RetryModel]:
+    """Innermost for HTTP providers: a rate-limited call is retried (before its first delta only),
+    honouring retry-after up to 30 s, so a busy provider costs a pause, not the turn. The ``script``
+    provider's errors are the test's script and stay exactly as written."""
+    if provider in ("openai", "openai-responses", "anthropic"):
+        return [RetryModel(max_tries=3, max_delay=30.0)]
+    return []

@@ -169,7 +169,7 @@ class SessionMcp:
                 # Config-file servers may carry their own cwd; otherwise they run in the project.
                 own_cwd = entry.get("cwd")
                 config = dataclasses.replace(config, cwd=own_cwd if isinstance(own_cwd, str) else cwd)
-            out.append(McpServer(config))
+            out.append(McpServer(config, call_timeout=_call_timeout(entry)))
         return out
 
     async def _own(self) -> None:
@@ -373,3 +373,14 @@ def _prompt_arguments(prompt: PromptInfo, text: str) -> dict[str, str]:
             break
         out[arg] = " ".join(words[i:]) if i == len(names) - 1 else words[i]
     return out
+
+
+def _call_timeout(entry: Mapping[str, Any]) -> float:
+    """The entry's call timeout from ``_meta`` (the config's ``timeout_s``), else 60 s."""
+    from ..config import MCP_TIMEOUT_META
+
+    meta = entry.get("_meta")
+    value = meta.get(MCP_TIMEOUT_META) if isinstance(meta, Mapping) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return 60.0

@@ -219,3 +219,23 @@ def test_a_hosted_provider_without_a_key_is_named_with_the_fix(tree: dict[str, P
         tree["sub"], {"provider": "openai", "base_url": "http://127.0.0.1:1/v1"}, env_for(tree)
     )
     assert missing_key_problem(local) is None
+
+
+def test_an_mcp_servers_timeout_is_read_and_passed_on_in_meta(tree: dict[str, Path]) -> None:
+    write(
+        tree["repo"] / ".acp-agent" / "config.toml",
+        '[mcp_servers.slow]\ncommand = "slow-server"\ntimeout_s = 5\n',
+    )
+    (server,) = load_config(tree["sub"], {}, env_for(tree)).mcp_servers
+    assert server.timeout_s == 5.0
+    assert server.to_acp()["_meta"] == {"acpAgent/timeoutS": 5.0}
+
+
+def test_a_bad_mcp_timeout_is_reported_with_the_allowed_range(tree: dict[str, Path]) -> None:
+    write(
+        tree["repo"] / ".acp-agent" / "config.toml",
+        '[mcp_servers.slow]\ncommand = "slow-server"\ntimeout_s = -1\n',
+    )
+    with pytest.raises(ConfigError) as exc:
+        load_config(tree["sub"], {}, env_for(tree))
+    assert any("mcp_servers.slow.timeout_s" in p and "0 < s <= 86400" in p for p in problems_of(exc))
