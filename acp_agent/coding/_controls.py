@@ -250,8 +250,13 @@ class CodingControls:
     # --- the session's life ---------------------------------------------------------------------
 
     async def opened(self) -> None:
+        await self._start_mcp()
         await self.send_commands()
         await self._fetch_models()
+
+    async def _start_mcp(self) -> None:
+        if self._mcp is not None and not self._mcp.started:
+            await self._mcp.start()
 
     async def send_commands(self) -> None:
         from ..protocol.models import AvailableCommandsUpdate
@@ -286,6 +291,7 @@ class CodingControls:
 
         if self._mcp is None:
             return
+        await self._start_mcp()  # a prompt may come before the after-open work ran
         # Wait first: a server that fails while this turn waits for it is told in this turn.
         await self._mcp.wait_ready(MCP_READY_TIMEOUT_S)
         for failure in self._mcp.take_failures():

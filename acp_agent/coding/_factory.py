@@ -247,8 +247,9 @@ class CodingFactory:
             if link.controls is not None:  # a server that became ready may bring prompt commands
                 await link.controls.send_commands()
 
+        # Started by the controls once the session/new answer is written (or at the first prompt): the
+        # servers' processes then cost session/new nothing.
         mcp: Any = SessionMcp(env, servers, on_change=on_change)
-        await mcp.start()
         return mcp
 
 

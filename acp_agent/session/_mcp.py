@@ -129,12 +129,18 @@ class SessionMcp:
 
     # --- lifecycle ------------------------------------------------------------------------------
 
+    @property
+    def started(self) -> bool:
+        return self._started
+
     async def start(self) -> None:
         """Start every server in the background (in the owned task); returns at once."""
         from harness import HarnessUsageError
 
         if self._started:
             raise HarnessUsageError("SessionMcp.start() was already called")
+        if self._closing:
+            return  # the session closed before its servers were started: nothing to start
         self._started = True
         self._servers = self._build_servers()
         for name, cause in self._invalid.items():
