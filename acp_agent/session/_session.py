@@ -101,6 +101,13 @@ class Session:
 
         await self._conn.notify("session/update", SessionNotification(session_id=self.id, update=update))
 
+    async def send_chunk(self, text: str) -> None:
+        """An ``agent_message_chunk`` of text, built as the wire dict it is (the schema tests check it)."""
+        if not self.opened.is_set():
+            await self.opened.wait()
+        update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
+
     async def replay(self) -> None:
         """Send the whole conversation as updates (``session/load``, before its response)."""
         await self.presenter.refresh()
@@ -134,7 +141,7 @@ class Session:
 
     async def _prompt(self, message: Message) -> str:
         from harness import HarnessUsageError
-        from harness.events import StepEnded, StepStarted, TurnStarted
+        from harness.events import StepEnded, StepStarted, TextDelta, TurnStarted
 
         from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, TextContent
 
@@ -165,6 +172,11 @@ class Session:
                 async for event in events:
                     if isinstance(event, TurnStarted) and event.parent is None and self._cancel_requested:
                         run.cancel()
+                    if type(event) is TextDelta and event.parent is None:
+                        # The hot path of a streamed reply: one plain dict, no models to build and dump.
+                        if event.text:
+                            await self.send_chunk(event.text)
+                        continue
                     for update in await mapper.map(event):
                         await self.send(update)
                     if isinstance(event, StepStarted | StepEnded) and event.parent is None:
