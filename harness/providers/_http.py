@@ -23,6 +23,7 @@ from ._sse import SseEvent, SseParser
 
 __all__ = [
     "HttpConfig",
+    "HttpModel",
     "Endpoint",
     "classify_error_body",
     "error_from_status",
@@ -294,3 +295,65 @@ def error_from_status(status: int, headers: Mapping[str, str], raw: bytes, ep: E
         body = {"message": text.strip()[:500]}
     log.debug("model endpoint %s answered HTTP %d", ep.base_url, status)
     return classify_error_body(body, ep, status=status, headers=headers)
+
+
+class HttpModel:
+    """What every HTTP provider shares: its endpoint (one pooled client), headers, auth, the model list.
+
+    Subclasses set ``models_path`` and override ``_auth`` when the API is not ``Authorization: Bearer``.
+    """
+
+    provider_key = ""
+    models_path = "/models"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        connect_timeout: float = 10.0,
+        idle_timeout: float = 300.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        url_env: str = "ACP_AGENT_BASE_URL",
+    ) -> None:
+        self.model = model
+        self._ep = Endpoint(
+            base_url,
+            url_env,
+            api_key,
+            HttpConfig(connect_timeout=connect_timeout, idle_timeout=idle_timeout, transport=transport),
+        )
+        self._headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._ep.base_url!r}, model={self.model!r})"
+
+    @property
+    def base_url(self) -> str:
+        return self._ep.base_url
+
+    async def aclose(self) -> None:
+        await self._ep.http.aclose()
+
+    def _auth(self) -> dict[str, str]:
+        h = dict(self._headers)
+        if self._ep.api_key:
+            h["authorization"] = f"Bearer {self._ep.api_key}"
+        return h
+
+    async def list_models(self) -> list[str]:
+        """The server's model ids (``[]`` when it has no model list)."""
+        try:
+            body = await self._ep.get_json(self.models_path, self._auth())
+        except ModelError as exc:
+            if "not found" in exc.message:
+                return []
+            raise
+        data: Any = obj(body).get("data")
+        if not isinstance(data, list):
+            return []
+        items: list[Any] = data  # pyright: ignore[reportUnknownVariableType]
+        entries = [obj(m) for m in items]
+        return [str(m["id"]) for m in entries if m.get("id")]

@@ -28,8 +28,7 @@ from ..model import (
     UsageChunk,
 )
 from ._common import continued_text, obj, parse_input
-from ._http import Endpoint, HttpConfig, classify_error_body, truncated
-from .openai import _list_models  # pyright: ignore[reportPrivateUsage]
+from ._http import HttpModel, classify_error_body, truncated
 
 __all__ = ["Messages"]
 
@@ -72,10 +71,11 @@ class _Block:
         self.signature: str | None = None
 
 
-class Messages:
+class Messages(HttpModel):
     """``POST {base_url}/v1/messages``; ``base_url`` has no ``/v1`` (``https://api.anthropic.com``)."""
 
     provider_key = "anthropic"
+    models_path = "/v1/models"
 
     def __init__(
         self,
@@ -90,34 +90,23 @@ class Messages:
         transport: httpx2.AsyncBaseTransport | None = None,
         url_env: str = "ACP_AGENT_BASE_URL",
     ) -> None:
-        self.model = model
-        self.max_tokens = max_tokens
-        self._ep = Endpoint(
+        super().__init__(
             base_url,
-            url_env,
+            model,
             api_key,
-            HttpConfig(connect_timeout=connect_timeout, idle_timeout=idle_timeout, transport=transport),
+            connect_timeout=connect_timeout,
+            idle_timeout=idle_timeout,
+            headers=headers,
+            transport=transport,
+            url_env=url_env,
         )
-        self._headers = dict(headers or {})
-
-    def __repr__(self) -> str:
-        return f"Messages({self._ep.base_url!r}, model={self.model!r})"
-
-    @property
-    def base_url(self) -> str:
-        return self._ep.base_url
-
-    async def aclose(self) -> None:
-        await self._ep.http.aclose()
+        self.max_tokens = max_tokens
 
     def _auth(self) -> dict[str, str]:
         h = {"anthropic-version": _VERSION, **self._headers}
         if self._ep.api_key:
             h["x-api-key"] = self._ep.api_key
         return h
-
-    async def list_models(self) -> list[str]:
-        return await _list_models(self._ep, self._auth(), "/v1/models")
 
     def build_request(self, prompt: Prompt) -> dict[str, Any]:
         knobs = prompt.provider_options(self.provider_key)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx2
@@ -26,7 +26,7 @@ from ..model import (
     UsageChunk,
 )
 from ._common import ThinkSplitter, continued_text, image_url, obj, parse_input
-from ._http import Endpoint, HttpConfig, classify_error_body, truncated
+from ._http import HttpModel, classify_error_body, truncated
 
 __all__ = ["ChatCompletions", "Continuation", "Responses"]
 
@@ -84,7 +84,7 @@ class _Call:
         self.started = False
 
 
-class ChatCompletions:
+class ChatCompletions(HttpModel):
     """``POST {base_url}/chat/completions``, streamed. ``base_url`` includes ``/v1``.
 
     ``continuation`` says how a Resume (``prompt.continue_``) is sent: ``flags`` sends the edit last with
@@ -111,12 +111,15 @@ class ChatCompletions:
         transport: httpx2.AsyncBaseTransport | None = None,
         url_env: str = "ACP_AGENT_BASE_URL",
     ) -> None:
-        self.model = model
-        self._ep = Endpoint(
+        super().__init__(
             base_url,
-            url_env,
+            model,
             api_key,
-            HttpConfig(connect_timeout=connect_timeout, idle_timeout=idle_timeout, transport=transport),
+            connect_timeout=connect_timeout,
+            idle_timeout=idle_timeout,
+            headers=headers,
+            transport=transport,
+            url_env=url_env,
         )
         host = _host(base_url)
         if continuation == "auto":
@@ -127,26 +130,6 @@ class ChatCompletions:
         self.send_reasoning = send_reasoning
         self.think_tags = think_tags
         self._openai = host == "api.openai.com"
-        self._headers = dict(headers or {})
-
-    def __repr__(self) -> str:
-        return f"ChatCompletions({self._ep.base_url!r}, model={self.model!r})"
-
-    @property
-    def base_url(self) -> str:
-        return self._ep.base_url
-
-    async def aclose(self) -> None:
-        await self._ep.http.aclose()
-
-    def _auth(self) -> dict[str, str]:
-        h = dict(self._headers)
-        if self._ep.api_key:
-            h["authorization"] = f"Bearer {self._ep.api_key}"
-        return h
-
-    async def list_models(self) -> list[str]:
-        return await _list_models(self._ep, self._auth())
 
     # -- request --------------------------------------------------------------------------------
 
@@ -387,20 +370,6 @@ class ChatCompletions:
         return out
 
 
-async def _list_models(ep: Endpoint, headers: Mapping[str, str], path: str = "/models") -> list[str]:
-    try:
-        body = await ep.get_json(path, headers)
-    except ModelError as exc:
-        if "not found" in exc.message:
-            return []
-        raise
-    data: Any = obj(body).get("data")
-    if not isinstance(data, list):
-        return []
-    entries = [obj(m) for m in cast("list[Any]", data)]
-    return [str(m["id"]) for m in entries if m.get("id")]
-
-
 # -- Responses ------------------------------------------------------------------------------------
 
 
@@ -413,7 +382,7 @@ def responses_usage(raw: Mapping[str, Any]) -> UsageChunk:
     return UsageChunk(inp, _int(raw.get("output_tokens")), cache_read, cache_write)
 
 
-class Responses:
+class Responses(HttpModel):
     """``POST {base_url}/responses``, streamed and stateless (``store: false``): the conversation is
     replayed, reasoning items with their encrypted content (kept in ``Reasoning.signature``)."""
 
@@ -431,33 +400,16 @@ class Responses:
         transport: httpx2.AsyncBaseTransport | None = None,
         url_env: str = "ACP_AGENT_BASE_URL",
     ) -> None:
-        self.model = model
-        self._ep = Endpoint(
+        super().__init__(
             base_url,
-            url_env,
+            model,
             api_key,
-            HttpConfig(connect_timeout=connect_timeout, idle_timeout=idle_timeout, transport=transport),
+            connect_timeout=connect_timeout,
+            idle_timeout=idle_timeout,
+            headers=headers,
+            transport=transport,
+            url_env=url_env,
         )
-        self._headers = dict(headers or {})
-
-    def __repr__(self) -> str:
-        return f"Responses({self._ep.base_url!r}, model={self.model!r})"
-
-    @property
-    def base_url(self) -> str:
-        return self._ep.base_url
-
-    async def aclose(self) -> None:
-        await self._ep.http.aclose()
-
-    def _auth(self) -> dict[str, str]:
-        h = dict(self._headers)
-        if self._ep.api_key:
-            h["authorization"] = f"Bearer {self._ep.api_key}"
-        return h
-
-    async def list_models(self) -> list[str]:
-        return await _list_models(self._ep, self._auth())
 
     def build_request(self, prompt: Prompt) -> dict[str, Any]:
         if prompt.continue_:
