@@ -156,6 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     command: str | None = getattr(args, "command", None)
     if command is not None:
         return _COMMANDS[command][2](args, config)
+    # Answer initialize before importing the agent (see acp_agent._early), then load the rest.
+    from ._early import early_start
+    from .models import how_to_configure, settings_from_env
+
+    settings = settings_from_env(config.provider, config.model, config.base_url)
+    early = early_start(configured=settings.configured, how_to_configure=how_to_configure())
     from .session.serve import serve_stdio
 
-    return serve_stdio(config)
+    return serve_stdio(config, early=early)

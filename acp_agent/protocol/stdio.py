@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import sys
 from typing import Final
 
 import anyio
@@ -36,10 +35,12 @@ def _pollable(fd: int) -> bool:
 
 
 class FdReceiveStream(ByteReceiveStream):
-    """Reads an owned file descriptor without blocking the event loop."""
+    """Reads an owned file descriptor without blocking the event loop; ``pending`` bytes (read before
+    the loop started) come first."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, pending: bytes = b"") -> None:
         self._fd = fd
+        self._pending = pending
         self._pollable = _pollable(fd)
         self._was_blocking = os.get_blocking(fd)
         if self._pollable:
@@ -47,6 +48,9 @@ class FdReceiveStream(ByteReceiveStream):
         self._closed = False
 
     async def receive(self, max_bytes: int = _READ_SIZE) -> bytes:
+        if self._pending and not self._closed:
+            data, self._pending = self._pending, b""
+            return data
         while True:
             if self._closed:
                 raise anyio.ClosedResourceError
@@ -112,16 +116,12 @@ class FdSendStream(ByteSendStream):
         os.close(self._fd)
 
 
-def open_stdio() -> tuple[FdReceiveStream, FdSendStream]:
-    """Take fds 0 and 1 for the protocol (see the module docstring) and wrap them as byte streams."""
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    out_fd = os.dup(1)
-    in_fd = os.dup(0)
-    os.dup2(2, 1)
-    null_fd = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null_fd, 0)
-    finally:
-        os.close(null_fd)
-    return FdReceiveStream(in_fd), FdSendStream(out_fd)
+def open_stdio(
+    fds: tuple[int, int] | None = None, pending: bytes = b""
+) -> tuple[FdReceiveStream, FdSendStream]:
+    """Take fds 0 and 1 for the protocol (see the module docstring; ``fds`` when they were already taken
+    by ``acp_agent._early``) and wrap them as byte streams, ``pending`` input first."""
+    from .._early import claim_stdio
+
+    in_fd, out_fd = fds if fds is not None else claim_stdio()
+    return FdReceiveStream(in_fd, pending), FdSendStream(out_fd)

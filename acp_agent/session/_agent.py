@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import anyio.to_thread
 
-from .. import __version__
+from .._early import AUTH_METHOD_ID as _AUTH_METHOD_ID
+from .._early import PROTOCOL_VERSION
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 
 if TYPE_CHECKING:
@@ -34,9 +35,7 @@ __all__ = ["PROTOCOL_VERSION", "AcpAgent"]
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION: Final = 1
 PAGE_SIZE: Final = 50
-_AUTH_METHOD_ID: Final = "configure-model"
 
 _METHODS: Final = frozenset(
     {
@@ -105,6 +104,7 @@ class AcpAgent:
         self._store: SessionStore | None = None
         self._opening: dict[Any, Callable[[], None]] = {}
         self._closing: dict[str, anyio.Event] = {}
+        self._warm_when_attached = False
         self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
 
     def attach(
@@ -113,6 +113,9 @@ class AcpAgent:
         """Bind the connection; ``spawn`` (a task group's ``start_soon``) runs background work."""
         self._conn = connection
         self._spawn = spawn
+        if self._warm_when_attached and spawn is not None:
+            self._warm_when_attached = False
+            spawn(_warm_up)
 
     @property
     def store(self) -> SessionStore:
@@ -185,48 +188,31 @@ class AcpAgent:
     # --- initialize / authenticate ----------------------------------------------------------------
 
     async def _initialize(self, params: Any) -> dict[str, Any]:
-        if not isinstance(params, dict):
-            raise RpcError.invalid_params("invalid params: expected an object")
-        p: dict[str, Any] = params  # pyright: ignore[reportUnknownVariableType]
-        version = p.get("protocolVersion")
-        if "protocolVersion" not in p:
-            raise RpcError.invalid_params("invalid params: protocolVersion: field required")
-        if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= 65535:
-            raise RpcError.invalid_params(
-                "invalid params: protocolVersion: must be an integer from 0 to 65535"
+        from .._early import initialize_result
+        from ..models import how_to_configure
+
+        try:
+            result = initialize_result(
+                params,
+                configured=self.settings.configured or self._model is not None,
+                how_to_configure=how_to_configure(),
             )
-        caps = p.get("clientCapabilities")
-        if caps is not None and not isinstance(caps, dict):
-            raise RpcError.invalid_params("invalid params: clientCapabilities: expected an object")
-        self.client_capabilities = dict(caps or {})  # pyright: ignore[reportUnknownArgumentType]
+        except ValueError as exc:
+            raise RpcError.invalid_params(str(exc)) from None
+        self.mark_initialized(params)
+        return result
+
+    def mark_initialized(self, params: dict[str, Any]) -> None:
+        """``initialize`` was answered (here, or before the event loop started: ``acp_agent._early``)."""
+        caps = params.get("clientCapabilities")
+        self.client_capabilities = dict(caps) if isinstance(caps, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
         first = not self._initialized
         self._initialized = True
-        if first and self._spawn is not None:
-            self._spawn(_warm_up)
-        auth_methods: list[dict[str, Any]] = []
-        if not self.settings.configured and self._model is None:
-            from ..models import how_to_configure
-
-            auth_methods.append(
-                {"id": _AUTH_METHOD_ID, "name": "Configure a model", "description": how_to_configure()}
-            )
-        return {
-            "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": _mcp_available(), "sse": _mcp_available()},
-                "sessionCapabilities": {
-                    "list": {},
-                    "resume": {},
-                    "close": {},
-                    "delete": {},
-                    "additionalDirectories": {},
-                },
-            },
-            "authMethods": auth_methods,
-            "agentInfo": {"name": "acp-agent", "title": "ACP Agent", "version": __version__},
-        }
+        if first:
+            if self._spawn is not None:
+                self._spawn(_warm_up)
+            else:
+                self._warm_when_attached = True
 
     async def _authenticate(self, params: Any) -> dict[str, Any]:
         from ..protocol.models import AuthenticateRequest
@@ -463,16 +449,6 @@ def _controls_state(session: Session) -> dict[str, Any]:
     if options is not None:
         out["configOptions"] = options
     return out
-
-
-def _mcp_available() -> bool:
-    """Whether the MCP session support (``_mcp.py``) is installed; cheap (no import)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("acp_agent.session._mcp") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def _normalised(path: str) -> str:

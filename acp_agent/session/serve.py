@@ -14,6 +14,7 @@ from ..protocol.connection import Connection
 from ._agent import AcpAgent
 
 if TYPE_CHECKING:
+    from .._early import EarlyStart
     from ..cli import AgentConfig
     from ._setup import SessionFactory
 
@@ -88,13 +89,19 @@ async def serve(
         tg.cancel_scope.cancel()
 
 
-def serve_stdio(config: AgentConfig, factory: SessionFactory | None = None) -> int:
-    """The ``acp-agent`` process: protocol on stdin/stdout, logs on stderr and the log file."""
+def serve_stdio(
+    config: AgentConfig, factory: SessionFactory | None = None, early: EarlyStart | None = None
+) -> int:
+    """The ``acp-agent`` process: protocol on stdin/stdout, logs on stderr and the log file. ``early``:
+    stdio was already taken, and perhaps ``initialize`` answered, by ``acp_agent._early``."""
     from ..logs import configure_logging
     from ..models import settings_from_env
     from ..protocol.stdio import open_stdio
 
-    receive, send = open_stdio()  # first: nothing may reach the real stdout from here on
+    if early is None:
+        receive, send = open_stdio()  # first: nothing may reach the real stdout from here on
+    else:
+        receive, send = open_stdio((early.in_fd, early.out_fd), early.pending)
     configure_logging(config.log_level, config.home)
     settings = settings_from_env(config.provider, config.model, config.base_url)
     if factory is None:
@@ -103,6 +110,8 @@ def serve_stdio(config: AgentConfig, factory: SessionFactory | None = None) -> i
         flags = {"provider": config.provider, "model": config.model, "base_url": config.base_url}
         factory = coding_factory(flags)
     agent = AcpAgent(home=config.home, settings=settings, factory=factory)
+    if early is not None and early.initialized is not None:
+        agent.mark_initialized(early.initialized)
 
     async def main() -> None:
         try:
