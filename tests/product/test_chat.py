@@ -240,3 +240,44 @@ def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(tmp_path
     errors = [line for line in result.stdout.splitlines() if "error:" in line]
     assert len(errors) == 1 and f"127.0.0.1:{port}" in errors[0]
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_chat_asks_a_permission_inline_shows_the_diff_and_writes_the_file_when_allowed(
+    tmp_path: Path,
+) -> None:
+    env = chat_env(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "write_file", "input": {"path": "notes.txt", "content": "green\n"}}]},
+            {"text": "Saved your note."},
+            {"tool_calls": [{"name": "write_file", "input": {"path": "other.txt", "content": "red\n"}}]},
+            {"text": "Understood, not saved."},
+        ],
+    )
+    child = spawn_chat(tmp_path, env)
+    project = tmp_path / "project"
+    try:
+        child.expect_exact("> ")
+        child.sendline("remember green")
+        child.expect_exact("? Allow")
+        child.expect_exact("+green")  # the diff of the new file, shown before the choice
+        child.expect(r"(\d)\) Allow once")
+        allow = child.match.group(1)
+        child.expect_exact("choose 1-")
+        child.sendline(allow)
+        child.expect_exact("Saved your note.")
+        child.expect_exact("> ")
+        child.sendline("remember red")
+        child.expect_exact("? Allow")
+        child.expect(r"(\d)\) Reject\r")
+        reject = child.match.group(1)
+        child.expect_exact("choose 1-")
+        child.sendline(reject)
+        child.expect_exact("Understood, not saved.")
+        child.expect_exact("> ")
+        child.sendintr()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert (project / "notes.txt").read_text() == "green\n"
+    assert not (project / "other.txt").exists()
