@@ -230,13 +230,7 @@ class CodingFactory:
         servers = [s.to_acp() for s in config.mcp_servers]
         if not env.mcp_servers and not servers:
             return None
-        try:
-            from ..session._mcp import SessionMcp  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
-        except ImportError:
-            # TODO(mcp): acp_agent/session/_mcp.py is written by another helper; until it lands MCP servers
-            # are ignored (logged).
-            log.warning("MCP servers requested but acp_agent.session._mcp is not available; ignoring them")
-            return None
+        from ..session._mcp import SessionMcp
 
         async def on_change() -> None:
             from ..protocol.models import SessionInfoUpdate
@@ -249,7 +243,7 @@ class CodingFactory:
 
         # Started by the controls once the session/new answer is written (or at the first prompt): the
         # servers' processes then cost session/new nothing.
-        mcp: Any = SessionMcp(env, servers, on_change=on_change)
+        mcp = SessionMcp(env, servers, on_change=on_change)
         return mcp
 
 
