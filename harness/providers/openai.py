@@ -388,29 +388,6 @@ class Responses(HttpModel):
 
     provider_key = "openai"
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        *,
-        connect_timeout: float = 10.0,
-        idle_timeout: float = 300.0,
-        headers: Mapping[str, str] | None = None,
-        transport: httpx2.AsyncBaseTransport | None = None,
-        url_env: str = "ACP_AGENT_BASE_URL",
-    ) -> None:
-        super().__init__(
-            base_url,
-            model,
-            api_key,
-            connect_timeout=connect_timeout,
-            idle_timeout=idle_timeout,
-            headers=headers,
-            transport=transport,
-            url_env=url_env,
-        )
-
     def build_request(self, prompt: Prompt) -> dict[str, Any]:
         if prompt.continue_:
             raise UnsupportedOptionError(
