@@ -12,6 +12,12 @@ when the command died of a signal, None when it never finished. ``error`` is set
 cancellation or a command that could not start; a non-zero exit code is a normal result.
 
 The ``CommandRunner`` seam lets the ACP layer run commands in the editor's terminal instead.
+
+Sandbox: with ``sandbox=`` (a function of the call's input giving the ``harness.sandbox.SandboxPolicy``
+to apply, or None to run unsandboxed) the request carries the policy, the local runner enforces it
+(``harness.sandbox.open_process``), the input schema gains ``sandbox: "off"`` and ``network: true`` (to
+ask for more; whoever calls the tool must have asked the user), and a failure that looks like a sandbox
+denial gets a note saying what the sandbox allows and how to ask to leave it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from anyio.abc import Process
 
 from .._call import Call
 from .._tools import Hints, Result, ToolSpec
+from ..sandbox import SandboxPolicy, explain_denial
+from ..sandbox import open_process as open_sandboxed
 from ._root import PathError, Root
 
 __all__ = ["CommandRequest", "CommandRunner", "LocalCommandRunner", "OutputSink", "Shell"]
@@ -54,6 +62,8 @@ class CommandRequest:
     cwd: Path
     call_id: str = ""
     env: Mapping[str, str] = field(default_factory=dict[str, str])
+    sandbox: SandboxPolicy | None = None
+    """The sandbox to run it in (None: none); a runner that cannot enforce it must not run it."""
 
 
 @runtime_checkable
@@ -76,15 +86,7 @@ class LocalCommandRunner:
 
     async def run(self, request: CommandRequest, output: OutputSink) -> int | None:
         env = {**os.environ, **_NONINTERACTIVE, **request.env}
-        proc = await anyio.open_process(
-            ["bash", "-c", request.command],
-            cwd=request.cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = await _start(["bash", "-c", request.command], request, env)
         code: int | None = None
         try:
             pumped = anyio.Event()
@@ -114,6 +116,20 @@ class LocalCommandRunner:
                 await _kill_group(proc, self.grace_s)
 
 
+async def _start(argv: list[str], request: CommandRequest, env: dict[str, str]) -> Any:
+    if request.sandbox is not None and request.sandbox.enabled:
+        return await open_sandboxed(argv, request.sandbox, cwd=request.cwd, env=env)
+    return await anyio.open_process(
+        argv,
+        cwd=request.cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     try:
         os.killpg(pgid, sig)
@@ -122,7 +138,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     return True
 
 
-async def _kill_group(proc: Process, grace_s: float) -> None:
+async def _kill_group(proc: Process | Any, grace_s: float) -> None:
     """SIGTERM the process group, wait for the leader up to ``grace_s``, then SIGKILL what is left."""
     pgid = proc.pid  # start_new_session: the leader's pid is the group id
     if _signal_group(pgid, signal.SIGTERM):
@@ -130,6 +146,24 @@ async def _kill_group(proc: Process, grace_s: float) -> None:
             await proc.wait()
         _signal_group(pgid, signal.SIGKILL)
     await proc.aclose()
+
+
+_SANDBOX_PROPERTIES: dict[str, Any] = {
+    "sandbox": {
+        "type": "string",
+        "enum": ["on", "off"],
+        "description": 'Omit it (or "on"): run in the sandbox. "off": run outside it, only when the sandbox '
+        "denied something the task needs; the user is asked first.",
+    },
+    "network": {
+        "type": "boolean",
+        "description": "true: allow network access in the sandbox (the user is asked first).",
+    },
+}
+_SANDBOX_NOTE = (
+    " Commands run in a sandbox: they write only inside the project (not .git and other protected "
+    "paths, nor new entries directly in the project folder) and the temp folder, without network."
+)
 
 
 class _HeadTail:
@@ -181,6 +215,7 @@ class Shell:
         max_timeout_s: float = 600.0,
         max_output_chars: int = 30_000,
         cancel_poll_s: float = 0.1,
+        sandbox: Callable[[Mapping[str, Any]], SandboxPolicy | None] | None = None,
     ) -> None:
         self.root = root
         self.runner: CommandRunner = runner or LocalCommandRunner()
@@ -188,21 +223,27 @@ class Shell:
         self.max_timeout_s = max_timeout_s
         self.max_output_chars = max_output_chars
         self.cancel_poll_s = cancel_poll_s
+        self.sandbox = sandbox
 
     def spec(self) -> ToolSpec:
+        properties: dict[str, Any] = {
+            "command": {"type": "string", "minLength": 1},
+            "cwd": {"type": "string", "description": "Working directory inside the project"},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        }
+        sandboxed = ""
+        if self.sandbox is not None:
+            properties.update(_SANDBOX_PROPERTIES)
+            sandboxed = _SANDBOX_NOTE
         return ToolSpec(
             "shell",
             f"Run a bash command (`bash -c`, non-interactive: stdin is empty) in `cwd` (default: the project "
             f"root). stdout and stderr are merged; long output keeps its start and end. Times out after "
             f"`timeout_s` seconds (default {self.default_timeout_s:g}, at most {self.max_timeout_s:g}); "
-            "background jobs are killed when the command exits.",
+            f"background jobs are killed when the command exits.{sandboxed}",
             {
                 "type": "object",
-                "properties": {
-                    "command": {"type": "string", "minLength": 1},
-                    "cwd": {"type": "string", "description": "Working directory inside the project"},
-                    "timeout_s": {"type": "number", "exclusiveMinimum": 0},
-                },
+                "properties": properties,
                 "required": ["command"],
                 "additionalProperties": False,
             },
@@ -233,8 +274,9 @@ class Shell:
         code: int | None = None
         cancelled = call.is_cancelled()
         timed_out = False
+        policy = self.sandbox(input) if self.sandbox is not None else None
         if not cancelled:
-            request = CommandRequest(command, cwd, call.id)
+            request = CommandRequest(command, cwd, call.id, sandbox=policy)
             failed: OSError | None = None
             async with anyio.create_task_group() as tg:
 
@@ -266,6 +308,8 @@ class Shell:
             "command": command,
             "cwd": str(cwd),
         }
+        if self.sandbox is not None:
+            value["sandbox"] = policy.describe() if policy is not None else "off"
         if timed_out:
             status = f"[timed out after {timeout:g} s; the command and its processes were killed]"
         elif cancelled:
@@ -277,6 +321,10 @@ class Shell:
         if capped:
             status += f" [timeout_s capped at {self.max_timeout_s:g}]"
         text = f"{output}\n{status}" if output else status
+        if policy is not None and code not in (0, None):
+            note = explain_denial(output, policy)
+            if note:
+                text += "\n" + note
         if timed_out or cancelled:
             return Result.failure(text, value=value)
         return Result.text(text, value=value)

@@ -1,0 +1,179 @@
+"""OS sandboxes for the commands the agent starts: Landlock on Linux, Seatbelt on macOS (experimental).
+
+``SandboxPolicy`` says what a command may touch; ``probe()`` what this machine can enforce;
+``open_process`` starts a sandboxed child for the local shell runner (no second interpreter, no
+``preexec_fn``); ``sandbox_argv`` wraps a command line for processes started by someone else (an
+editor's terminal, a hook runner, an MCP client) through the launcher script. Nothing here knows ACP.
+
+What Landlock (ABI 7 here) covers and does not: see the README's "Sandbox" section and ``_policy``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+
+from . import _landlock
+from ._policy import DEFAULT_PROTECTED, MODES, SandboxMode, SandboxPolicy, compile_spec, explain_denial
+from ._seatbelt import SANDBOX_EXEC, seatbelt_argv, seatbelt_profile
+from ._spawn import SandboxedProcess, open_sandboxed_process
+
+__all__ = [
+    "DEFAULT_PROTECTED",
+    "LAUNCHER",
+    "MODES",
+    "SandboxMode",
+    "SandboxPolicy",
+    "SandboxUnavailable",
+    "SandboxedProcess",
+    "Support",
+    "compile_spec",
+    "explain_denial",
+    "open_process",
+    "probe",
+    "sandbox_argv",
+    "seatbelt_profile",
+    "unavailable",
+    "write_spec",
+]
+
+LAUNCHER: Final = Path(__file__).with_name("_launch.py")
+
+
+class SandboxUnavailable(OSError):
+    """A sandbox was asked for where none can be enforced; the command was not started."""
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """What this machine can enforce. ``mechanism``: ``landlock``, ``seatbelt`` or ``none``."""
+
+    mechanism: str
+    abi: int = 0
+    netns: bool = False
+    unshare: str | None = None
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.mechanism != "none"
+
+    @property
+    def network_enforced(self) -> bool:
+        """Whether "network off" can be enforced (TCP by Landlock ABI 4+, everything by a namespace)."""
+        return self.mechanism == "seatbelt" or self.abi >= 4 or self.netns
+
+    def describe(self) -> str:
+        if self.mechanism == "landlock":
+            net = "TCP connect/bind" if self.abi >= 4 else "no network rules"
+            ns = "; a network namespace closes UDP and the rest" if self.netns else ""
+            return f"Landlock ABI {self.abi} (files; {net}{ns})"
+        if self.mechanism == "seatbelt":
+            return "Seatbelt (sandbox-exec; experimental)"
+        return f"no sandbox: {self.reason}"
+
+
+def unavailable(reason: str) -> Support:
+    return Support("none", reason=reason)
+
+
+def _netns_works(unshare: str) -> bool:
+    try:
+        done = subprocess.run(
+            [unshare, "--user", "--net", "--", "true"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+@cache
+def probe() -> Support:
+    """The sandbox this machine offers (probed once per process; blocking, a few milliseconds)."""
+    if sys.platform == "darwin":
+        if os.path.exists(SANDBOX_EXEC):
+            return Support("seatbelt")
+        return unavailable(f"{SANDBOX_EXEC} is missing")
+    if not sys.platform.startswith("linux"):
+        return unavailable(f"no sandbox is implemented for {sys.platform}")
+    abi = _landlock.abi_version()
+    if abi < 1:
+        return unavailable(
+            "the kernel has no Landlock (Linux 5.13 or newer with landlock in the lsm= boot list)"
+        )
+    unshare = shutil.which("unshare")
+    netns = unshare is not None and _netns_works(unshare)
+    return Support("landlock", abi=abi, netns=netns, unshare=unshare if netns else None)
+
+
+def write_spec(spec: Mapping[str, Any], directory: Path) -> Path:
+    """Write a compiled spec into ``directory`` (named by its digest, so unchanged specs are reused).
+
+    The directory must not be writable by the sandbox (a command could widen the next one)."""
+    text = _landlock.format_spec(dict(spec))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = directory / f"spec-{digest}.txt"
+    if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return path
+
+
+def sandbox_argv(
+    policy: SandboxPolicy, argv: Sequence[str], *, spec_dir: Path, support: Support | None = None
+) -> list[str]:
+    """``argv`` wrapped so that it runs under ``policy`` whoever starts it (blocking: lists folders and
+    writes the spec). Raises ``SandboxUnavailable`` where there is no sandbox."""
+    found = support or probe()
+    if found.mechanism == "seatbelt":
+        return seatbelt_argv(policy, argv)
+    if found.mechanism != "landlock":
+        raise SandboxUnavailable(f"no sandbox here: {found.reason}")
+    spec = compile_spec(policy, found.abi, netns=found.netns)
+    path = write_spec(spec, spec_dir)
+    return [sys.executable, "-I", "-S", str(LAUNCHER), str(path), "--", *argv]
+
+
+async def open_process(
+    argv: Sequence[str],
+    policy: SandboxPolicy,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    support: Support | None = None,
+) -> Any:
+    """Start ``argv`` sandboxed in its own process group (stdin /dev/null, stdout+stderr merged into
+    ``.stdout``). Returns an object with ``pid``, ``stdout``, ``wait()`` and ``aclose()``."""
+    found = support or await anyio.to_thread.run_sync(probe)
+    if found.mechanism == "landlock":
+        spec = await anyio.to_thread.run_sync(lambda: compile_spec(policy, found.abi, netns=found.netns))
+        return await open_sandboxed_process(argv, spec, cwd=cwd, env=env, unshare=found.unshare)
+    if found.mechanism == "seatbelt":
+        return await anyio.open_process(
+            seatbelt_argv(policy, argv),
+            cwd=cwd,
+            env={**env, **policy.env()},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    raise SandboxUnavailable(f"no sandbox here: {found.reason}")

@@ -1,0 +1,266 @@
+"""``SandboxPolicy``: what a sandboxed command may touch, and its compilation to Landlock rules.
+
+The policy: writes only beneath the session's roots, its temp folder and configured extra paths, never
+to a protected path (``.git``, ``.acp-agent``, … relative to each root) nor to a denied one; reads
+everywhere except the denied paths (by default the agent's own configuration, credentials and data);
+TCP bind/connect denied unless the network is allowed (plus a network namespace where one can be made).
+
+Landlock only *grants* (a rule allows rights beneath a path), so "all of the project except ``.git``"
+is compiled by splitting: the project folder gets no write rule of its own, each of its entries but the
+protected ones gets one, and a protected path deeper down splits its parents the same way. The price:
+inside the sandbox an entry directly in a split folder (the project root) cannot be created, removed or
+renamed; existing files there can still be written. Reads split the same way around denied paths (their
+parents stay listable). Listings happen at compile time, once per command, and never follow a symlink.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from . import _landlock as ll
+
+__all__ = [
+    "DEFAULT_PROTECTED",
+    "MODES",
+    "SandboxMode",
+    "SandboxPolicy",
+    "compile_spec",
+    "explain_denial",
+]
+
+SandboxMode = Literal["workspace-write", "read-only", "off"]
+MODES: Final[tuple[SandboxMode, ...]] = ("workspace-write", "read-only", "off")
+
+DEFAULT_PROTECTED: Final[tuple[str, ...]] = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".jj",
+    ".acp-agent",
+    ".envrc",
+    ".vscode",
+    ".idea",
+    ".zed",
+    ".devcontainer",
+    ".github/workflows",
+)
+"""Paths (relative to each root) a sandboxed command never writes. The coding layer passes the
+permission gate's list; this is the harness's own default."""
+
+_READ: Final = ll.ACCESS_FS["read_file"][0] | ll.ACCESS_FS["read_dir"][0] | ll.ACCESS_FS["execute"][0]
+_READ_ALL: Final = _READ | ll.ACCESS_FS["ioctl_dev"][0]
+_ALL: Final = ll.fs_rights(99)
+_WRITE: Final = _ALL & ~_READ_ALL
+_READ_DIR: Final = ll.ACCESS_FS["read_dir"][0]
+# Device files every command may write (and open as terminals); /dev/shm holds POSIX semaphores.
+_DEVICES: Final = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """One sandbox: ``mode`` (``workspace-write``, ``read-only`` or ``off``) and ``network``; the paths
+    are absolute (``roots`` are the session's folders, ``temp`` its private temp folder, exported as
+    ``TMPDIR``)."""
+
+    mode: SandboxMode = "workspace-write"
+    network: bool = False
+    roots: tuple[Path, ...] = ()
+    temp: Path | None = None
+    writable: tuple[Path, ...] = ()
+    deny_read: tuple[Path, ...] = ()
+    protected: tuple[str, ...] = DEFAULT_PROTECTED
+    extra_env: Mapping[str, str] = field(default_factory=dict[str, str])
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    def narrowed(self, *, read_only: bool = False, network: bool | None = None) -> SandboxPolicy:
+        """This policy with writes limited to the temp folder and/or the network set."""
+        mode: SandboxMode = "read-only" if read_only and self.mode != "off" else self.mode
+        return replace(self, mode=mode, network=self.network if network is None else network)
+
+    def protected_paths(self) -> tuple[Path, ...]:
+        return tuple(root / rel for root in self.roots for rel in self.protected)
+
+    def env(self) -> dict[str, str]:
+        """The variables a sandboxed command gets (its temp folder)."""
+        out = dict(self.extra_env)
+        if self.temp is not None:
+            out["TMPDIR"] = str(self.temp)
+        return out
+
+    def describe(self) -> str:
+        """One sentence for people and the model: what the command may do."""
+        if not self.enabled:
+            return "no sandbox: the command can do anything you can"
+        if self.mode == "read-only":
+            where = "only to its temp folder"
+        else:
+            where = "only inside the project and its temp folder"
+            if self.writable:
+                where += " (and " + ", ".join(str(p) for p in self.writable) + ")"
+            where += ", never to " + ", ".join(self.protected[:4]) + (" …" if len(self.protected) > 4 else "")
+        net = "with network" if self.network else "no network"
+        return f"sandboxed: writes {where}; {net}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "network": self.network,
+            "roots": [str(p) for p in self.roots],
+            "temp": str(self.temp) if self.temp is not None else None,
+            "writable": [str(p) for p in self.writable],
+            "deny_read": [str(p) for p in self.deny_read],
+            "protected": list(self.protected),
+            "env": dict(self.extra_env),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SandboxPolicy:
+        """The inverse of ``to_dict``; raises ``ValueError`` on a malformed policy."""
+        mode = data.get("mode", "workspace-write")
+        if mode not in MODES:
+            raise ValueError(f"sandbox mode {mode!r} is not one of {', '.join(MODES)}")
+
+        def paths(key: str) -> tuple[Path, ...]:
+            value = data.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):  # pyright: ignore[reportUnknownVariableType]
+                raise ValueError(f"sandbox policy {key} must be a list of paths")
+            items: list[str] = value  # pyright: ignore[reportUnknownVariableType]
+            return tuple(_absolute(v, key) for v in items)
+
+        temp = data.get("temp")
+        protected = data.get("protected", list(DEFAULT_PROTECTED))
+        env = data.get("env", {})
+        if not isinstance(protected, list) or not isinstance(env, dict):
+            raise ValueError("sandbox policy protected must be a list and env an object")
+        return cls(
+            mode=mode,
+            network=bool(data.get("network", False)),
+            roots=paths("roots"),
+            temp=_absolute(temp, "temp") if isinstance(temp, str) else None,
+            writable=paths("writable"),
+            deny_read=paths("deny_read"),
+            protected=tuple(str(p) for p in protected),  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            extra_env={str(k): str(v) for k, v in env.items()},  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        )
+
+
+def _absolute(value: str, key: str) -> Path:
+    path = Path(value)
+    if not path.is_absolute():
+        raise ValueError(f"sandbox policy {key}: {value!r} is not an absolute path")
+    return path
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _beneath(path: Path, base: Path) -> bool:
+    return path == base or path.is_relative_to(base)
+
+
+def _split(base: Path, access: int, excluded: Sequence[Path], dir_access: int) -> list[tuple[str, int]]:
+    """Rules granting ``access`` beneath ``base`` except beneath each ``excluded`` path.
+
+    A folder on the way to an excluded path gets only ``dir_access`` itself; its other entries get
+    ``access`` (symlinks none: their targets are judged where they lie)."""
+    if any(_beneath(base, e) for e in excluded):
+        return []
+    inside = [e for e in excluded if e.is_relative_to(base)]
+    if not inside:
+        return [(str(base), access)]
+    rules: list[tuple[str, int]] = [(str(base), dir_access)] if dir_access else []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return rules
+    for entry in entries:
+        try:
+            if entry.is_symlink():
+                continue
+            is_dir = stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode)
+        except OSError:
+            continue
+        child = Path(entry.path)
+        if is_dir:
+            rules.extend(_split(child, access, inside, dir_access))
+        elif not any(_beneath(child, e) for e in inside):
+            rules.append((str(child), access))
+    return rules
+
+
+def _dedupe(rules: Iterable[tuple[str, int]]) -> list[list[Any]]:
+    merged: dict[str, int] = {}
+    for path, access in rules:
+        merged[path] = merged.get(path, 0) | access
+    return [[p, a] for p, a in merged.items() if a]
+
+
+def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dict[str, Any]:
+    """The Landlock spec of ``policy`` for a kernel with ``abi`` (see ``_landlock.apply_spec``).
+
+    ``netns``: also run the command in a network namespace of its own when the network is off."""
+    if not policy.enabled:
+        raise ValueError("a policy with mode off has no sandbox to compile")
+    roots = [_real(r) for r in policy.roots]
+    denied = [_real(p) for p in policy.deny_read]
+    # Roots stay readable even when they lie under a denied path (a project inside the agent's data).
+    read_denied = [d for d in denied if not any(_beneath(r, d) for r in roots)]
+    no_write = [*(_real(p) for p in policy.protected_paths()), *denied]
+    rules: list[tuple[str, int]] = _split(Path("/"), _READ_ALL, read_denied, _READ_DIR)
+    rules.extend((str(r), _READ_ALL) for r in roots)
+    writable: list[Path] = []
+    if policy.mode == "workspace-write":
+        writable.extend(roots)
+        writable.extend(_real(p) for p in policy.writable)
+    if policy.temp is not None:
+        writable.append(_real(policy.temp))
+    for path in writable:
+        rules.extend((p, a | _READ_ALL) for p, a in _split(path, _WRITE, no_write, 0))
+    rules.extend((d, _ALL) for d in _DEVICES)
+    return {
+        "abi": abi,
+        "handled_fs": ll.fs_rights(abi),
+        "handled_net": 0 if policy.network else ll.net_rights(abi),
+        "scoped": ll.scope_rights(abi),
+        "rules": _dedupe(rules),
+        "netns": bool(netns and not policy.network),
+        "env": policy.env(),
+    }
+
+
+_DENIAL_MARKERS: Final = (
+    "Permission denied",
+    "Operation not permitted",
+    "Read-only file system",
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Could not resolve host",
+    "Name or service not known",
+    "EACCES",
+    "EPERM",
+    "ENETUNREACH",
+)
+
+
+def explain_denial(output: str, policy: SandboxPolicy) -> str | None:
+    """A note for the model when a sandboxed command's output shows what looks like a sandbox denial:
+    what the sandbox allows and how to ask to leave it. None when nothing looks denied."""
+    if not policy.enabled or not any(m in output for m in _DENIAL_MARKERS):
+        return None
+    net = "" if policy.network else " or reach the network (`network: true`)"
+    return (
+        f"[sandbox: this command ran {policy.describe()}. A 'Permission denied', 'Operation not "
+        "permitted' or unreachable network above may be the sandbox: outside the allowed folders, on a "
+        "protected path, or creating/renaming an entry directly in the project folder. If the task "
+        f'truly needs to write there{net}, call shell again with `sandbox: "off"`; the user will be '
+        "asked.]"
+    )
