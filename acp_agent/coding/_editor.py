@@ -97,13 +97,14 @@ class EditorTerminalRunner:
         conn = self._env.connection
         sid = self._env.session_id
         env_vars = [{"name": k, "value": v} for k, v in request.env.items()]
+        command = await _sandboxed(request)
         try:
             created = await conn.request(
                 "terminal/create",
                 {
                     "sessionId": sid,
                     "command": "bash",
-                    "args": ["-c", request.command],
+                    "args": ["-c", command],
                     "cwd": str(request.cwd),
                     "env": env_vars,
                     "outputByteLimit": TERMINAL_OUTPUT_LIMIT,
@@ -169,6 +170,16 @@ class EditorTerminalRunner:
         if len(text) > seen:
             await output(text[seen:])
         return len(text)
+
+
+async def _sandboxed(request: CommandRequest) -> str:
+    """The command line to send: wrapped by the sandbox launcher when the request carries a policy."""
+    if request.sandbox is None or not request.sandbox.enabled:
+        return request.command
+    from harness.sandbox import wrap_command_line
+
+    policy = request.sandbox
+    return await anyio.to_thread.run_sync(lambda: wrap_command_line(request.command, policy))
 
 
 async def _quietly(request: Any) -> None:

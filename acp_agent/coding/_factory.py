@@ -33,6 +33,7 @@ from ._editor import EditorFileSystem, EditorTerminalRunner
 from ._elicit import McpElicitor
 from ._gate import PermissionGate, RunningMarker, SessionLink
 from ._modes import ModeState, PolicyMiddleware, store_paths
+from ._sandboxing import SandboxGate, SessionSandbox, agent_private_paths, sandbox_support
 from ._tools import LateModel, explore_tool, web_tools
 
 if TYPE_CHECKING:
@@ -147,8 +148,9 @@ class CodingFactory:
             config.default_mode, env.roots, [PermissionStore(project_file), PermissionStore(user_file)]
         )
         await modes.load()
+        sandbox = await self._sandbox(config, env, modes)
         runner = EditorTerminalRunner(env, display, link) if display.editor_terminal else None
-        shell = Shell(root, runner=runner, default_timeout_s=config.shell_timeout_s)
+        shell = Shell(root, runner=runner, default_timeout_s=config.shell_timeout_s, sandbox=sandbox.for_call)
         plan = Plan()
 
         async def plan_changed(p: Plan) -> None:
@@ -202,14 +204,20 @@ class CodingFactory:
             mcp.elicitation_handler = McpElicitor(gate, link)
 
         async def aclose() -> None:
+            sandbox.aclose()
             if mcp is not None:
                 await mcp.aclose()
+
+        async def say(text: str) -> None:
+            from ..protocol.models import AgentMessageChunk, TextContent
+
+            await link.send(AgentMessageChunk(content=TextContent(text=text + "\n\n")))
 
         return SessionSetup(
             tools=Tools(*sources),
             middleware=[
                 gate,
-                PolicyMiddleware(modes),
+                SandboxGate(PolicyMiddleware(modes), sandbox, say),
                 RunningMarker(link),
                 _ModeNote(modes),
                 thought,
@@ -224,6 +232,21 @@ class CodingFactory:
             aclose=aclose,
             display=display,
             controls=controls,
+        )
+
+    async def _sandbox(self, config: Config, env: SessionEnvironment, modes: ModeState) -> SessionSandbox:
+        support = await anyio.to_thread.run_sync(sandbox_support, self.environ)
+        extra_deny = [Path(p) for p in getattr(config, "sandbox_deny_read", ())]
+        return await anyio.to_thread.run_sync(
+            lambda: SessionSandbox(
+                modes,
+                env.roots,
+                setting=getattr(config, "sandbox", "workspace-write"),
+                network=getattr(config, "network", "off") == "on",
+                support=support,
+                writable=[Path(p) for p in getattr(config, "sandbox_writable", ())],
+                deny_read=[*agent_private_paths(config, self.environ), *extra_deny],
+            )
         )
 
     async def _mcp(self, env: SessionEnvironment, config: Config, link: SessionLink) -> Any:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
+import tempfile
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -45,6 +47,7 @@ __all__ = [
     "sandbox_argv",
     "seatbelt_profile",
     "unavailable",
+    "wrap_command_line",
     "write_spec",
 ]
 
@@ -129,11 +132,15 @@ def write_spec(spec: Mapping[str, Any], directory: Path) -> Path:
     text = _landlock.format_spec(dict(spec))
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = directory / f"spec-{digest}.txt"
-    if not path.exists():
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
     return path
 
 
@@ -150,6 +157,16 @@ def sandbox_argv(
     spec = compile_spec(policy, found.abi, netns=found.netns)
     path = write_spec(spec, spec_dir)
     return [sys.executable, "-I", "-S", str(LAUNCHER), str(path), "--", *argv]
+
+
+def wrap_command_line(command: str, policy: SandboxPolicy | None, *, support: Support | None = None) -> str:
+    """A bash command line as the command line that runs it under ``policy`` (unchanged when the policy
+    is None or off): ``<python> -I -S <launcher> <spec> -- bash -c <command>``, for a process someone
+    else starts (an editor's terminal). Blocking (compiles and writes the spec)."""
+    if policy is None or not policy.enabled:
+        return command
+    spec_dir = policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
+    return shlex.join(sandbox_argv(policy, ["bash", "-c", command], spec_dir=spec_dir, support=support))
 
 
 async def open_process(

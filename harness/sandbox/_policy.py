@@ -75,6 +75,8 @@ class SandboxPolicy:
     deny_read: tuple[Path, ...] = ()
     protected: tuple[str, ...] = DEFAULT_PROTECTED
     extra_env: Mapping[str, str] = field(default_factory=dict[str, str])
+    state_dir: Path | None = None
+    """Where compiled specs for the launcher go: a folder the sandbox itself cannot write."""
 
     @property
     def enabled(self) -> bool:
@@ -215,6 +217,8 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
     # Roots stay readable even when they lie under a denied path (a project inside the agent's data).
     read_denied = [d for d in denied if not any(_beneath(r, d) for r in roots)]
     no_write = [*(_real(p) for p in policy.protected_paths()), *denied]
+    if policy.state_dir is not None:  # the specs of later commands
+        no_write.append(_real(policy.state_dir))
     rules: list[tuple[str, int]] = _split(Path("/"), _READ_ALL, read_denied, _READ_DIR)
     rules.extend((str(r), _READ_ALL) for r in roots)
     writable: list[Path] = []

@@ -148,13 +148,16 @@ async def test_edit_in_default_mode_asks_with_the_diff_and_writes_through_the_ed
         assert ready["rawInput"]["path"] == "app.py" and ready["title"] == "Edit app.py"
 
 
-async def test_accept_edits_runs_the_edit_without_asking_but_asks_for_shell(tmp_path: Path) -> None:
+async def test_accept_edits_without_a_sandbox_runs_the_edit_without_asking_but_asks_for_shell(
+    tmp_path: Path,
+) -> None:
     model = fake(
         calls(("write_file", {"path": "new.txt", "content": "hi\n"})),
         calls(("shell", {"command": "echo ran > ran.txt"})),
         Reply(text="done"),
     )
-    async with editor_agent(tmp_path, model, mode="accept-edits") as (editor, sid, project):
+    no_sandbox = {"ACP_AGENT_SANDBOX_UNAVAILABLE": "1"}
+    async with editor_agent(tmp_path, model, mode="accept-edits", environ=no_sandbox) as (editor, sid, project):
         editor.permission = select("reject_once")
         await prompt(editor, sid, "go")
         asked = editor.requests_of("session/request_permission")
@@ -360,7 +363,8 @@ async def test_bad_tool_input_fails_the_call_clearly(
 async def test_shell_runs_in_the_editor_terminal_embedded_in_the_call(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "echo hello; exit 3"})), Reply(text="ok"))
     caps = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
-    async with editor_agent(tmp_path, model, capabilities=caps) as (editor, sid, _):
+    no_sandbox = {"ACP_AGENT_SANDBOX_UNAVAILABLE": "1"}  # the command line as given (tests/sandbox: wrapped)
+    async with editor_agent(tmp_path, model, capabilities=caps, environ=no_sandbox) as (editor, sid, _):
         await prompt(editor, sid, "run")
         created = editor.requests_of("terminal/create")
         assert created[0]["command"] == "bash" and created[0]["args"] == ["-c", "echo hello; exit 3"]
@@ -397,7 +401,8 @@ async def test_cancel_during_an_editor_terminal_kills_then_releases(tmp_path: Pa
 
 
 async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Path) -> None:
-    pidfile = tmp_path / "pid"
+    (tmp_path / "project" / "run").mkdir(parents=True)
+    pidfile = tmp_path / "project" / "run" / "pid"  # inside the project: the sandbox allows it
     command = f"sleep 60 & echo $! > {pidfile}; wait"
     model = fake(calls(("shell", {"command": command})), Reply(text="never"))
     async with editor_agent(tmp_path, model, capabilities={}) as (editor, sid, _):

@@ -1,0 +1,188 @@
+"""The session's sandbox: which policy each shell call runs under, and which calls need the user's yes.
+
+- ``SessionSandbox`` holds the session's policy (the ``sandbox`` and ``network`` settings, the session's
+  roots, a private temp folder, the protected paths, the agent's own files denied to reads) and what the
+  machine supports. ``for_call`` gives the policy of one ``shell`` call: none in ``full-access`` or when
+  the call asks ``sandbox: "off"``; writes narrowed to the temp folder in ``read-only`` and ``plan``.
+- ``SandboxGate`` wraps the mode's policy middleware for ``shell``: in ``accept-edits``, ``read-only`` and
+  ``plan`` a command that will run sandboxed needs no prompt (a remembered "always reject" still
+  applies); a call asking to leave the sandbox (``sandbox: "off"``, or ``network: true`` when the network
+  is off) always asks, whatever was remembered, and is refused in ``read-only`` and ``plan``.
+- Where there is no sandbox, nothing changes: the modes ask as before, and ``notice`` says so once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from harness import Approval, Result
+from harness.policy import Policy, Verdict
+from harness.sandbox import DEFAULT_PROTECTED, SandboxPolicy, Support, probe, unavailable
+
+if TYPE_CHECKING:
+    from harness import Call, ToolCall
+    from harness.middleware import NextTool
+
+    from ._modes import ModeState, PolicyMiddleware
+
+__all__ = ["PROTECTED", "SandboxGate", "SessionSandbox", "agent_private_paths", "sandbox_support"]
+
+log = logging.getLogger(__name__)
+
+PROTECTED: Final[tuple[str, ...]] = DEFAULT_PROTECTED
+"""The protected paths, relative to each root (to become the permission gate's list)."""
+SANDBOXED_MODES: Final = frozenset({"accept-edits", "read-only", "plan"})
+"""Modes in which a command that runs sandboxed needs no prompt."""
+_UNAVAILABLE_ENV: Final = "ACP_AGENT_SANDBOX_UNAVAILABLE"
+"""Set to 1 to behave as on a machine without a sandbox (tests, or to see the fallback)."""
+
+
+def sandbox_support(environ: Mapping[str, str]) -> Support:
+    """What this machine can enforce (``ACP_AGENT_SANDBOX_UNAVAILABLE=1`` pretends nothing)."""
+    if environ.get(_UNAVAILABLE_ENV) == "1":
+        return unavailable(f"{_UNAVAILABLE_ENV}=1 is set")
+    return probe()
+
+
+def agent_private_paths(config: Any, environ: Mapping[str, str]) -> list[Path]:
+    """The agent's own files a command may not read nor write: the user configuration folder (rules,
+    settings), the agent's home (sessions, logs, trust decisions) and the configured key file."""
+    from ..config import user_config_dir
+
+    paths = [user_config_dir(environ), Path(getattr(config, "home", "~/.local/share/acp-agent")).expanduser()]
+    key_source = getattr(config, "api_key_source", None)
+    if isinstance(key_source, str) and os.path.isabs(key_source):
+        paths.append(Path(key_source))
+    return paths
+
+
+class SessionSandbox:
+    """The sandbox of one session (see the module docstring). ``aclose`` removes its temp folder."""
+
+    def __init__(
+        self,
+        modes: ModeState,
+        roots: Sequence[Path],
+        *,
+        setting: str = "workspace-write",
+        network: bool = False,
+        support: Support,
+        writable: Sequence[Path] = (),
+        deny_read: Sequence[Path] = (),
+        protected: Sequence[str] = PROTECTED,
+    ) -> None:
+        self.modes = modes
+        self.setting = setting
+        self.support = support
+        self._dir = Path(tempfile.mkdtemp(prefix="acp-agent-sandbox-"))
+        temp = self._dir / "tmp"
+        temp.mkdir()
+        mode = "read-only" if setting == "read-only" else "workspace-write"
+        self.base = SandboxPolicy(
+            mode=mode,
+            network=network,
+            roots=tuple(roots),
+            temp=temp,
+            writable=tuple(writable),
+            deny_read=tuple(deny_read),
+            protected=tuple(protected),
+            state_dir=self._dir / "specs",
+        )
+        self._noticed = False
+
+    @property
+    def active(self) -> bool:
+        """Whether commands run sandboxed at all (the setting is on and the machine can enforce it)."""
+        if self.setting == "off" or not self.support.available:
+            return False
+        return self.base.network or self.support.network_enforced
+
+    def why_inactive(self) -> str:
+        if self.setting == "off":
+            return "the sandbox setting is off"
+        if not self.support.available:
+            return self.support.reason
+        return "this kernel cannot keep the network off (Landlock ABI 4 or a network namespace needed)"
+
+    def escalation(self, tool_input: Mapping[str, Any]) -> str | None:
+        """What a call asks beyond the sandbox, in words; None when it stays inside."""
+        if tool_input.get("sandbox") == "off":
+            return "outside the sandbox: it can write anywhere you can and reach the network"
+        if tool_input.get("network") is True and not self.base.network:
+            return "in the sandbox but with network access"
+        return None
+
+    def for_call(self, tool_input: Mapping[str, Any]) -> SandboxPolicy | None:
+        """The policy one ``shell`` call runs under (None: unsandboxed)."""
+        if not self.active or self.modes.mode == "full-access" or tool_input.get("sandbox") == "off":
+            return None
+        read_only = self.modes.mode in ("read-only", "plan")
+        network = True if tool_input.get("network") is True else None
+        return self.base.narrowed(read_only=read_only, network=network)
+
+    def notice(self) -> str | None:
+        """Once per session, when the sandbox was wanted but cannot run: the sentence to show."""
+        if self._noticed or self.active or self.setting == "off":
+            return None
+        self._noticed = True
+        return (
+            f"Commands are not sandboxed on this machine ({self.why_inactive()}): each command asks "
+            "before it runs, as without a sandbox."
+        )
+
+    def aclose(self) -> None:
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class SandboxGate:
+    """The mode's policy middleware, with the sandbox's say on ``shell`` calls (module docstring)."""
+
+    def __init__(
+        self,
+        inner: PolicyMiddleware,
+        sandbox: SessionSandbox,
+        say: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.sandbox = sandbox
+        self._say = say
+        """Shows a line in the editor (the once-per-session notice that there is no sandbox)."""
+
+    async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
+        sandbox = self.sandbox
+        mode = sandbox.modes.mode
+        if call.name == "shell" and self._say is not None and (text := sandbox.notice()):
+            await self._say(text)
+        if call.name != "shell" or not sandbox.active or mode == "full-access":
+            return await self.inner.call(call, context, next)
+        command = str(call.input.get("command", ""))
+        leaving = sandbox.escalation(call.input)
+        if leaving is not None:
+            if mode in ("read-only", "plan"):
+                return Result.failure(
+                    f"Denied: in {mode} mode commands run only in the read-only sandbox; "
+                    f"`{command}` asked to run {leaving}.",
+                    meta={"policy": "deny"},
+                )
+            decision = context.decision()
+            if decision is None:
+                return context.needs_input([Approval(f"Run `{command}` {leaving}?")])
+            if not decision.allowed:
+                return Result.failure(
+                    f"Denied: {decision.reason or 'the user declined'} (the command asked to run {leaving})",
+                    meta={"policy": "declined"},
+                )
+            return await next(call, context)
+        if mode in SANDBOXED_MODES and not self._remembered_deny(call, context):
+            return await next(call, context)
+        return await self.inner.call(call, context, next)
+
+    def _remembered_deny(self, call: ToolCall, context: Call) -> bool:
+        remembered = Policy(self.sandbox.modes.remembered, Verdict.ALLOW)
+        return remembered.judge(call, context.spec).verdict is Verdict.DENY
