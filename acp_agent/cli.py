@@ -55,7 +55,7 @@ def register_command(
 
 # Modules that register subcommands on import. They are imported only when the command line names a
 # subcommand or asks for help: the stdio agent (no subcommand) must start fast and must not depend on them.
-COMMAND_MODULES = ("acp_agent.chat", "acp_agent.doctor", "acp_agent.permissions_cmd")
+COMMAND_MODULES = ("acp_agent.chat", "acp_agent.doctor", "acp_agent.permissions_cmd", "acp_agent.sandbox_cmd")
 _VALUE_FLAGS = frozenset({"--provider", "--model", "--base-url", "--home", "--log-level"})
 
 

@@ -1,0 +1,98 @@
+"""``acp-agent sandbox [--policy FILE | --write PATH ...] [--read-only] [--network] -- CMD [ARG...]``:
+apply a sandbox policy to this process, then exec ``CMD`` under it.
+
+Without ``--policy`` the current folder (and ``--write`` paths) are writable, with the default protected
+paths kept read-only, and the network is off. ``--policy`` takes a ``SandboxPolicy`` as JSON (the
+``to_dict`` form). Exit status 126 when no sandbox can be applied: the command never runs unsandboxed.
+The agent itself wraps editor-terminal commands with the leaner launcher (``harness/sandbox/_launch.py``),
+which applies the same compiled rules without loading the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_arguments", "main"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policy", help="a policy as JSON (a file path); default: the current folder")
+    parser.add_argument("--write", action="append", default=[], metavar="PATH", help="also writable")
+    parser.add_argument("--deny-read", action="append", default=[], metavar="PATH", help="not readable")
+    parser.add_argument("--read-only", action="store_true", help="writes only to the temp folder")
+    parser.add_argument("--network", action="store_true", help="allow the network")
+    parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
+
+
+def _policy(args: argparse.Namespace) -> Any:
+    from harness.sandbox import SandboxPolicy
+
+    if args.policy:
+        data = json.loads(Path(args.policy).read_text(encoding="utf-8"))
+        policy = SandboxPolicy.from_dict(data)
+    else:
+        policy = SandboxPolicy(roots=(Path.cwd(),))
+    extra = tuple(Path(p).absolute() for p in args.write)
+    denied = tuple(Path(p).absolute() for p in args.deny_read)
+    return SandboxPolicy.from_dict(
+        {
+            **policy.to_dict(),
+            "mode": "read-only" if args.read_only else policy.mode,
+            "network": bool(args.network or policy.network),
+            "writable": [str(p) for p in (*policy.writable, *extra)],
+            "deny_read": [str(p) for p in (*policy.deny_read, *denied)],
+        }
+    )
+
+
+def main(args: argparse.Namespace, config: Any = None) -> int:
+    argv = list(args.argv)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        print("acp-agent sandbox: give the command after --", file=sys.stderr)
+        return 2
+    from harness.sandbox import compile_spec, probe, seatbelt_profile
+    from harness.sandbox._landlock import apply_spec
+
+    try:
+        policy = _policy(args)
+    except (OSError, ValueError) as exc:
+        print(f"acp-agent sandbox: bad policy: {exc}", file=sys.stderr)
+        return 2
+    support = probe()
+    try:
+        if support.mechanism == "landlock":
+            spec = compile_spec(policy, support.abi, netns=support.netns)
+            apply_spec(spec)
+            os.environ.update(spec["env"])
+        elif support.mechanism == "seatbelt":
+            argv = ["/usr/bin/sandbox-exec", "-p", seatbelt_profile(policy), *argv]
+            os.environ.update(policy.env())
+        else:
+            print(f"acp-agent sandbox: {support.describe()}; not running the command", file=sys.stderr)
+            return 126
+    except OSError as exc:
+        print(f"acp-agent sandbox: cannot apply the sandbox, not running the command: {exc}", file=sys.stderr)
+        return 126
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        print(f"acp-agent sandbox: {argv[0]}: {exc.strerror}", file=sys.stderr)
+        return 127
+
+
+def _register() -> None:
+    from .cli import register_command
+
+    register_command(
+        "sandbox", "run a command in the sandbox (Landlock; Seatbelt on macOS)", add_arguments, main
+    )
+
+
+_register()
