@@ -325,6 +325,7 @@ class Shell:
             note = explain_denial(output, policy)
             if note:
                 text += "\n" + note
+                value["sandbox_note"] = note
         if timed_out or cancelled:
             return Result.failure(text, value=value)
         return Result.text(text, value=value)
