@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-BENCHES = ["harness_overhead", "providers", "cold_start", "streaming", "cancel", "sessions"]
+BENCHES = ["harness_overhead", "providers", "cold_start", "streaming", "cancel", "sessions", "sandbox"]
 
 
 def main() -> int:
