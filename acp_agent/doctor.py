@@ -102,6 +102,9 @@ async def run_checks(
         report(await _check_mcp(server, cwd))
     report(await anyio.to_thread.run_sync(_check_home, config.home))
     report(await anyio.to_thread.run_sync(_check_log, config.home, env))
+    from .coding._sandboxing import sandbox_status
+
+    report(Check("sandbox", *await anyio.to_thread.run_sync(sandbox_status, config, env)))
     return done
 
 

@@ -31,7 +31,14 @@ if TYPE_CHECKING:
 
     from ._modes import ModeState, PolicyMiddleware
 
-__all__ = ["PROTECTED", "SandboxGate", "SessionSandbox", "agent_private_paths", "sandbox_support"]
+__all__ = [
+    "PROTECTED",
+    "SandboxGate",
+    "SessionSandbox",
+    "agent_private_paths",
+    "sandbox_status",
+    "sandbox_support",
+]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +55,20 @@ def sandbox_support(environ: Mapping[str, str]) -> Support:
     if environ.get(_UNAVAILABLE_ENV) == "1":
         return unavailable(f"{_UNAVAILABLE_ENV}=1 is set")
     return probe()
+
+
+def sandbox_status(config: Any, environ: Mapping[str, str]) -> tuple[bool | None, str]:
+    """``acp-agent doctor``'s line: (ok, message); a warning where the sandbox is wanted but missing."""
+    setting = getattr(config, "sandbox", "workspace-write")
+    network = getattr(config, "network", "off")
+    support = sandbox_support(environ)
+    if setting == "off":
+        return None, f"off by configuration; commands ask before they run ({support.describe()} available)"
+    if not support.available:
+        return None, f"{support.describe()}; commands ask before they run"
+    if network == "off" and not support.network_enforced:
+        return None, f"{support.describe()}, but the network cannot be kept off; commands ask"
+    return True, f"{setting}, network {network}: {support.describe()}"
 
 
 def agent_private_paths(config: Any, environ: Mapping[str, str]) -> list[Path]:

@@ -94,7 +94,7 @@ async def test_network_is_refused_in_the_sandbox_and_an_approved_network_escalat
     server.listen(8)
     port = server.getsockname()[1]
     connect = (
-        "python3 -c \"import socket; s=socket.socket(); s.settimeout(3); "
+        'python3 -c "import socket; s=socket.socket(); s.settimeout(3); '
         f"print('connect-result', s.connect_ex(('127.0.0.1', {port})))\""
     )
     script = [

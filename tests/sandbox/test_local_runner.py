@@ -82,7 +82,7 @@ async def test_a_child_of_the_command_inherits_the_sandbox(world: dict[str, Path
 
 
 _CONNECT = (
-    "python3 -c \"import socket,sys; s=socket.socket(); s.settimeout(3); "
+    'python3 -c "import socket,sys; s=socket.socket(); s.settimeout(3); '
     "r=s.connect_ex(('127.0.0.1', {port})); print('connect', r); sys.exit(r)\""
 )
 
@@ -94,7 +94,9 @@ async def test_tcp_to_a_local_listener_is_refused_with_network_off(
     assert "connect 0" not in result.as_text() and result.value["exit_code"] != 0
 
 
-async def test_tcp_to_a_local_listener_connects_with_network_on(world: dict[str, Path], listener: int) -> None:
+async def test_tcp_to_a_local_listener_connects_with_network_on(
+    world: dict[str, Path], listener: int
+) -> None:
     result = await run(world, _CONNECT.format(port=listener), network=True)
     assert "connect 0" in result.as_text() and result.value["exit_code"] == 0
 
@@ -103,7 +105,7 @@ async def test_udp_leaves_only_where_a_network_namespace_closes_the_gap(world: d
     if not probe().netns:
         pytest.skip("no network namespace here: UDP is not covered by Landlock ABI < 10")
     command = (
-        "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+        'python3 -c "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); '
         "s.sendto(b'x', ('192.0.2.1', 53)); print('sent')\""
     )
     result = await run(world, command)
