@@ -51,7 +51,18 @@ _TOP_KEYS: Final = (
     "mcp_servers",
     "tools",
     "permissions",
+    "sandbox",
+    "network",
+    "sandbox_writable",
+    "sandbox_deny_read",
 )
+SANDBOX_MODES: Final = ("workspace-write", "read-only", "off")
+NETWORK_MODES: Final = ("off", "on")
+# Narrowest first: a project file may pick a narrower value than the user's, never a wider one.
+_NARROWEST: Final[Mapping[str, tuple[str, ...]]] = {
+    "sandbox": ("read-only", "workspace-write", "off"),
+    "network": ("off", "on"),
+}
 _TOOLS_KEYS: Final = ("shell_timeout_s", "searxng_url")
 _PERMISSIONS_KEYS: Final = ("project_file", "user_file")
 _STDIO_KEYS: Final = ("type", "command", "args", "env", "cwd", "timeout_s")
@@ -68,6 +79,8 @@ _ENV: Final[Mapping[str, tuple[str, ...]]] = {
     "home": ("ACP_AGENT_HOME",),
     "shell_timeout_s": ("ACP_AGENT_SHELL_TIMEOUT",),
     "searxng_url": ("ACP_AGENT_SEARXNG_URL", "SEARXNG_URL"),
+    "sandbox": ("ACP_AGENT_SANDBOX",),
+    "network": ("ACP_AGENT_NETWORK",),
 }
 _FLAG_NAMES: Final[Mapping[str, str]] = {
     "provider": "--provider",
@@ -77,6 +90,8 @@ _FLAG_NAMES: Final[Mapping[str, str]] = {
     "default_mode": "--default-mode",
     "log_level": "--log-level",
     "home": "--home",
+    "sandbox": "--sandbox",
+    "network": "--network",
 }
 
 
@@ -152,6 +167,10 @@ class Config:
     mcp_servers: tuple[McpServerEntry, ...] = ()
     shell_timeout_s: float = DEFAULT_SHELL_TIMEOUT_S
     searxng_url: str | None = None
+    sandbox: str = "workspace-write"
+    network: str = "off"
+    sandbox_writable: tuple[Path, ...] = ()
+    sandbox_deny_read: tuple[Path, ...] = ()
     permissions_project_file: Path | None = None
     permissions_user_file: Path | None = None
     project_root: Path | None = None
@@ -371,6 +390,12 @@ def _read_toml(path: Path, base_dir: Path, out: _Collector) -> _Layer:
             layer.values[key] = _check_url(value, source, key, out)
         elif key in ("model", "api_key_file"):
             layer.values[key] = _check_str(value, source, key, out)
+        elif key in ("sandbox", "network"):
+            layer.values[key] = _check_choice(
+                value, SANDBOX_MODES if key == "sandbox" else NETWORK_MODES, source, key, out
+            )
+        elif key in ("sandbox_writable", "sandbox_deny_read"):
+            layer.values[key] = _str_list(value, source, key, out)
         elif key == "tools":
             _read_section(value, _TOOLS_KEYS, "tools", source, layer, out)
         elif key == "permissions":
@@ -483,6 +508,8 @@ def _check_setting(key: str, value: Any, source: str, name: str, out: _Collector
         return _check_url(value, source, name, out)
     if key == "shell_timeout_s":
         return _check_timeout(value, source, name, out)
+    if key in ("sandbox", "network"):
+        return _check_choice(value, SANDBOX_MODES if key == "sandbox" else NETWORK_MODES, source, name, out)
     return value
 
 
@@ -542,8 +569,13 @@ def load_config(cwd: Path | str, flags: Mapping[str, Any], env: Mapping[str, str
         "searxng_url",
         "permissions_project_file",
         "permissions_user_file",
+        "sandbox",
+        "network",
     )
     for key in keys:
+        if key in _NARROWEST:
+            _narrowest(key, values, origins, from_flags, from_env, project_layer, user_layer)
+            continue
         if key in from_flags:
             values[key], origins[key] = from_flags[key]
             continue
@@ -566,6 +598,16 @@ def load_config(cwd: Path | str, flags: Mapping[str, Any], env: Mapping[str, str
     for layer in reversed(file_layers):  # user first, project overrides by name
         servers.update(layer.servers)
 
+    base_dir = project_dir.parent if project_dir is not None else cwd_path
+    writable = [
+        _resolve_path(p, base_dir, env)
+        for p in (user_layer.values.get("sandbox_writable", ()) if user_layer else ())
+    ]
+    deny_read = [
+        _resolve_path(p, base_dir, env)
+        for layer in file_layers
+        for p in layer.values.get("sandbox_deny_read", ())
+    ]
     api_key, key_source = _api_key(values, origins, file_layers, cwd_path, env, out)
     project_root = project_dir.parent if project_dir is not None else None
     base = project_root or cwd_path
@@ -586,6 +628,10 @@ def load_config(cwd: Path | str, flags: Mapping[str, Any], env: Mapping[str, str
         mcp_servers=tuple(servers[name] for name in sorted(servers)),
         shell_timeout_s=float(values.get("shell_timeout_s", DEFAULT_SHELL_TIMEOUT_S)),
         searxng_url=values.get("searxng_url"),
+        sandbox=values.get("sandbox", "workspace-write"),
+        network=values.get("network", "off"),
+        sandbox_writable=tuple(writable),
+        sandbox_deny_read=tuple(deny_read),
         permissions_project_file=_resolve_path(project_file, base, env),
         permissions_user_file=(
             _resolve_path(user_file, base, env) if user_file else user_config_dir(env) / "permissions.jsonl"
@@ -600,6 +646,30 @@ def load_config(cwd: Path | str, flags: Mapping[str, Any], env: Mapping[str, str
         ),
         origins=origins,
     )
+
+
+def _narrowest(
+    key: str,
+    values: dict[str, Any],
+    origins: dict[str, str],
+    from_flags: Mapping[str, tuple[Any, str]],
+    from_env: Mapping[str, tuple[Any, str]],
+    project: _Layer | None,
+    user: _Layer | None,
+) -> None:
+    """``sandbox``/``network``: flags > environment > user file > default, then a project file's value
+    only where it is narrower (a cloned repository cannot widen the sandbox)."""
+    order = _NARROWEST[key]
+    if key in from_flags:
+        values[key], origins[key] = from_flags[key]
+    elif key in from_env:
+        values[key], origins[key] = from_env[key]
+    elif user is not None and key in user.values:
+        values[key], origins[key] = user.values[key], user.source
+    current = values.get(key, order[1] if key == "sandbox" else order[0])
+    wanted = project.values.get(key) if project is not None else None
+    if wanted is not None and order.index(wanted) < order.index(current):
+        values[key], origins[key] = wanted, project.source if project is not None else ""
 
 
 def _api_key(

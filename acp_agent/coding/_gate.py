@@ -126,8 +126,11 @@ class PermissionGate:
     # --- approvals ---------------------------------------------------------------------------------
 
     async def _approve(self, call: ToolCall, context: Call, need: Approval) -> Decision:
+        from ._sandboxing import escalation_title
+
         policy = self._modes.policy
-        allow_rules = policy.suggest(call, Verdict.ALLOW, context.spec)
+        leaving = escalation_title(call.name, call.input)  # leaving the sandbox asks every time
+        allow_rules = [] if leaving else policy.suggest(call, Verdict.ALLOW, context.spec)
         deny_rules = policy.suggest(call, Verdict.DENY, context.spec)
         options: list[dict[str, str]] = [
             {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}
@@ -150,6 +153,8 @@ class PermissionGate:
                 }
             )
         tool_call = await self._describe(call, context)
+        if leaving:
+            tool_call["title"] = leaving
         chosen = await self.request_permission(tool_call, options)
         if chosen == "allow_always":
             await self._modes.remember(allow_rules)

@@ -36,6 +36,7 @@ __all__ = [
     "SandboxGate",
     "SessionSandbox",
     "agent_private_paths",
+    "escalation_title",
     "sandbox_status",
     "sandbox_support",
 ]
@@ -55,6 +56,18 @@ def sandbox_support(environ: Mapping[str, str]) -> Support:
     if environ.get(_UNAVAILABLE_ENV) == "1":
         return unavailable(f"{_UNAVAILABLE_ENV}=1 is set")
     return probe()
+
+
+def escalation_title(tool_name: str, tool_input: Mapping[str, Any]) -> str | None:
+    """The permission request's title for a ``shell`` call asking to leave the sandbox (None otherwise)."""
+    if tool_name != "shell":
+        return None
+    command = str(tool_input.get("command", ""))[:200]
+    if tool_input.get("sandbox") == "off":
+        return f"Run outside the sandbox (can write anywhere, network on): {command}"
+    if tool_input.get("network") is True:
+        return f"Run with network access (in the sandbox): {command}"
+    return None
 
 
 def sandbox_status(config: Any, environ: Mapping[str, str]) -> tuple[bool | None, str]:

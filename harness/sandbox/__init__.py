@@ -14,9 +14,9 @@ import hashlib
 import os
 import shlex
 import shutil
-import tempfile
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache

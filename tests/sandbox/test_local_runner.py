@@ -52,7 +52,7 @@ async def test_a_sandboxed_command_writes_in_the_project_and_its_temp_but_nowher
     assert (world["temp"] / "t.txt").read_text() == "tmp\n"
     assert not (out / "x.txt").exists()
     assert "Permission denied" in result.as_text()
-    assert not list(Path("/tmp").glob("acp-sandbox-test-*.txt"))
+    assert not list(Path("/tmp").glob("acp-sandbox-test-*.txt"))  # noqa: ASYNC240 (a test)
     assert 'sandbox: "off"' in result.as_text()  # the note tells the model how to ask
 
 

@@ -157,7 +157,11 @@ async def test_accept_edits_without_a_sandbox_runs_the_edit_without_asking_but_a
         Reply(text="done"),
     )
     no_sandbox = {"ACP_AGENT_SANDBOX_UNAVAILABLE": "1"}
-    async with editor_agent(tmp_path, model, mode="accept-edits", environ=no_sandbox) as (editor, sid, project):
+    async with editor_agent(tmp_path, model, mode="accept-edits", environ=no_sandbox) as (
+        editor,
+        sid,
+        project,
+    ):
         editor.permission = select("reject_once")
         await prompt(editor, sid, "go")
         asked = editor.requests_of("session/request_permission")
