@@ -602,6 +602,7 @@ def _prepare(
     env = dict(os.environ if base_env is None else base_env)
     env["ACP_AGENT_HOME"] = str(home)
     env.setdefault("ACP_AGENT_LOG_LEVEL", "warning")
+    env.update({str(k): str(v) for k, v in scenario.get("env", {}).items()})  # the agent's settings
     if "script" in scenario:
         script = Path(tmp, "script.json")
         script.write_text(json.dumps(scenario["script"]), encoding="utf-8")
