@@ -1,0 +1,356 @@
+"""A step's model request: build the prompt, stream the reply through the model middleware, fold its deltas.
+
+The consumer pulls each delta itself (no task per event): every ``__anext__`` on the model sits in a short
+cancel scope that ``cancel()``/``interrupt()`` cancel. ``ModelRequest.events()`` yields the reply's events;
+afterwards ``message`` is the complete assistant message and ``problems`` names the calls whose input did
+not parse (they get an error result instead of running).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+from anyio import CancelScope
+
+from ._errors import HarnessUsageError, ModelError
+from ._kinds import EndReason, ErrorKind, FinishReason, Role
+from ._messages import Message, Part, Reasoning, Text, ToolCall
+from ._state import Fatal, Stop, TurnState
+from ._tools import Tool
+from ._usage import Usage
+from .events import (
+    Event,
+    MessageEnded,
+    MessageResumed,
+    MessageStarted,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallReady,
+    ToolCallStarted,
+    ToolInputDelta,
+)
+from .middleware import ModelMiddleware, NextModel
+from .model import (
+    Delta,
+    Finish,
+    Prompt,
+    ReasoningChunk,
+    TextChunk,
+    ToolInput,
+    ToolReady,
+    ToolStart,
+    UsageChunk,
+)
+
+__all__ = ["Accumulator", "ModelRequest"]
+
+log = logging.getLogger("harness.run")
+
+
+@dataclass(slots=True)
+class _Builder:
+    kind: Literal["text", "reasoning", "call"]
+    chunks: list[str]
+    signature: str | None = None
+    redacted: str | None = None
+    call_id: str | None = None
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    name: str
+    json: list[str]
+    input: dict[str, Any] | None = None
+    ready: bool = False
+    problem: str | None = None
+
+
+class Accumulator:
+    """Folds deltas into the assistant message; tracks what a partial may hold."""
+
+    __slots__ = ("builders", "calls", "finish", "id", "usage_fields")
+
+    def __init__(self, msg_id: str, prefix: Sequence[Part] = ()) -> None:
+        self.id = msg_id
+        self.builders: list[_Builder] = []
+        self.calls: dict[str, _PendingCall] = {}
+        self.finish: FinishReason | None = None
+        self.usage_fields: dict[str, int] = {}
+        for p in prefix:
+            if isinstance(p, Text):
+                self.builders.append(_Builder("text", [p.text]))
+            elif isinstance(p, Reasoning):
+                self.builders.append(_Builder("reasoning", [p.text], p.signature, p.redacted))
+            elif isinstance(p, ToolCall):
+                self.calls[p.id] = _PendingCall(p.name, [], dict(p.input), True)
+                self.builders.append(_Builder("call", [], call_id=p.id))
+
+    def text(self, text: str) -> None:
+        b = self.builders[-1] if self.builders else None
+        if b is not None and b.kind == "text":
+            b.chunks.append(text)
+        else:
+            self.builders.append(_Builder("text", [text]))
+
+    def reasoning(self, d: ReasoningChunk) -> None:
+        if d.redacted is not None:
+            self.builders.append(_Builder("reasoning", [d.text], d.signature, d.redacted))
+            return
+        b = self.builders[-1] if self.builders else None
+        if b is not None and b.kind == "reasoning" and b.signature is None and b.redacted is None:
+            if d.text:
+                b.chunks.append(d.text)
+            if d.signature is not None:
+                b.signature = d.signature
+        else:
+            self.builders.append(_Builder("reasoning", [d.text], d.signature))
+
+    def start_call(self, d: ToolStart) -> None:
+        self.calls[d.id] = _PendingCall(d.name, [])
+        self.builders.append(_Builder("call", [], call_id=d.id))
+
+    def usage(self, d: UsageChunk) -> None:
+        for name in ("input", "output", "cache_read", "cache_write"):
+            v = getattr(d, name)
+            if v is not None:
+                self.usage_fields[name] = v
+
+    def current_usage(self) -> Usage:
+        return Usage(**self.usage_fields)
+
+    def message(self, *, complete: bool) -> Message:
+        parts: list[Part] = []
+        for b in self.builders:
+            if b.kind == "text":
+                text = "".join(b.chunks)
+                if text:
+                    parts.append(Text(text))
+            elif b.kind == "reasoning":
+                text = "".join(b.chunks)
+                if text or b.signature is not None or b.redacted is not None:
+                    parts.append(Reasoning(text, b.signature, b.redacted))
+            else:
+                assert b.call_id is not None
+                c = self.calls[b.call_id]
+                if not c.ready:
+                    if not complete:
+                        continue  # a partial holds complete calls only
+                    self.ready(b.call_id, None)
+                parts.append(ToolCall(b.call_id, c.name, c.input or {}))
+        if complete:
+            finish = self.finish or (FinishReason.TOOL_CALLS if self.calls else FinishReason.STOP)
+            return Message(
+                Role.ASSISTANT, tuple(parts), id=self.id, usage=self.current_usage(), finish=finish
+            )
+        return Message(Role.ASSISTANT, tuple(parts), id=self.id)
+
+    def ready(self, call_id: str, given: dict[str, Any] | None) -> _PendingCall:
+        c = self.calls[call_id]
+        c.ready = True
+        if given is not None:
+            c.input = dict(given)
+            return c
+        raw = "".join(c.json).strip()
+        if not raw:
+            c.input = {}
+            return c
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as e:
+            c.input = {}
+            c.problem = f"{c.name}: invalid input: the arguments are not valid JSON ({e.msg} at {e.pos})"
+            return c
+        if not isinstance(value, dict):
+            c.input = {}
+            c.problem = f"{c.name}: invalid input: the arguments must be a JSON object"
+        else:
+            c.input = value  # pyright: ignore[reportUnknownMemberType]
+        return c
+
+
+class ModelRequest:
+    """One model request of a step; ``resume`` is the edited message a Resume continues."""
+
+    __slots__ = ("_from_model", "acc", "message", "problems", "resume", "state")
+
+    def __init__(self, state: TurnState, resume: Message | None) -> None:
+        self.state = state
+        self.resume = resume
+        if resume is not None:
+            self.acc = Accumulator(resume.id or _new_id(), resume.parts)
+        else:
+            self.acc = Accumulator(_new_id())
+        self.message: Message | None = None
+        self.problems: dict[str, str] = {}
+        self._from_model: list[BaseException] = []
+
+    async def events(self) -> AsyncGenerator[Event, None]:
+        s = self.state
+        n, parent = s.number, s.parent
+        prompt, by_name = await self._prompt()
+        acc = self.acc
+        msg_id = acc.id
+        yield (
+            MessageResumed(n, parent, msg_id)
+            if self.resume is not None
+            else MessageStarted(n, parent, msg_id)
+        )
+        it: AsyncIterator[Delta] | None = None
+        closed = False
+        try:
+            it = self._open_stream(prompt, by_name).__aiter__()
+            anext = it.__anext__
+            while True:
+                if s.stop_reason is not None:
+                    raise Stop
+                delta: Delta | None = None
+                with CancelScope() as scope:
+                    s.scope = scope
+                    try:
+                        delta = await anext()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        s.scope = None
+                match delta:
+                    case TextChunk(text=text):  # the hot path: one class check, no call
+                        acc.text(text)
+                        yield TextDelta(n, parent, msg_id, text)
+                    case None:
+                        raise Stop  # our own cancel scope caught the cancellation
+                    case _:
+                        event = self._fold(delta)
+                        if event is not None:
+                            yield event
+            closed = True
+        except Stop:
+            if s.stop_reason is EndReason.INTERRUPTED:
+                s.partial = acc.message(complete=False)
+            s.usage = s.usage + acc.current_usage()
+            raise
+        except (anyio.get_cancelled_exc_class(), GeneratorExit):
+            raise
+        except Exception as e:
+            s.usage = s.usage + acc.current_usage()
+            raise self._classify_error(e) from e
+        finally:
+            if not closed and it is not None:
+                await _close_stream(it)
+        for event in self._complete_calls():
+            yield event
+        s.usage = s.usage + acc.current_usage()
+        message = self.message = acc.message(complete=True)
+        yield MessageEnded(n, parent, msg_id, message, message.usage or Usage(), message.finish)
+
+    async def _prompt(self) -> tuple[Prompt, dict[str, Tool]]:
+        s = self.state
+        run = s.run
+        tools = await s.tools_now()
+        by_name = {t.spec().name: t for t in tools}
+        specs = [t.spec() for t in tools]
+        messages: list[Message] = list(s.conversation.messages)
+        if self.resume is not None:
+            messages.append(self.resume)
+        s.offered = by_name
+        return Prompt(run.system, messages, specs, run.options, s.signal, self.resume is not None), by_name
+
+    def _fold(self, delta: Delta) -> Event | None:
+        """Fold one delta (other than text) into the message; the event it makes, if any."""
+        s, acc = self.state, self.acc
+        match delta:
+            case TextChunk(text=text):
+                acc.text(text)
+                return TextDelta(s.number, s.parent, acc.id, text)
+            case ReasoningChunk():
+                acc.reasoning(delta)
+                return ReasoningDelta(s.number, s.parent, acc.id, delta.text) if delta.text else None
+            case ToolStart(id=call_id, name=name):
+                acc.start_call(delta)
+                return ToolCallStarted(s.number, s.parent, call_id, name)
+            case ToolInput(id=call_id, json=fragment):
+                c = acc.calls.get(call_id)
+                if c is None:
+                    raise ModelError(f"the model streamed input for an unknown tool call {call_id!r}")
+                c.json.append(fragment)
+                return ToolInputDelta(s.number, s.parent, call_id, fragment)
+            case ToolReady(id=call_id, input=given):
+                if call_id not in acc.calls:
+                    raise ModelError(f"the model finished an unknown tool call {call_id!r}")
+                return self._ready(call_id, given)
+            case UsageChunk():
+                acc.usage(delta)
+            case Finish(reason=reason):
+                acc.finish = reason
+            case _:  # a model outside the Delta union
+                raise HarnessUsageError(f"a model streamed {delta!r}, which is not a harness delta")
+        return None
+
+    def _ready(self, call_id: str, given: dict[str, Any] | None) -> ToolCallReady:
+        c = self.acc.ready(call_id, given)
+        if c.problem is not None:
+            self.problems[call_id] = c.problem
+        return ToolCallReady(self.state.number, self.state.parent, call_id, c.name, c.input or {})
+
+    def _complete_calls(self) -> Iterator[ToolCallReady]:
+        """Calls never marked ready are complete at the end of the stream."""
+        for cid, c in self.acc.calls.items():
+            if not c.ready:
+                yield self._ready(cid, None)
+
+    def _open_stream(self, prompt: Prompt, by_name: dict[str, Tool]) -> AsyncIterator[Delta]:
+        s = self.state
+        model = s.run.model
+        if not s.model_middleware:
+            return model.stream(prompt)
+        from_model = self._from_model
+
+        async def innermost(p: Prompt) -> AsyncIterator[Delta]:
+            # The prompt that reaches the model decides which tools may run.
+            offered = {spec.name for spec in p.tools}
+            s.offered = {k: v for k, v in by_name.items() if k in offered}
+            try:
+                async for d in model.stream(p):
+                    yield d
+            except Exception as e:
+                from_model.append(e)
+                raise
+
+        nxt: NextModel = innermost
+        for mw in reversed(s.model_middleware):
+            nxt = _bind_model(mw, nxt)
+        return nxt(prompt)
+
+    def _classify_error(self, e: Exception) -> Fatal:
+        """A ModelError keeps its kind; other exceptions are the model's or, when a middleware raised
+        them itself, the middleware's."""
+        if isinstance(e, ModelError):
+            return Fatal(e.kind, e)
+        came_from_model = not self.state.model_middleware or any(x is e for x in self._from_model)
+        return Fatal(ErrorKind.MODEL_ERROR if came_from_model else ErrorKind.MIDDLEWARE_ERROR, e)
+
+
+def _bind_model(mw: ModelMiddleware, nxt: NextModel) -> NextModel:
+    def bound(p: Prompt) -> AsyncIterator[Delta]:
+        return mw.stream(p, nxt)
+
+    return bound
+
+
+async def _close_stream(it: AsyncIterator[Delta]) -> None:
+    with CancelScope(shield=True), anyio.move_on_after(2):
+        try:
+            aclose: Callable[[], Awaitable[None]] | None = getattr(it, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        except Exception:  # the model's cleanup failed; the turn already ends
+            log.debug("closing the model stream failed", exc_info=True)
+
+
+def _new_id() -> str:
+    return "msg_" + os.urandom(8).hex()
