@@ -95,7 +95,9 @@ def test_every_event_type_round_trips_through_json(event: ev.Event) -> None:
 
 def test_the_round_trip_list_covers_every_event_class() -> None:
     covered = {type(e).__name__ for e in ROUND_TRIP_EVENTS}
-    assert covered == {name for name in ev.__all__ if name not in {"Event", "error_to_dict", "from_dict"}}
+    assert covered == {
+        name for name in ev.__all__ if name not in {"EVENT_TYPES", "Event", "error_to_dict", "from_dict"}
+    }
 
 
 def test_event_type_names_are_the_designs() -> None:
@@ -119,7 +121,19 @@ def test_event_type_names_are_the_designs() -> None:
         ev.InputRequested: "input_requested",
     }
     for cls, name in expected.items():
-        assert cls.type == name
+        assert ev.EVENT_TYPES[name] is cls
+    assert set(ev.EVENT_TYPES) == set(expected.values())
+
+
+def test_the_type_is_a_field_that_is_not_in_the_constructor() -> None:
+    event = ev.StepStarted(1, None, 2)
+    assert event.type == "step_started"
+    assert repr(event) == "StepStarted(turn=1, parent=None, n=2)"
+    with pytest.raises(TypeError):
+        ev.StepStarted(1, None, 2, "step_ended")  # type: ignore[call-arg]
+    match event:
+        case ev.StepStarted(turn, parent, n):
+            assert (turn, parent, n) == (1, None, 2)
 
 
 # The design's JSON lines (harness-readme.txt), with our Result meta serialised as {} (PHP writes []).
