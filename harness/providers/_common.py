@@ -1,21 +1,51 @@
-"""Pieces the providers share: parsing a call's JSON input, image data URLs, think-tag splitting."""
+"""Pieces the providers share: stream records and a call's JSON input parsed, token counts read, image data
+URLs, the continued text of a Resume, think-tag splitting."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, cast
 
-from .._errors import UnsupportedOptionError
-from .._kinds import Role
+from .._errors import ModelError, UnsupportedOptionError
+from .._kinds import ErrorKind, Role
 from .._messages import Image, Message, Reasoning, Text, ToolCall
-from ..model import Prompt, ReasoningChunk, TextChunk
+from ..model import Delta, Prompt, ReasoningChunk, TextChunk
 
-__all__ = ["ThinkSplitter", "continued_text", "image_url", "obj", "parse_input"]
+__all__ = [
+    "FALLBACK",
+    "ThinkSplitter",
+    "continued_text",
+    "count",
+    "image_url",
+    "obj",
+    "parse_input",
+    "stream_record",
+]
+
+FALLBACK = "fall back to appending the edit as a finished assistant message and asking for the next one"
+"""What a provider that cannot continue a Resume tells the host to do instead."""
 
 
 def obj(value: object) -> dict[str, Any]:
     """A JSON object as a typed dict; anything else as an empty one."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+    # Not typing.cast: this runs several times per streamed record, and cast is a call.
+    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def stream_record(data: str, base_url: str) -> dict[str, Any]:
+    """One streamed JSON record; a record that is not JSON is the transport's failure."""
+    try:
+        return obj(json.loads(data))
+    except ValueError:
+        raise ModelError(
+            f"model endpoint {base_url} sent a stream record that is not JSON; the server or a proxy garbled the stream",
+            ErrorKind.TRANSPORT_ERROR,
+        ) from None
+
+
+def count(value: Any) -> int | None:
+    """A token count as the wire gives it; anything but a number is unknown."""
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def parse_input(raw: str) -> dict[str, Any] | None:
@@ -64,11 +94,11 @@ class ThinkSplitter:
         self._state = 0  # 0 undecided, 1 inside think, 2 plain text
         self._buf = ""
 
-    def feed(self, text: str) -> list[TextChunk | ReasoningChunk]:
+    def feed(self, text: str) -> list[Delta]:
         if self._state == 2:
             return [TextChunk(text)]
         self._buf += text
-        out: list[TextChunk | ReasoningChunk] = []
+        out: list[Delta] = []
         if self._state == 0:
             stripped = self._buf.lstrip()
             if len(stripped) < len(_OPEN) and _OPEN.startswith(stripped):
@@ -101,7 +131,7 @@ class ThinkSplitter:
             out.append(ReasoningChunk(emit))
         return out
 
-    def flush(self) -> list[TextChunk | ReasoningChunk]:
+    def flush(self) -> list[Delta]:
         buf, self._buf = self._buf, ""
         if not buf:
             return []

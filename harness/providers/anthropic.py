@@ -6,7 +6,6 @@ Knobs in ``Options.provider["anthropic"]`` are merged into the request last, e.g
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -27,15 +26,14 @@ from ..model import (
     ToolStart,
     UsageChunk,
 )
-from ._common import continued_text, obj, parse_input
-from ._http import HttpModel, classify_error_body, truncated
+from ._common import FALLBACK, continued_text, count, obj, parse_input, stream_record
+from ._http import Endpoint, HttpModel, classify_error_body, truncated
 
 __all__ = ["Messages"]
 
 log = logging.getLogger(__name__)
 
 _VERSION = "2023-06-01"
-_FALLBACK = "fall back to appending the edit as a finished assistant message and asking for the next one"
 _STOP = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
@@ -46,17 +44,13 @@ _STOP = {
 }
 
 
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def anthropic_usage(raw: Mapping[str, Any]) -> UsageChunk:
     """Anthropic's ``input_tokens`` excludes the cache; fields absent stay unknown (None)."""
     return UsageChunk(
-        _int(raw.get("input_tokens")),
-        _int(raw.get("output_tokens")),
-        _int(raw.get("cache_read_input_tokens")),
-        _int(raw.get("cache_creation_input_tokens")),
+        count(raw.get("input_tokens")),
+        count(raw.get("output_tokens")),
+        count(raw.get("cache_read_input_tokens")),
+        count(raw.get("cache_creation_input_tokens")),
     )
 
 
@@ -118,9 +112,9 @@ class Messages(HttpModel):
             if thinking_on:
                 raise UnsupportedOptionError(
                     f"Anthropic cannot continue an assistant message with thinking on (prefill excludes thinking); "
-                    f"turn thinking off for the resume or {_FALLBACK}"
+                    f"turn thinking off for the resume or {FALLBACK}"
                 )
-            text = continued_text(prompt, "Anthropic Messages", _FALLBACK).rstrip()
+            text = continued_text(prompt, "Anthropic Messages", FALLBACK).rstrip()
             history.pop()
             if text:  # the API rejects a prefill ending in whitespace; an empty one is no prefill at all
                 tail = {"role": "assistant", "content": [{"type": "text", "text": text}]}
@@ -152,101 +146,131 @@ class Messages(HttpModel):
 
     async def _stream(self, body: dict[str, Any]) -> AsyncIterator[Delta]:
         ep = self._ep
-        blocks: dict[int, _Block] = {}
+        reply = _MessagesReply(ep)
         finish: FinishReason | None = None
-        stop_reason: str | None = None
-        loads = json.loads
         async for event in ep.sse("/v1/messages", self._auth(), body):
-            try:
-                ev = obj(loads(event.data))
-            except ValueError:
-                raise ModelError(
-                    f"model endpoint {ep.base_url} sent a stream record that is not JSON; the server or a proxy garbled the stream",
-                    ErrorKind.TRANSPORT_ERROR,
-                ) from None
-            kind = ev.get("type") or event.event
-            if kind == "content_block_delta":
-                block = blocks.get(ev.get("index", -1))
-                delta = obj(ev.get("delta"))
-                dtype = delta.get("type")
-                if dtype == "text_delta":
-                    if delta.get("text"):
-                        yield TextChunk(delta["text"])
-                elif dtype == "input_json_delta":
-                    frag = delta.get("partial_json")
-                    if block is not None and block.kind == "tool_use" and frag:
-                        block.args.append(frag)
-                        yield ToolInput(block.id, frag)
-                elif dtype == "thinking_delta":
-                    if delta.get("thinking"):
-                        yield ReasoningChunk(delta["thinking"])
-                elif dtype == "signature_delta" and block is not None:
-                    block.signature = str(delta.get("signature") or "")  # replaced, not appended
-                # citations_delta and unknown deltas: nothing the harness keeps
-            elif kind == "content_block_start":
-                cb = obj(ev.get("content_block"))
-                btype = str(cb.get("type"))
-                block = blocks[ev.get("index", len(blocks))] = _Block(btype)
-                if btype == "text":
-                    if cb.get("text"):
-                        yield TextChunk(cb["text"])
-                elif btype == "thinking":
-                    if cb.get("thinking"):
-                        yield ReasoningChunk(cb["thinking"])
-                    if cb.get("signature"):
-                        block.signature = cb["signature"]
-                elif btype == "redacted_thinking":
-                    yield ReasoningChunk(redacted=str(cb.get("data") or ""))
-                elif btype == "tool_use":
-                    block.id = str(cb.get("id"))
-                    block.input = obj(cb.get("input")) or None
-                    yield ToolStart(block.id, str(cb.get("name")))
-                else:
-                    log.debug("Anthropic block type %r ignored", btype)
-            elif kind == "content_block_stop":
-                block = blocks.get(ev.get("index", -1))
-                if block is None:
+            ev = stream_record(event.data, ep.base_url)
+            match ev.get("type") or event.event:
+                case "content_block_delta":
+                    d = reply.block_delta(ev)
+                case "content_block_start":
+                    d = reply.block_start(ev)
+                case "content_block_stop":
+                    d = reply.block_stop(ev)
+                case "message_start":
+                    d = reply.message_start(ev)
+                case "message_delta":
+                    d = reply.message_delta(ev)
+                case "message_stop":
+                    finish = reply.message_stop()
+                    break
+                case "error":
+                    raise classify_error_body(ev, ep)
+                case _:  # ping and unknown events
                     continue
-                if block.kind == "thinking" and block.signature is not None:
-                    yield ReasoningChunk(signature=block.signature)
-                elif block.kind == "tool_use":
-                    block.kind = "tool_use_done"
-                    raw = "".join(block.args)
-                    parsed = parse_input(raw) if raw else (block.input or {})
-                    yield ToolReady(block.id, parsed)
-            elif kind == "message_start":
-                usage = obj(obj(ev.get("message")).get("usage"))
-                if usage:
-                    u = anthropic_usage(usage)
-                    yield UsageChunk(u.input, None, u.cache_read or 0, u.cache_write or 0)
-            elif kind == "message_delta":
-                stop = obj(ev.get("delta")).get("stop_reason")
-                if stop:
-                    stop_reason = stop
-                usage = obj(ev.get("usage"))
-                if usage:
-                    yield anthropic_usage(usage)
-            elif kind == "message_stop":
-                if stop_reason == "model_context_window_exceeded":
-                    raise ModelError(
-                        f"model endpoint {ep.base_url}: the reply stopped at the model's context window "
-                        "(model_context_window_exceeded); compact or shorten the conversation",
-                        ErrorKind.CONTEXT_TOO_LONG,
-                    )
-                finish = _STOP.get(stop_reason or "end_turn")
-                if finish is None:
-                    log.warning("unknown stop_reason %r from %s, taken as stop", stop_reason, ep.base_url)
-                    finish = FinishReason.STOP
-                if stop_reason == "pause_turn":
-                    log.info("Anthropic paused the turn (pause_turn); taken as stop")
-                break
-            elif kind == "error":
-                raise classify_error_body(ev, ep)
-            # ping and unknown events: ignored
+            if d is not None:
+                yield d
         if finish is None:
             raise truncated(ep, "message_stop")
         # A tool_use block cut by max_tokens (no content_block_stop) gets no ToolReady: its input is incomplete.
         yield Finish(finish)
+
+
+class _MessagesReply:
+    """What a Messages stream has said so far, and the delta each of its events makes (one at most)."""
+
+    __slots__ = ("blocks", "ep", "stop_reason")
+
+    def __init__(self, ep: Endpoint) -> None:
+        self.ep = ep
+        self.blocks: dict[int, _Block] = {}
+        self.stop_reason: str | None = None
+
+    def block_delta(self, ev: dict[str, Any]) -> Delta | None:
+        delta = obj(ev.get("delta"))
+        match delta.get("type"):
+            case "text_delta":
+                text = delta.get("text")
+                return TextChunk(text) if text else None
+            case "input_json_delta":
+                block = self.blocks.get(ev.get("index", -1))
+                frag = delta.get("partial_json")
+                if block is not None and block.kind == "tool_use" and frag:
+                    block.args.append(frag)
+                    return ToolInput(block.id, frag)
+            case "thinking_delta":
+                thinking = delta.get("thinking")
+                return ReasoningChunk(thinking) if thinking else None
+            case "signature_delta":
+                block = self.blocks.get(ev.get("index", -1))
+                if block is not None:
+                    block.signature = str(delta.get("signature") or "")  # replaced, not appended
+            case _:  # citations_delta and unknown deltas: nothing the harness keeps
+                pass
+        return None
+
+    def block_start(self, ev: dict[str, Any]) -> Delta | None:
+        cb = obj(ev.get("content_block"))
+        btype = str(cb.get("type"))
+        block = self.blocks[ev.get("index", len(self.blocks))] = _Block(btype)
+        match btype:
+            case "text":
+                return TextChunk(cb["text"]) if cb.get("text") else None
+            case "thinking":
+                if cb.get("signature"):
+                    block.signature = cb["signature"]
+                return ReasoningChunk(cb["thinking"]) if cb.get("thinking") else None
+            case "redacted_thinking":
+                return ReasoningChunk(redacted=str(cb.get("data") or ""))
+            case "tool_use":
+                block.id = str(cb.get("id"))
+                block.input = obj(cb.get("input")) or None
+                return ToolStart(block.id, str(cb.get("name")))
+            case _:
+                log.debug("Anthropic block type %r ignored", btype)
+                return None
+
+    def block_stop(self, ev: dict[str, Any]) -> Delta | None:
+        block = self.blocks.get(ev.get("index", -1))
+        if block is None:
+            return None
+        if block.kind == "thinking" and block.signature is not None:
+            return ReasoningChunk(signature=block.signature)
+        if block.kind == "tool_use":
+            block.kind = "tool_use_done"
+            raw = "".join(block.args)
+            return ToolReady(block.id, parse_input(raw) if raw else (block.input or {}))
+        return None
+
+    def message_start(self, ev: dict[str, Any]) -> Delta | None:
+        usage = obj(obj(ev.get("message")).get("usage"))
+        if not usage:
+            return None
+        u = anthropic_usage(usage)
+        return UsageChunk(u.input, None, u.cache_read or 0, u.cache_write or 0)
+
+    def message_delta(self, ev: dict[str, Any]) -> Delta | None:
+        stop = obj(ev.get("delta")).get("stop_reason")
+        if stop:
+            self.stop_reason = stop
+        usage = obj(ev.get("usage"))
+        return anthropic_usage(usage) if usage else None
+
+    def message_stop(self) -> FinishReason:
+        stop_reason, base_url = self.stop_reason, self.ep.base_url
+        if stop_reason == "model_context_window_exceeded":
+            raise ModelError(
+                f"model endpoint {base_url}: the reply stopped at the model's context window "
+                "(model_context_window_exceeded); compact or shorten the conversation",
+                ErrorKind.CONTEXT_TOO_LONG,
+            )
+        finish = _STOP.get(stop_reason or "end_turn")
+        if finish is None:
+            log.warning("unknown stop_reason %r from %s, taken as stop", stop_reason, base_url)
+            finish = FinishReason.STOP
+        if stop_reason == "pause_turn":
+            log.info("Anthropic paused the turn (pause_turn); taken as stop")
+        return finish
 
 
 def _image_block(img: Image) -> dict[str, Any]:
