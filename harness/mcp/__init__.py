@@ -25,18 +25,12 @@ from ._config import (
     safe_env,
 )
 from ._elicit import Elicitation, ElicitationHandler, ElicitationReply, schema_defaults
+from ._errors import McpError
 from ._manager import McpManager
 from ._names import assign_names, exposed_name
-from ._server import (
-    McpError,
-    McpServer,
-    McpTool,
-    PromptArgument,
-    PromptInfo,
-    ServerState,
-    ServerStatus,
-    StatusCallback,
-)
+from ._prompts import PromptArgument, PromptInfo
+from ._server import McpServer, McpTool
+from ._status import ServerState, ServerStatus, StatusCallback
 
 __all__ = [
     "Elicitation",

@@ -1,4 +1,5 @@
-"""MCP wire objects -> harness objects: tool annotations -> ``Hints``, ``CallToolResult`` -> ``Result``."""
+"""MCP wire objects -> harness objects: a ``Tool`` -> ``ToolSpec`` (its annotations -> ``Hints``),
+a ``CallToolResult`` -> ``Result``."""
 
 from __future__ import annotations
 
@@ -7,12 +8,23 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .._messages import Image, Text
-from .._tools import Hints, Result
+from .._tools import Hints, Result, ToolSpec
 
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["hints_of", "result_of"]
+__all__ = ["hints_of", "result_of", "tool_spec"]
+
+
+def tool_spec(server: str, tool: mcp_types.Tool, name: str) -> ToolSpec:
+    """The spec of ``server``'s tool as the model is offered it, named ``name``."""
+    schema: dict[str, Any] = dict(tool.input_schema or {})
+    if schema.get("type") != "object":
+        schema["type"] = "object"
+    meta: dict[str, Any] = {"mcp_server": server, "mcp_tool": tool.name}
+    if tool.title:
+        meta["title"] = tool.title
+    return ToolSpec(name, tool.description or tool.title or "", schema, hints_of(tool.annotations), meta)
 
 
 def hints_of(annotations: mcp_types.ToolAnnotations | None) -> Hints:

@@ -11,7 +11,9 @@ import anyio.abc
 
 from .._errors import HarnessUsageError
 from ._elicit import ElicitationHandler
-from ._server import McpServer, McpTool, PromptInfo, ServerState, ServerStatus, StatusCallback
+from ._prompts import PromptInfo
+from ._server import McpServer, McpTool
+from ._status import ServerState, ServerStatus, StatusCallback
 
 __all__ = ["McpManager"]
 

@@ -7,6 +7,7 @@ and on close ends the whole process group, grandchildren included, within about 
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import signal
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 
 from ._config import StdioConfig, safe_env
 
@@ -75,8 +77,8 @@ async def stdio_transport(
 ) -> AsyncGenerator[tuple[Any, Any]]:
     """Spawn the server in a new session (its own process group) and yield the ``(read, write)`` streams
     the mcp ``Client`` expects. ``on_exit`` is called once if the process ends before we close it."""
-    import mcp_types as types
-    from mcp.shared.message import SessionMessage
+    # The SDK's message types load before the spawn, so that failing to load them leaves no process.
+    importlib.import_module("mcp.shared.message")
 
     process = await anyio.open_process(
         [config.command, *config.args],
@@ -84,120 +86,151 @@ async def stdio_transport(
         cwd=config.cwd,
         start_new_session=True,
     )
-    pid = process.pid
-    proc.pid = pid
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
-    closing = False
+    proc.pid = process.pid
+    pipes = _Pipes(config.name, process, proc, on_exit)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pipes.read_stdout)
+        tg.start_soon(pipes.read_stderr)
+        tg.start_soon(pipes.write_stdin)
+        tg.start_soon(pipes.watch_exit)
+        try:
+            yield pipes.read_recv, pipes.write_send
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pipes.end_process()
+                tg.cancel_scope.cancel()
+                await pipes.close_streams()
 
-    async def read_stdout() -> None:
-        assert process.stdout is not None
+
+class _Pipes:
+    """The running server's three pipes and its exit, each watched by a task of the transport."""
+
+    def __init__(
+        self, name: str, process: anyio.abc.Process, proc: StdioProcess, on_exit: Callable[[], None]
+    ) -> None:
+        import mcp_types
+        from mcp.shared.message import SessionMessage
+
+        self.name = name
+        self.process = process
+        self.proc = proc
+        self.on_exit = on_exit
+        self.closing = False
+        self._message = SessionMessage
+        self._validate = mcp_types.jsonrpc_message_adapter.validate_json
+        self.read_send, self.read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+        self.write_send, self.write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+
+    async def read_stdout(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
         pending: list[bytes] = []
-        async with read_send:
+        async with self.read_send:
             try:
-                async for chunk in process.stdout:
+                async for chunk in stdout:
                     *lines, rest = chunk.split(b"\n")
                     for line in lines:
                         pending.append(line)
                         whole = b"".join(pending)
                         pending.clear()
                         if whole.strip():
-                            await read_send.send(_parse(whole))
+                            await self.read_send.send(self._parse(whole))
                     if rest:
                         pending.append(rest)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 pass
 
-    def _parse(line: bytes) -> SessionMessage | Exception:
+    def _parse(self, line: bytes) -> SessionMessage | Exception:
         try:
-            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+            return self._message(self._validate(line, by_name=False))
         except ValueError as e:
+            proc = self.proc
             proc.garbage_lines += 1
             text = line.decode("utf-8", "replace")
             if proc.garbage_lines == 1:
                 proc.garbage_sample = text[:120]
-            _log.warning("MCP server %s wrote a non-JSON-RPC line on stdout: %.200s", config.name, text)
+            _log.warning("MCP server %s wrote a non-JSON-RPC line on stdout: %.200s", self.name, text)
             return e
 
-    async def read_stderr() -> None:
-        assert process.stderr is not None
+    async def read_stderr(self) -> None:
+        stderr = self.process.stderr
+        assert stderr is not None
+        tail = self.proc.stderr_tail
         buf = b""
         try:
-            async for chunk in process.stderr:
+            async for chunk in stderr:
                 buf += chunk
                 *lines, buf = buf.split(b"\n")
                 for line in lines:
                     text = line.decode("utf-8", "replace").rstrip()
                     if text:
-                        proc.stderr_tail.append(text)
-                        log.info("[%s] %s", config.name, text)
+                        tail.append(text)
+                        log.info("[%s] %s", self.name, text)
                 if len(buf) > 65536:  # a line without end: log it in pieces
-                    proc.stderr_tail.append(buf.decode("utf-8", "replace"))
-                    log.info("[%s] %s", config.name, proc.stderr_tail[-1])
+                    tail.append(buf.decode("utf-8", "replace"))
+                    log.info("[%s] %s", self.name, tail[-1])
                     buf = b""
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
 
-    async def write_stdin() -> None:
-        assert process.stdin is not None
+    async def write_stdin(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
         try:
-            async with write_recv:
-                async for message in write_recv:
+            async with self.write_recv:
+                async for message in self.write_recv:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send(data.encode() + b"\n")
+                    await stdin.send(data.encode() + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_send.aclose()
+            await self.read_send.aclose()
 
-    async def watch_exit() -> None:
+    async def watch_exit(self) -> None:
         # Polled: a grandchild holding the pipes would keep wait() (and EOF) from ever coming.
+        process, proc = self.process, self.proc
         while process.returncode is None:  # noqa: ASYNC110 (a child's exit has no event to wait on)
             await anyio.sleep(_POLL)
         proc.returncode = process.returncode
         proc.exited.set()
-        if not closing:
-            _log.warning("MCP server %s (pid %d) %s", config.name, pid, proc.describe_exit())
-            await read_send.aclose()  # pending requests fail with "connection closed"
-            on_exit()
+        if not self.closing:
+            _log.warning("MCP server %s (pid %d) %s", self.name, process.pid, proc.describe_exit())
+            await self.read_send.aclose()  # pending requests fail with "connection closed"
+            self.on_exit()
 
-    async def wait_exit(timeout: float) -> bool:
+    async def _wait_exit(self, timeout: float) -> bool:
         with anyio.move_on_after(timeout):
-            while process.returncode is None:  # noqa: ASYNC110
+            while self.process.returncode is None:  # noqa: ASYNC110
                 await anyio.sleep(_POLL)
-        return process.returncode is not None
+        return self.process.returncode is not None
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read_stdout)
-        tg.start_soon(read_stderr)
-        tg.start_soon(write_stdin)
-        tg.start_soon(watch_exit)
-        try:
-            yield read_recv, write_send
-        finally:
-            closing = True
-            with anyio.CancelScope(shield=True):
-                await write_send.aclose()
-                if process.stdin is not None:
-                    with anyio.move_on_after(0.2):
-                        try:
-                            await process.stdin.aclose()
-                        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                            pass
-                if not await wait_exit(_STDIN_GRACE):
-                    _killpg(pid, signal.SIGTERM)
-                    if not await wait_exit(_TERM_GRACE):
-                        _killpg(pid, signal.SIGKILL)
-                        await wait_exit(0.5)
-                # Whatever is left of the group (grandchildren of a server that exited) goes too.
+    async def end_process(self) -> None:
+        """Close stdin, then SIGTERM, then SIGKILL the group: whatever is left of it goes too."""
+        self.closing = True
+        process, pid = self.process, self.process.pid
+        await self.write_send.aclose()
+        if process.stdin is not None:
+            with anyio.move_on_after(0.2):
+                await _close_quietly(process.stdin)
+        if not await self._wait_exit(_STDIN_GRACE):
+            _killpg(pid, signal.SIGTERM)
+            if not await self._wait_exit(_TERM_GRACE):
                 _killpg(pid, signal.SIGKILL)
-                proc.returncode = process.returncode
-                proc.exited.set()
-                tg.cancel_scope.cancel()
-                for stream in (process.stdout, process.stderr):
-                    if stream is not None:
-                        with anyio.move_on_after(0.1):
-                            try:
-                                await stream.aclose()
-                            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                                pass
-                await read_recv.aclose()
-                await write_recv.aclose()
+                await self._wait_exit(0.5)
+        # Whatever is left of the group (grandchildren of a server that exited) goes too.
+        _killpg(pid, signal.SIGKILL)
+        self.proc.returncode = process.returncode
+        self.proc.exited.set()
+
+    async def close_streams(self) -> None:
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                with anyio.move_on_after(0.1):
+                    await _close_quietly(stream)
+        await self.read_recv.aclose()
+        await self.write_recv.aclose()
+
+
+async def _close_quietly(stream: anyio.abc.AsyncResource) -> None:
+    try:
+        await stream.aclose()
+    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass

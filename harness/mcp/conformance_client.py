@@ -16,8 +16,10 @@ from urllib.parse import parse_qs, urlparse
 
 import anyio
 
+from ._client import import_mcp
 from ._elicit import Elicitation, ElicitationReply, schema_defaults
-from ._server import McpServer, ServerStatus, import_mcp
+from ._server import McpServer
+from ._status import ServerStatus
 
 __all__ = ["main"]
 
