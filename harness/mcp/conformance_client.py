@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
 import anyio
@@ -20,6 +20,9 @@ from ._client import import_mcp
 from ._elicit import Elicitation, ElicitationReply, schema_defaults
 from ._server import McpServer
 from ._status import ServerStatus
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 __all__ = ["main"]
 
@@ -43,41 +46,42 @@ def _context() -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
+class _Storage:
+    """The OAuth tokens and client registration of one run, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.info = client_info
+
+
 def _auth_provider(scenario: str, url: str) -> Any:
     """The httpx2 auth for an ``auth/*`` scenario (mcp's OAuth providers)."""
-    import httpx2
-    from mcp.client.auth import OAuthClientProvider
+    ctx = _context()
+    storage = _Storage()
+    if scenario in ("auth/client-credentials-jwt", "auth/client-credentials-basic"):
+        return _client_credentials(scenario, url, ctx, storage)
+    return _authorization_code(url, ctx, storage)
+
+
+def _client_credentials(scenario: str, url: str, ctx: dict[str, Any], storage: _Storage) -> Any:
     from mcp.client.auth.extensions.client_credentials import (
         ClientCredentialsOAuthProvider,
         PrivateKeyJWTOAuthProvider,
         SignedJWTParameters,
     )
-    from mcp.shared.auth import (
-        AuthorizationCodeResult,
-        OAuthClientInformationFull,
-        OAuthClientMetadata,
-        OAuthToken,
-    )
 
-    class Storage:
-        def __init__(self) -> None:
-            self.tokens: OAuthToken | None = None
-            self.info: OAuthClientInformationFull | None = None
-
-        async def get_tokens(self) -> OAuthToken | None:
-            return self.tokens
-
-        async def set_tokens(self, tokens: OAuthToken) -> None:
-            self.tokens = tokens
-
-        async def get_client_info(self) -> OAuthClientInformationFull | None:
-            return self.info
-
-        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-            self.info = client_info
-
-    ctx = _context()
-    storage = Storage()
     if scenario == "auth/client-credentials-jwt":
         params = SignedJWTParameters(
             issuer=ctx["client_id"],
@@ -91,10 +95,15 @@ def _auth_provider(scenario: str, url: str) -> Any:
             client_id=ctx["client_id"],
             assertion_provider=params.create_assertion_provider(),
         )
-    if scenario == "auth/client-credentials-basic":
-        return ClientCredentialsOAuthProvider(
-            server_url=url, storage=storage, client_id=ctx["client_id"], client_secret=ctx["client_secret"]
-        )
+    return ClientCredentialsOAuthProvider(
+        server_url=url, storage=storage, client_id=ctx["client_id"], client_secret=ctx["client_secret"]
+    )
+
+
+def _authorization_code(url: str, ctx: dict[str, Any], storage: _Storage) -> Any:
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
     redirect = "http://localhost:3000/callback"
     if ctx.get("client_id"):
