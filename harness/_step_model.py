@@ -261,12 +261,9 @@ class ModelRequest:
         return Prompt(run.system, messages, specs, run.options, s.signal, self.resume is not None), by_name
 
     def _fold(self, delta: Delta) -> Event | None:
-        """Fold one delta (other than text) into the message; the event it makes, if any."""
+        """Fold one delta into the message; the event it makes, if any. (``events()`` folds text itself.)"""
         s, acc = self.state, self.acc
         match delta:
-            case TextChunk(text=text):
-                acc.text(text)
-                return TextDelta(s.number, s.parent, acc.id, text)
             case ReasoningChunk():
                 acc.reasoning(delta)
                 return ReasoningDelta(s.number, s.parent, acc.id, delta.text) if delta.text else None

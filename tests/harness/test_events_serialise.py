@@ -199,6 +199,20 @@ def test_a_failed_turn_ended_keeps_its_error_class_and_message() -> None:
     assert rebuilt.reason is EndReason.FAILED
 
 
+def test_optional_fields_may_be_missing_from_a_line_and_read_as_their_defaults() -> None:
+    ended = ev.from_dict({"type": "turn_ended", "turn": 1, "parent": None, "reason": "done"})
+    assert ended == ev.TurnEnded(1, None, EndReason.DONE, Usage(), None, None)
+    ready = ev.from_dict({"type": "tool_call_ready", "turn": 1, "id": "c1", "name": "clock"})
+    assert ready == ev.ToolCallReady(1, None, "c1", "clock", {})
+    asked = ev.from_dict({"type": "input_requested", "turn": 2, "parent": "p1"})
+    assert asked == ev.InputRequested(2, "p1", ())
+
+
+def test_a_line_without_a_required_field_is_refused() -> None:
+    with pytest.raises(KeyError):
+        ev.from_dict({"type": "text_delta", "turn": 1, "parent": None, "id": "m1"})
+
+
 def test_an_unknown_event_type_is_a_usage_error() -> None:
     with pytest.raises(HarnessUsageError):
         ev.from_dict({"type": "no_such_event", "turn": 1, "parent": None})
