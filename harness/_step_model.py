@@ -218,16 +218,17 @@ class ModelRequest:
                         break
                     finally:
                         s.scope = None
-                match delta:
-                    case TextChunk(text=text):  # the hot path: one class check, no call
-                        acc.text(text)
-                        yield TextDelta(n, parent, msg_id, text)
-                    case None:
-                        raise Stop  # our own cancel scope caught the cancellation
-                    case _:
-                        event = self._fold(delta)
-                        if event is not None:
-                            yield event
+                # Text is the hot path: an identity check costs a third of a class pattern's (0.1 µs
+                # less per delta); the other deltas go through the match in _fold.
+                if type(delta) is TextChunk:
+                    acc.text(delta.text)
+                    yield TextDelta(n, parent, msg_id, delta.text)
+                elif delta is None:
+                    raise Stop  # our own cancel scope caught the cancellation
+                else:
+                    event = self._fold(delta)
+                    if event is not None:
+                        yield event
             closed = True
         except Stop:
             if s.stop_reason is EndReason.INTERRUPTED:
@@ -261,9 +262,12 @@ class ModelRequest:
         return Prompt(run.system, messages, specs, run.options, s.signal, self.resume is not None), by_name
 
     def _fold(self, delta: Delta) -> Event | None:
-        """Fold one delta into the message; the event it makes, if any. (``events()`` folds text itself.)"""
+        """Fold one delta into the message; the event it makes, if any."""
         s, acc = self.state, self.acc
         match delta:
+            case TextChunk(text=text):  # a subclass of TextChunk (events() takes TextChunk itself)
+                acc.text(text)
+                return TextDelta(s.number, s.parent, acc.id, text)
             case ReasoningChunk():
                 acc.reasoning(delta)
                 return ReasoningDelta(s.number, s.parent, acc.id, delta.text) if delta.text else None

@@ -71,14 +71,19 @@ class Turn:
             async with aclosing(prompt.events()) as g:
                 async for ev in g:
                     yield ev
-            end, resume, step = prompt.end, prompt.resume, 0
+            end, resume, n_step = prompt.end, prompt.resume, 0
             while end is None:
-                step += 1
-                current = Step(s, step, resume)
-                async with aclosing(current.events()) as g:
+                n_step += 1
+                step = Step(s, n_step, resume)
+                yield StepStarted(n, parent, n_step)
+                # The reply is relayed here, not through the step: one generator less per text delta.
+                async with aclosing(step.request.events()) as g:
                     async for ev in g:
                         yield ev
-                end, resume = current.end, None
+                async with aclosing(step.events()) as g:
+                    async for ev in g:
+                        yield ev
+                end, resume = step.end, None
         except Stop:
             end = End(s.stop_reason or EndReason.CANCELLED)
             s.discard(self.input)
@@ -151,28 +156,24 @@ class UserPrompt:
 
 
 class Step:
-    """Step ``n``: the model request, its tool calls, then the boundary where interjections land."""
+    """Step ``n``: its model request (``request``, whose events the turn relays itself), then in
+    ``events()`` the reply's tool calls and the boundary where interjections land."""
 
-    __slots__ = ("end", "n", "resume", "state")
+    __slots__ = ("end", "n", "request", "state")
 
     def __init__(self, state: TurnState, n: int, resume: Message | None) -> None:
         self.state = state
         self.n = n
-        self.resume = resume
+        self.request = ModelRequest(state, resume)
         self.end: End | None = None
 
     async def events(self) -> AsyncGenerator[Event, None]:
         s = self.state
-        yield StepStarted(s.number, s.parent, self.n)
-        request = ModelRequest(s, self.resume)
-        async with aclosing(request.events()) as g:
-            async for ev in g:
-                yield ev
-        message = request.message
-        assert message is not None, "a model request that ends normally has its message"
+        message = self.request.message
+        assert message is not None, "a step goes on once its model request has its message"
         if message.tool_calls:
             slots = [CallSlot(i, c) for i, c in enumerate(message.tool_calls)]
-            async with aclosing(CallTools(s, slots, request.problems).events()) as g:
+            async with aclosing(CallTools(s, slots, self.request.problems).events()) as g:
                 async for ev in g:
                     yield ev
             paused = self._record_calls(message, slots)
