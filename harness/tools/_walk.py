@@ -1,13 +1,16 @@
-"""Walking a root for ``glob`` and ``grep``: glob patterns as regexes, confined, skipping tool caches."""
+"""Walking a root for ``glob`` and ``grep``: glob patterns as linear-time regexes, confined, skipping
+tool caches and anything that is not a regular file (FIFOs, sockets and devices are never opened)."""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
+from ._regex import Regex, compile_regex
 from ._root import Root
 
 __all__ = ["SKIPPED_DIRS", "glob_regex", "walk_files"]
@@ -31,9 +34,10 @@ SKIPPED_DIRS = frozenset(
 
 
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """``*`` (no ``/``), ``?``, ``[...]``, ``**`` (any depth), ``{a,b}`` as a regex over posix paths."""
-    return re.compile("(?s:" + _translate(pattern) + r")\Z")
+def glob_regex(pattern: str) -> Regex:
+    """``*`` (no ``/``), ``?``, ``[...]``, ``**`` (any depth), ``{a,b}`` as a regex over posix paths
+    (RE2: a pattern like ``*a*a*a*a*b`` cannot backtrack). Match it with ``fullmatch``."""
+    return compile_regex("(?s:" + _translate(pattern) + ")")
 
 
 def _translate(pattern: str) -> str:
@@ -79,24 +83,38 @@ def _translate(pattern: str) -> str:
 
 
 def walk_files(root: Root, base: Path, stop: Callable[[], bool]) -> Iterator[tuple[Path, str]]:
-    """Files under ``base`` as ``(real path, posix path relative to base)``, sorted per directory.
+    """Regular files under ``base`` as ``(path, posix path relative to base)``, depth first, sorted per
+    directory (a directory's files before its subdirectories).
 
-    Symlinked directories are not followed; symlinked files are yielded only when they resolve inside
-    ``root``. Blocking: run it in a thread.
-    """
+    Symlinked directories are not followed; a symlinked file is yielded only when it resolves to a
+    regular file inside ``root``. FIFOs, sockets and devices are skipped by their directory entry,
+    never opened or stat'ed through. Blocking: run it in a thread."""
     inside_skipped = any(part in SKIPPED_DIRS for part in base.parts)
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+    pending = [base]
+    while pending:
         if stop():
             return
-        if not inside_skipped:
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        else:
-            dirnames.sort()
-        here = Path(dirpath)
-        for name in sorted(filenames):
-            p = here / name
-            if p.is_symlink():
-                real = Path(os.path.realpath(p))
-                if not root.contains(real) or not real.is_file():
+        here = pending.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            p = Path(entry.path)
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if inside_skipped or entry.name not in SKIPPED_DIRS:
+                        subdirs.append(p)
                     continue
+                if entry.is_symlink():
+                    real = Path(os.path.realpath(p))
+                    if not root.contains(real) or not stat.S_ISREG(os.stat(real).st_mode):
+                        continue
+                elif not entry.is_file(follow_symlinks=False):
+                    continue  # a FIFO, socket or device
+            except OSError:
+                continue
             yield p, p.relative_to(base).as_posix()
+        pending.extend(reversed(subdirs))

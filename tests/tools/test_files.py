@@ -23,7 +23,8 @@ from harness.tools import (
     WriteFile,
     file_tools,
 )
-from harness.tools import files as files_mod
+from harness.tools import _read as read_mod
+from harness.tools import _search as search_mod
 
 pytestmark = pytest.mark.anyio
 
@@ -189,26 +190,26 @@ async def test_read_offset_and_limit_select_lines_and_say_how_to_read_on(proj: P
 
 
 async def test_read_caps_lines_by_default(proj: Path) -> None:
-    (proj / "huge.txt").write_text("x\n" * (files_mod.READ_LINES + 50))
+    (proj / "huge.txt").write_text("x\n" * (read_mod.READ_LINES + 50))
     r = await run(ReadFile(Root([proj])), path="huge.txt")
-    assert f"[lines 1-{files_mod.READ_LINES} of {files_mod.READ_LINES + 50}" in r.as_text()
+    assert f"[lines 1-{read_mod.READ_LINES} of {read_mod.READ_LINES + 50}" in r.as_text()
 
 
 async def test_read_cuts_long_lines_and_says_so(proj: Path) -> None:
-    (proj / "min.js").write_text("a" * (files_mod.MAX_LINE_CHARS + 10) + "\n")
+    (proj / "min.js").write_text("a" * (read_mod.MAX_LINE_CHARS + 10) + "\n")
     r = await run(ReadFile(Root([proj])), path="min.js")
     assert "line cut, 10 more characters" in r.as_text() and "long line(s) cut" in r.as_text()
 
 
 async def test_read_caps_total_output(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(files_mod, "MAX_READ_CHARS", 1000)
+    monkeypatch.setattr(read_mod, "MAX_READ_CHARS", 1000)
     (proj / "wide.txt").write_text(("y" * 100 + "\n") * 50)
     r = await run(ReadFile(Root([proj])), path="wide.txt")
     assert len(r.as_text()) < 1200 and "read on with offset=" in r.as_text()
 
 
 async def test_read_of_a_big_file_streams_the_window(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(files_mod, "BIG_FILE_BYTES", 100)
+    monkeypatch.setattr(read_mod, "BIG_FILE_BYTES", 100)
     (proj / "log.txt").write_text("".join(f"entry {i}\r\n" for i in range(1, 1001)))
     r = await run(ReadFile(Root([proj])), path="log.txt", offset=500, limit=2)
     assert r.as_text().startswith("   500\tentry 500\n   501\tentry 501") and "of 1000" in r.as_text()
@@ -440,7 +441,7 @@ async def test_grep_finds_lines_with_glob_filter_and_case_option(proj: Path) -> 
 
 
 async def test_grep_caps_matches_and_says_so(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(files_mod, "MAX_GREP", 5)
+    monkeypatch.setattr(search_mod, "MAX_GREP", 5)
     (proj / "many.txt").write_text("hit\n" * 20)
     r = await run(Grep(Root([proj])), pattern="hit", path="many.txt")
     assert len(r.value["matches"]) == 5 and r.value["truncated"] and "only the first 5" in r.as_text()

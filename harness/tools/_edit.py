@@ -1,0 +1,174 @@
+"""``write_file`` and ``edit_file``: whole-file writes and exact replacements, line endings preserved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from .._call import Call
+from .._tools import Result
+from ._filetool import PATH_ARG, WRITE_HINTS, FileTool
+from ._inputs import arg
+from ._journal import FileChange
+from ._probe import probe
+
+__all__ = ["EditFile", "WriteFile", "diff_value", "eol_of", "to_eol"]
+
+
+def eol_of(text: str) -> str:
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+
+
+def to_eol(text: str, eol: str) -> str:
+    if eol == "\r\n" and "\r" not in text:
+        return text.replace("\n", "\r\n")
+    return text
+
+
+def diff_value(path: Path, old: str | None, new: str) -> dict[str, Any]:
+    return {"path": str(path), "old_text": old, "new_text": new}
+
+
+def _first_changed_line(old: str | None, new: str) -> int:
+    if not old:
+        return 1
+    a, b = old.splitlines(), new.splitlines()
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i + 1
+    return min(len(a), len(b)) + 1 if len(a) != len(b) else 1
+
+
+def _edit_value(path: Path, old: str | None, new: str, line: int | None = None) -> dict[str, Any]:
+    first = line if line is not None else _first_changed_line(old, new)
+    return {
+        "diffs": [diff_value(path, old, new)],
+        "locations": [{"path": str(path), "line": first}],
+        "path": str(path),
+        "line": first,
+    }
+
+
+# --- write_file ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WriteInput:
+    path: str = arg(PATH_ARG)
+    content: str = arg()
+
+
+class WriteFile(FileTool[WriteInput]):
+    """``write_file {path, content}``: creates or replaces a file (parent directories made)."""
+
+    name = "write_file"
+    kind = "edit"
+    hints = WRITE_HINTS
+    Input = WriteInput
+    description = (
+        "Create a file or replace its whole content. Prefer edit_file or apply_patch to change part of "
+        "an existing file. Parent directories are created."
+    )
+
+    async def run(self, args: WriteInput, call: Call) -> Result:
+        path = await self.resolve(args.path)
+        shown = self.root.display(path)
+        found = await anyio.to_thread.run_sync(probe, path)
+        if found.kind in ("dir", "other"):
+            return Result.failure(f"write_file: {shown} is a directory or not a regular file")
+        old = await self.read_or_none(path)
+        content = args.content
+        if old is not None:
+            content = to_eol(content, eol_of(old))
+        if old == content:
+            return Result.text(
+                f"{shown} already has this content; nothing written.", value=_edit_value(path, old, content)
+            )
+        try:
+            await self.fs.write_text(path, content)
+        except OSError as e:
+            return Result.failure(f"write_file: cannot write {shown}: {e}")
+        if self.journal is not None:
+            self.journal.record([FileChange(path, old, content)], f"write_file {shown}")
+        verb = "Created" if old is None else "Wrote"
+        return Result.text(
+            f"{verb} {shown} ({len(content.splitlines())} lines).", value=_edit_value(path, old, content)
+        )
+
+
+# --- edit_file -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EditInput:
+    path: str = arg(PATH_ARG)
+    old_text: str = arg(minLength=1)
+    new_text: str = arg()
+    replace_all: bool = arg(default=False)
+
+
+class EditFile(FileTool[EditInput]):
+    """``edit_file {path, old_text, new_text, replace_all?}``: exact replacement; line endings preserved."""
+
+    name = "edit_file"
+    kind = "edit"
+    hints = WRITE_HINTS
+    Input = EditInput
+    description = (
+        "Replace `old_text` with `new_text` in a file. `old_text` must match the file exactly (whitespace "
+        "and indentation included) and occur once, unless `replace_all` is true. Include enough "
+        "surrounding lines to make it unique."
+    )
+
+    async def run(self, args: EditInput, call: Call) -> Result:
+        path = await self.resolve(args.path)
+        shown = self.root.display(path)
+        old_text, new_text = args.old_text, args.new_text
+        if not old_text:
+            return Result.failure("edit_file: old_text is empty; use write_file to create a file")
+        if old_text == new_text:
+            return Result.failure("edit_file: old_text and new_text are the same; nothing to change")
+        text = await self.read_or_none(path)
+        if text is None:
+            return Result.failure(f"edit_file: {shown} does not exist; use write_file to create it")
+        eol = eol_of(text)
+        old_text, new_text = to_eol(old_text, eol), to_eol(new_text, eol)
+        count = text.count(old_text)
+        if count == 0:
+            return Result.failure(
+                f"edit_file: old_text was not found in {shown}. It must match exactly, including "
+                "whitespace and indentation; read the file again and copy the text."
+            )
+        if count > 1 and not args.replace_all:
+            lines = _match_lines(text, old_text)
+            return Result.failure(
+                f"edit_file: old_text occurs {count} times in {shown} (at lines {', '.join(map(str, lines[:10]))}"
+                f"{', ...' if len(lines) > 10 else ''}); include more surrounding text to make it unique, "
+                "or set replace_all to replace every occurrence."
+            )
+        first_line = text.count("\n", 0, text.index(old_text)) + 1
+        new = text.replace(old_text, new_text) if args.replace_all else text.replace(old_text, new_text, 1)
+        try:
+            await self.fs.write_text(path, new)
+        except OSError as e:
+            return Result.failure(f"edit_file: cannot write {shown}: {e}")
+        if self.journal is not None:
+            self.journal.record([FileChange(path, text, new)], f"edit_file {shown}")
+        n = count if args.replace_all else 1
+        return Result.text(
+            f"Edited {shown}: replaced {n} occurrence{'s' if n != 1 else ''} (first at line {first_line}).",
+            value=_edit_value(path, text, new, first_line),
+        )
+
+
+def _match_lines(text: str, needle: str) -> list[int]:
+    out: list[int] = []
+    start = 0
+    while (i := text.find(needle, start)) >= 0:
+        out.append(text.count("\n", 0, i) + 1)
+        start = i + len(needle)
+    return out
