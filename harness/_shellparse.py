@@ -10,7 +10,7 @@ __all__ = ["ShellParseError", "SimpleCommand", "parse_command"]
 # Redirections that write to their target (``>&`` too when its target is a word, not a descriptor).
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
-_EXPANSIONS = frozenset({"commandsubstitution", "processsubstitution", "parameter"})
+_EXPANSIONS = frozenset({"commandsubstitution", "processsubstitution", "parameter", "tilde"})
 
 
 class ShellParseError(Exception):
@@ -22,13 +22,21 @@ class SimpleCommand:
     """One command of a compound one: its words (quotes removed), files it writes by redirection.
 
     ``dynamic`` is True when the command name itself comes from an expansion (``$cmd``, ``$(...)``) or a
-    here-document expands commands: such a command matches no command rule.
+    here-document expands commands: such a command matches no command rule. ``assigns`` are the
+    ``NAME=value`` words before the command name. ``expanded[i]`` is True when word ``i`` is not what it
+    reads: it holds an expansion (``$X``, ``$(...)``, ``~``) or an unquoted glob or brace (``*``, ``{a,b}``),
+    so its value (``-o file``, a file named ``-ofoo``) is unknown until the shell runs it.
     """
 
     words: tuple[str, ...]
     writes: tuple[str, ...] = ()
     dynamic: bool = False
     text: str = ""
+    assigns: tuple[str, ...] = ()
+    expanded: tuple[bool, ...] = ()
+
+    def is_expanded(self, i: int) -> bool:
+        return i < len(self.expanded) and self.expanded[i]
 
 
 def parse_command(source: str) -> list[SimpleCommand]:
@@ -78,20 +86,44 @@ def _substitutions(node: Any, source: str, out: list[SimpleCommand]) -> bool:
     return found
 
 
+def _has_glob(raw: str) -> bool:
+    """Whether the raw word holds an unquoted glob or brace character."""
+    quote = ""
+    escaped = False
+    for c in raw:
+        if escaped:
+            escaped = False
+        elif c == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "*?[{":
+            return True
+    return False
+
+
 def _command(node: Any, source: str, out: list[SimpleCommand]) -> None:
     words: list[str] = []
+    expanded: list[bool] = []
+    assigns: list[str] = []
     writes: list[str] = []
     dynamic = False
     inner: list[SimpleCommand] = []
     for part in node.parts:
         k = getattr(part, "kind", "")
         if k == "word":
-            expanded = _substitutions(part, source, inner)
-            if not words and expanded:
+            has_expansion = _substitutions(part, source, inner)
+            if not words and has_expansion:
                 dynamic = True
+            raw = source[part.pos[0] : part.pos[1]]
+            expanded.append(has_expansion or _has_glob(raw))
             words.append(str(part.word))
         elif k == "assignment":
             _substitutions(part, source, inner)
+            assigns.append(str(part.word))
         elif k == "redirect":
             target: Any = getattr(part, "output", None)
             if hasattr(target, "kind"):
@@ -107,5 +139,9 @@ def _command(node: Any, source: str, out: list[SimpleCommand]) -> None:
                 if not quoted and ("$(" in body or "`" in body) and delimiter:
                     dynamic = True
     start, end = node.pos
-    out.append(SimpleCommand(tuple(words), tuple(writes), dynamic, source[start:end]))
+    out.append(
+        SimpleCommand(
+            tuple(words), tuple(writes), dynamic, source[start:end], tuple(assigns), tuple(expanded)
+        )
+    )
     out.extend(inner)

@@ -69,7 +69,8 @@ ALLOW_LS = Policy([Rule.command("ls", A), Rule.command("git status", A), Rule.co
         ("if true; then rm x; fi", D),
         ("f() { rm x; }; ls", D),
         ("ls <(rm x)", D),
-        ("FOO=1 ls", A),
+        ("FOO=1 ls", Q),  # an assignment can change what a command runs
+        ("LC_ALL=C ls", A),  # ... unless it is one known to be harmless
     ],
 )
 def test_compound_commands_take_the_strictest_verdict_of_their_parts(command: str, verdict: Verdict) -> None:
@@ -166,10 +167,10 @@ def test_suggestions_are_narrow() -> None:
     assert [r.describe() for r in rules] == [
         "allow shell commands starting with `git status`",
         "allow shell commands starting with `pytest`",
-        "allow shell commands starting with `tee`",
+        "allow the shell command `tee out` exactly",  # tee writes the files it is given
     ]
     wrapped = p.suggest(ToolCall("c", "shell", {"command": "bash -c 'rm -rf /'"}), D, SHELL_SPEC)
-    assert [r.command_words for r in wrapped] == [("bash", "-c", "rm -rf /")]
+    assert [r.command_words for r in wrapped] == [("rm",)]  # what the wrapper runs
     [edit] = p.suggest(ToolCall("c", "edit_file", {"path": "src/app.py"}), A)
     assert edit.describe() == "allow edit_file under /p/src"
     assert p.suggest(ToolCall("c", "mcp_x", {}), D) == [Rule.tool("mcp_x", D)]

@@ -1,0 +1,560 @@
+"""What a command rule can see in a simple command: wrappers, assignments, options that write or execute.
+
+Three questions the policy asks of one simple command (a ``SimpleCommand`` from ``_shellparse``):
+
+- ``unwrap``: does it run another command (``env``, ``nice``, ``timeout``, ``xargs``, ``nohup``,
+  ``command``, ``exec``, ``bash -c``, ``sudo``, ...)? Then which, parsed, and is the wrapper *transparent*
+  (it adds nothing the inner command does not: judge the inner one) or not (``sudo``, a shell reading a
+  file, options we do not know: only a rule naming the whole command can allow it).
+- ``harmful_assigns``: do its ``NAME=value`` prefixes change what the command does? Only a few names,
+  with plain values, are known to be harmless (``LC_ALL=C``, ``TZ=UTC``, ``NO_COLOR=1``); everything else
+  (``GIT_CONFIG_*``, ``GIT_DIR``, ``LD_PRELOAD``, ``PATH``, ``PAGER``...) can make it run other code.
+- ``unsafe_reason``: does it use an option that writes a file or runs a program (``sort -o``,
+  ``git diff --output``, ``find -exec``, ``sed -i``, ``tar --to-command``...)? ``UNSAFE_OPTIONS`` is the
+  table, one row per tool. A word whose value is unknown until the shell runs (``$X``, ``*``) counts as
+  such an option for a tool with a row (a file named ``-ofoo`` makes ``sort *`` write ``foo``).
+
+``write_targets`` lists the files a command is known to write (its redirections and, for ``tee``, ``cp``,
+``sort -o``... the operands), for the protected-path check. It is a best effort, not a sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from ._shellparse import ShellParseError, SimpleCommand, parse_command
+
+__all__ = [
+    "SHELLS",
+    "UNSAFE_OPTIONS",
+    "Inner",
+    "Unsafe",
+    "commands_within",
+    "harmful_assigns",
+    "is_wrapper",
+    "unsafe_reason",
+    "unwrap",
+    "write_targets",
+]
+
+MAX_DEPTH = 6  # wrappers inside wrappers (``bash -c "sudo env nice ..."``) judged at most this deep
+
+# --- assignments ----------------------------------------------------------------------------------
+
+_HARMLESS_NAMES = frozenset(
+    {"LANG", "LANGUAGE", "TZ", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES",
+     "CI", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "RUST_BACKTRACE", "RUST_LOG",
+     "TERM", "DEBUG", "VERBOSE"}
+)  # fmt: skip
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9_.,:@+=-]*")  # no path, no spaces, no expansion
+
+
+def harmful_assigns(assigns: Sequence[str]) -> bool:
+    """True when one of the ``NAME=value`` words is not known to be harmless."""
+    for a in assigns:
+        name, _, value = a.partition("=")
+        known = name in _HARMLESS_NAMES or name.startswith("LC_")
+        if not known or not _PLAIN_VALUE.fullmatch(value):
+            return True
+    return False
+
+
+# --- wrappers -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Inner:
+    """What a wrapper runs: ``commands`` (empty when it cannot be known), ``transparent`` when the
+    wrapper adds nothing to them; ``via`` names the wrapper (for reasons)."""
+
+    commands: tuple[SimpleCommand, ...]
+    transparent: bool
+    via: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Wrapper:
+    with_value: frozenset[str]  # options that take the next word (or ``--opt=value``)
+    flags: frozenset[str]  # options that take none
+    leading_operands: int = 0  # words before the command (``timeout`` DURATION)
+    assigns: bool = False  # ``NAME=value`` words allowed before the command (``env``)
+    more_args: bool = False  # appends arguments we cannot see (``xargs``)
+    not_running: frozenset[str] = frozenset()  # options after which nothing runs (``command -v``)
+
+
+def _w(
+    with_value: str = "",
+    flags: str = "",
+    *,
+    leading_operands: int = 0,
+    assigns: bool = False,
+    more_args: bool = False,
+    not_running: str = "",
+) -> _Wrapper:
+    return _Wrapper(
+        frozenset(with_value.split()),
+        frozenset(flags.split()),
+        leading_operands,
+        assigns,
+        more_args,
+        frozenset(not_running.split()),
+    )
+
+
+_TRANSPARENT: dict[str, _Wrapper] = {
+    "env": _w("-u --unset -C --chdir", "-i --ignore-environment -0 --null -", assigns=True),
+    "nice": _w("-n --adjustment"),
+    "nohup": _w(),
+    "timeout": _w("-k --kill-after -s --signal", "--preserve-status --foreground -v --verbose", leading_operands=1),
+    "command": _w("", "-p", not_running="-v -V"),
+    "exec": _w("-a", "-c -l"),
+    "builtin": _w(),
+    "stdbuf": _w("-i -o -e --input --output --error"),
+    "ionice": _w("-c --class -n --classdata", "-t --ignore"),
+    "setsid": _w("", "-c --ctty -f --fork -w --wait"),
+    "time": _w("", "-p --portability"),
+    "xargs": _w(
+        "-a --arg-file -d --delimiter -E -e --eof -I -i --replace -L -l --max-lines -n --max-args "
+        "-P --max-procs -s --max-chars --process-slot-var",
+        "-0 --null -r --no-run-if-empty -t --verbose -x --exit",
+        more_args=True,
+    ),
+}  # fmt: skip
+_PRIVILEGED: dict[str, _Wrapper] = {
+    "sudo": _w("-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role -t --type "
+               "-T --command-timeout -U --other-user", "-E -H -n -P -S -b -i -k -s -A", assigns=True),
+    "doas": _w("-u -C", "-n -s -L"),
+    "pkexec": _w("--user", "--disable-internal-agent"),
+    "run0": _w("-u --user -g --group -D --chdir", ""),
+}  # fmt: skip
+SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "ash", "mksh", "yash"})
+_SHELL_FLAGS = frozenset("eux lvnfBCEhHkmpPT".replace(" ", ""))  # set -e etc.: harmless before -c
+# Always run code they are given elsewhere (a file, another machine, a container): exact rules only.
+_OPAQUE = frozenset({"source", ".", "su", "ssh", "parallel", "strace", "ltrace", "gdb", "valgrind", "flock",
+                     "chroot", "unshare", "nsenter", "script", "expect", "firejail", "bwrap", "systemd-run",
+                     "watch", "busybox", "fakeroot", "proot"})  # fmt: skip
+
+
+def is_wrapper(name: str) -> bool:
+    """Whether ``name`` (a command's first word) runs another command (or code given elsewhere)."""
+    base = PurePath(name).name
+    return base in _TRANSPARENT or base in _PRIVILEGED or base in SHELLS or base in _OPAQUE or base == "eval"
+
+
+def unwrap(cmd: SimpleCommand, depth: int = 0) -> Inner | None:
+    """What ``cmd`` runs when it is a wrapper (see the module docstring); None when it is not one."""
+    if not cmd.words:
+        return None
+    name = PurePath(cmd.words[0]).name
+    rest = cmd.words[1:]
+    if depth >= MAX_DEPTH:
+        return Inner((), False, name)
+    if name in SHELLS:
+        return _shell(name, rest, depth)
+    if name == "eval":
+        return _script(" ".join(rest), name, depth) if rest else None
+    if name in _OPAQUE:
+        return Inner((), False, name)
+    spec = _TRANSPARENT.get(name) or _PRIVILEGED.get(name)
+    if spec is None:
+        return None
+    inner = _after_options(spec, rest, cmd, 1)
+    if inner is None:
+        return Inner((), False, name) if rest and not _only_info(spec, rest) else None
+    return Inner((inner,), name in _TRANSPARENT, name)
+
+
+def commands_within(cmd: SimpleCommand, depth: int = 0) -> Iterator[SimpleCommand]:
+    """``cmd`` and every command it runs through wrappers, transparent or not (``sudo rm``: ``rm`` too)."""
+    yield cmd
+    inner = unwrap(cmd, depth) if depth < MAX_DEPTH else None
+    if inner is not None:
+        for c in inner.commands:
+            yield from commands_within(c, depth + 1)
+
+
+def _only_info(spec: _Wrapper, rest: Sequence[str]) -> bool:
+    return bool(spec.not_running & set(rest))
+
+
+def _after_options(
+    spec: _Wrapper, rest: Sequence[str], cmd: SimpleCommand, offset: int
+) -> SimpleCommand | None:
+    """The command a wrapper runs, as a SimpleCommand of its own; None when the options are not understood
+    (or nothing runs)."""
+    i = 0
+    while i < len(rest) and rest[i].startswith("-") and rest[i] != "-":
+        word = rest[i]
+        if word == "--":
+            i += 1
+            break
+        if word in spec.not_running:
+            return None
+        key = word.split("=", 1)[0]
+        if key in spec.with_value:
+            i += 1 if "=" in word else 2
+        elif word in spec.flags or (
+            len(word) > 2 and word[:2] in spec.with_value and not word.startswith("--")
+        ):
+            i += 1  # a flag, or a short option with its value attached (``-n5``, ``-oL``)
+        else:
+            return None
+    leading = spec.leading_operands
+    i += leading
+    assigns: list[str] = []
+    while spec.assigns and i < len(rest) and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", rest[i]):
+        assigns.append(rest[i])
+        i += 1
+    if i >= len(rest):
+        return None
+    start = offset + i
+    words = rest[i:]
+    expanded = tuple(cmd.is_expanded(j) for j in range(start, start + len(words)))
+    if spec.more_args:
+        words, expanded = (*words, "…"), (*expanded, True)
+    return SimpleCommand(tuple(words), (), cmd.is_expanded(start), cmd.text, tuple(assigns), tuple(expanded))
+
+
+def _shell(name: str, rest: Sequence[str], depth: int) -> Inner:
+    """``bash -c 'script'`` runs the script (parsed and judged); any other use of a shell runs a file or
+    stdin (opaque)."""
+    i = 0
+    while i < len(rest) and rest[i].startswith(("-", "+")) and rest[i] not in ("-", "--"):
+        word = rest[i]
+        letters = word[1:]
+        if word in ("-o", "+o"):
+            i += 2
+            continue
+        if word in ("-l", "--login", "--norc", "--noprofile", "--posix"):
+            i += 1
+            continue
+        if "c" in letters and not word.startswith("--") and set(letters) - {"c"} <= _SHELL_FLAGS:
+            if i + 1 < len(rest):
+                return _script(rest[i + 1], name, depth)
+            return Inner((), False, name)
+        if word.startswith("--") or not set(letters) <= _SHELL_FLAGS:
+            return Inner((), False, name)  # -i, --rcfile...: runs more than the script
+        i += 1
+    return Inner((), False, name)
+
+
+def _script(source: str, via: str, depth: int) -> Inner:
+    try:
+        return Inner(tuple(parse_command(source)), True, via)
+    except ShellParseError:
+        return Inner((), False, via)
+
+
+# --- options that write or execute ----------------------------------------------------------------
+
+Check = Callable[[Sequence[str], int], "str | None"]
+"""An extra check over a tool's arguments; the first ``given`` of them are named by the rule (the user's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unsafe:
+    """One tool's row: short option letters and long option names that write or execute, what they do,
+    and an extra check for what options cannot express (a sed script's ``w`` command)."""
+
+    why: str
+    short: str = ""
+    long: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()  # exact words (``find -exec``; ``dd of=``: ending in ``=``, a prefix)
+    check: Check | None = None
+    old_style_bundle: bool = False  # ``tar xzf``: the first argument is a bundle of short options
+
+
+def _sed_check(args: Sequence[str], given: int) -> str | None:
+    scripts = _values(args, ("-e",), ("--expression",))
+    if not scripts:
+        scripts = [a for a in args if not a.startswith("-")][:1]
+    if any(_sed_script_writes(script) for script in scripts):
+        return "its script writes a file or runs a command (w, W, e, s///w, s///e)"
+    return None
+
+
+def _sed_script_writes(script: str) -> bool:
+    """Whether a sed script holds a command or ``s`` flag that writes or executes (``w``, ``W``, ``e``);
+    True when the script cannot be read."""
+    i, n = 0, len(script)
+    while i < n:
+        while i < n and script[i] in " \t\n;{}!":
+            i += 1
+        i = _skip_address(script, i)
+        while i < n and script[i] in " \t!":
+            i += 1
+        if i >= n:
+            return False
+        c = script[i]
+        if c in "wWe":
+            return True
+        if c in "sy":
+            i = _skip_fields(script, i + 1, 2)
+            if i < 0:
+                return True
+            while c == "s" and i < n and script[i] not in ";\n}":
+                if script[i] in "we":
+                    return True
+                i += 1
+        elif c in "aic":  # text up to the end of the line
+            nl = script.find("\n", i)
+            i = n if nl < 0 else nl + 1
+        elif c in "bt:rRqQlLTv#":  # a label, a file to read, a number: up to the end of the command
+            while i < n and script[i] not in ";\n":
+                i += 1
+        else:
+            i += 1
+    return False
+
+
+def _skip_address(script: str, i: int) -> int:
+    n = len(script)
+    while i < n:
+        c = script[i]
+        if c.isdigit() or c in "$,~+":
+            i += 1
+        elif c in "/\\":
+            i = _skip_fields(script, i + (c == "\\"), 1)
+            if i < 0:
+                return n
+            while i < n and script[i] in "IM":
+                i += 1
+        else:
+            return i
+    return i
+
+
+def _skip_fields(script: str, i: int, fields: int) -> int:
+    """``script[i]`` is a delimiter: the index after ``fields`` fields it ends; -1 when unterminated."""
+    if i >= len(script):
+        return -1
+    delimiter = script[i]
+    i += 1
+    done = 0
+    while i < len(script):
+        c = script[i]
+        if c == "\\":
+            i += 2
+            continue
+        i += 1
+        if c == delimiter:
+            done += 1
+            if done == fields:
+                return i
+    return -1
+
+
+def _awk_check(args: Sequence[str], given: int) -> str | None:
+    program = next((a for a in args if not a.startswith("-")), None)
+    if program is not None and re.search(r"system|\||>|@load|@include|getline", program):
+        return "its program runs commands or writes files (system, |, >, getline, @load)"
+    return None
+
+
+def _git_check(args: Sequence[str], given: int) -> str | None:
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        if i >= given and args[i] not in _GIT_SAFE_GLOBALS:
+            return f"the global option {args[i]} changes what git runs, or where"
+        i += 1
+    if i >= len(args) or i < given - 1:
+        return None  # no subcommand, or the rule names more than it
+    sub, opts = args[i], args[i + 1 :]
+    if i >= given:
+        reads = set(opts) & _GIT_CONFIG_READS or opts[:1] in (["get"], ["list"])
+        if sub == "config" and not reads:
+            return "git config writes the repository's configuration"
+        if sub in _GIT_UNSAFE or (sub, opts[0] if opts else "") in _GIT_UNSAFE_SUB:
+            return f"git {sub} runs commands or writes files it is given"
+    letters = set(_GIT_SUB_SHORT.get(sub, ""))
+    for o in opts[max(0, given - i - 1) :]:
+        if o.startswith("-") and not o.startswith("--") and set(o[1:]) & letters:
+            return f"git {sub} {o} writes a file or runs a program"
+    return None
+
+
+_GIT_SAFE_GLOBALS = frozenset({"--no-pager", "-P", "-p", "--paginate", "--no-replace-objects",
+                               "--literal-pathspecs", "--no-optional-locks", "--version", "--help",
+                               "--no-advice", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs"})  # fmt: skip
+_GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l"})
+_GIT_UNSAFE = frozenset({"filter-branch", "filter-repo", "instaweb", "daemon", "send-email", "credential",
+                         "credential-store", "credential-cache", "upload-pack", "receive-pack", "shell"})  # fmt: skip
+_GIT_UNSAFE_SUB = frozenset(
+    {("submodule", "foreach"), ("bisect", "run"), ("hook", "run"), ("bundle", "create")}
+)
+_GIT_SUB_SHORT = {"format-patch": "o", "grep": "O", "rebase": "x", "clone": "uc", "fetch": "u", "pull": "u",
+                  "ls-remote": "u", "archive": "o", "difftool": "x"}  # fmt: skip
+
+
+def _tee_check(args: Sequence[str], given: int) -> str | None:
+    return "it writes the files it is given" if any(not a.startswith("-") for a in args[given:]) else None
+
+
+def _make_check(args: Sequence[str], given: int) -> str | None:
+    if any(re.match(r"[A-Za-z_][A-Za-z0-9_.]*[:+?!]?=", a) for a in args[given:]):
+        return "a variable given to make (SHELL=, CC=...) changes what its recipes run"
+    return None
+
+
+def _npm_check(args: Sequence[str], given: int) -> str | None:
+    subs = [(k, a) for k, a in enumerate(args) if not a.startswith("-")]
+    if subs and subs[0][0] >= given and subs[0][1] in ("exec", "x", "dlx", "config", "c"):
+        return f"{subs[0][1]} runs a package or changes the configuration"
+    return None
+
+
+def _go_check(args: Sequence[str], given: int) -> str | None:
+    for a in args[given:]:
+        if a.startswith("-") and a.lstrip("-").split("=", 1)[0] in ("exec", "toolexec"):
+            return f"{a} runs a program"
+    if args[:1] == ["env"] and "-w" in args[given:]:
+        return "go env -w writes the go configuration"
+    return None
+
+
+def _curl_check(args: Sequence[str], given: int) -> str | None:
+    for value in _values(
+        args[given:], ("-d", "-F"), ("--data", "--data-binary", "--data-raw", "--form", "--json")
+    ):
+        if value.startswith("@") or "=@" in value or "=<" in value:
+            return "it sends a file"
+    return None
+
+
+def _values(args: Sequence[str], short: Sequence[str], long: Sequence[str]) -> list[str]:
+    """The values given to the options ``short`` (``-o F``, ``-oF``) and ``long`` (``--out F``, ``--out=F``)."""
+    out: list[str] = []
+    for i, a in enumerate(args):
+        key, eq, value = a.partition("=")
+        if a in short or a in long:
+            if i + 1 < len(args):
+                out.append(args[i + 1])
+        elif eq and key in long:
+            out.append(value)
+        elif any(a.startswith(s) and len(a) > len(s) and not a.startswith("--") for s in short):
+            out.append(a[2:])
+    return out
+
+
+UNSAFE_OPTIONS: dict[str, Unsafe] = {
+    "sort": Unsafe("writes a file or runs a program", "o", ("output", "compress-program")),
+    "git": Unsafe("writes a file or runs a program", check=_git_check,
+                  long=("output", "output-directory", "upload-pack", "receive-pack", "exec", "template",
+                        "open-files-in-pager", "extcmd", "config")),
+    "tar": Unsafe("extracts or writes files, or runs a program", "xcruAIFg",
+                  ("extract", "get", "create", "append", "update", "catenate", "concatenate", "delete",
+                   "to-command", "use-compress-program", "checkpoint-action", "info-script",
+                   "new-volume-script", "rsh-command", "rmt-command", "index-file", "listed-incremental"),
+                  old_style_bundle=True),
+    "find": Unsafe("deletes, writes files or runs commands",
+                   words=("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls")),
+    "rg": Unsafe("runs a program on each file", long=("pre", "hostname-bin")),
+    "fd": Unsafe("runs a command on each file", "xX", ("exec", "exec-batch")),
+    "sed": Unsafe("edits files in place or runs its script's commands", "if", ("in-place", "file"),
+                  check=_sed_check),
+    "awk": Unsafe("runs a program file or its commands", "fEil", ("file", "exec", "load", "include"),
+                  check=_awk_check),
+    "less": Unsafe("writes a log file", "oO", ("log-file", "LOG-FILE")),
+    "curl": Unsafe("writes or uploads files", "oOTKDc",
+                   ("output", "remote-name", "remote-name-all", "upload-file", "config", "dump-header",
+                    "cookie-jar", "trace", "trace-ascii", "libcurl", "stderr", "output-dir", "etag-save",
+                    "hsts", "alt-svc"), check=_curl_check),
+    "wget": Unsafe("writes files, runs a program or sends a file", "oOaPe",
+                   ("output-document", "output-file", "append-output", "directory-prefix", "execute",
+                    "post-file", "body-file", "use-askpass")),
+    "make": Unsafe("reads recipes from elsewhere or evaluates text", "fCE", ("file", "makefile", "directory", "eval"),
+                   check=_make_check),
+    "cargo": Unsafe("overrides the configuration (runners, linkers)", long=("config",)),
+    "go": Unsafe("runs a program or writes the configuration", check=_go_check),
+    "pytest": Unsafe("deletes a directory, writes files or sends data",
+                     long=("basetemp", "junitxml", "junit-xml", "pastebin", "log-file", "resultlog")),
+    "npm": Unsafe("runs a package or another shell", long=("script-shell", "node-options", "userconfig",
+                                                          "globalconfig"), check=_npm_check),
+    "python": Unsafe("runs code given on the command line", "c"),
+    "node": Unsafe("runs code given on the command line", "epr",
+                   ("eval", "print", "require", "import", "loader", "experimental-loader")),
+    "perl": Unsafe("runs code given on the command line", "eE"),
+    "ruby": Unsafe("runs code given on the command line", "e"),
+    "php": Unsafe("runs code given on the command line", "r"),
+    "tee": Unsafe("writes the files it is given", check=_tee_check),
+    "dd": Unsafe("writes a file", words=("of=",)),
+}  # fmt: skip
+"""The matcher's table: per tool, the options that write or execute (see the README's "What a shell rule
+matches"). A prefix rule for the tool never covers a command using one beyond the rule's own words."""
+
+_ALIASES = {"gawk": "awk", "mawk": "awk", "nawk": "awk", "gsed": "sed", "gtar": "tar", "bsdtar": "tar",
+            "gmake": "make", "py.test": "pytest", "pnpm": "npm", "yarn": "npm", "bun": "npm",
+            "nodejs": "node", "fdfind": "fd"}  # fmt: skip
+
+
+def _row(name: str) -> Unsafe | None:
+    base = PurePath(name).name
+    base = _ALIASES.get(base, base)
+    if re.fullmatch(r"python[0-9.]*", base):
+        base = "python"
+    return UNSAFE_OPTIONS.get(base)
+
+
+def unsafe_reason(cmd: SimpleCommand, given: int = 1) -> str | None:
+    """Why ``cmd`` may write or execute beyond what its first ``given`` words (a rule's own, the user's)
+    say; None when nothing in the table applies."""
+    if not cmd.words:
+        return None
+    row = _row(cmd.words[0])
+    if row is None:
+        return None
+    given = max(given, 1)
+    name = PurePath(cmd.words[0]).name
+    if any(cmd.is_expanded(i) for i in range(given, len(cmd.words))):
+        return f"an argument of {name} is only known once the shell expands it (it could be an option)"
+    args = list(cmd.words[1:])
+    for k in range(given - 1, len(args)):
+        word = args[k]
+        if _option_hit(row, word, bundle=row.old_style_bundle and k == 0 and not word.startswith("-")):
+            return f"{name} {word}: {row.why}"
+    why = row.check(args, given - 1) if row.check is not None else None
+    return f"{name}: {why}" if why is not None else None
+
+
+def _option_hit(row: Unsafe, word: str, *, bundle: bool) -> bool:
+    if any(word == w or (w.endswith("=") and word.startswith(w)) for w in row.words):
+        return True
+    if word.startswith("--") and len(word) > 2:
+        given = word[2:].split("=", 1)[0]
+        # GNU getopt and git take any unambiguous prefix of a long option (--outp for --output).
+        return any(name == given or (len(given) >= 2 and name.startswith(given)) for name in row.long)
+    if bundle or (word.startswith("-") and len(word) > 1):
+        return bool(set(word if bundle else word[1:]) & set(row.short))
+    return False
+
+
+# --- files a command writes -----------------------------------------------------------------------
+
+_WRITES_ALL_OPERANDS = frozenset({"tee", "touch", "rm", "rmdir", "mkdir", "truncate", "shred", "unlink"})
+_WRITES_AFTER_FIRST = frozenset({"chmod", "chown", "chgrp"})
+_WRITES_LAST = frozenset({"cp", "mv", "ln", "install", "rsync", "scp"})
+
+
+def write_targets(cmd: SimpleCommand) -> list[str]:
+    """The files ``cmd`` is known to write besides its redirections (best effort, for protected paths)."""
+    if not cmd.words:
+        return []
+    name = PurePath(cmd.words[0]).name
+    args = list(cmd.words[1:])
+    operands = [a for a in args if not a.startswith("-")]
+    if name in _WRITES_ALL_OPERANDS:
+        return operands
+    if name in _WRITES_AFTER_FIRST:
+        return operands[1:]
+    if name in _WRITES_LAST:
+        return _values(args, ("-t",), ("--target-directory",)) or operands[-1:]
+    if name == "dd":
+        return [a[3:] for a in args if a.startswith("of=")]
+    if _ALIASES.get(name, name) == "sed" and any(a.startswith(("-i", "--in-place")) for a in args):
+        return operands
+    if name in ("sort", "git", "curl", "wget"):
+        return _values(args, ("-o", "-O"), ("--output", "--output-document"))
+    return []

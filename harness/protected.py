@@ -1,0 +1,126 @@
+"""Protected paths: files whose change can run code, or widen what the agent may do, without anyone
+running a command (the editor, git, direnv or the shell act on them by themselves).
+
+``PROTECTED`` is the one list (the sandbox excludes the same paths from what a command may write). A
+policy with a ``ProtectedPaths`` asks before any tool writes one of them, whatever its rules say: no
+remembered "always" and no mode short of ``full-access`` covers them. ``ProtectedPaths.why(path)`` gives
+the sentence the permission request shows ("this file is git's own ...").
+
+A pattern is a run of path components matched below each root (``.git`` anywhere in the project,
+``.config/fish`` in a home folder opened as a project), case-insensitively (a case-insensitive file
+system writes ``.GIT/config`` to ``.git/config``); ``*`` globs within a component. A path outside every
+root is matched on all its components. ``extra`` holds absolute paths protected whole (the user's
+configuration folder, permission files kept elsewhere, the agent's data folder).
+
+Not protected, on purpose: build and test files (``Makefile``, ``package.json``, ``conftest.py``...) run
+code only when a command runs them, and every source file is code once the tests run: that risk is the
+command's, which asks (or is sandboxed). CI workflows run remotely after a push, which is the user's act.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePath
+
+__all__ = ["PROTECTED", "Protected", "ProtectedPaths"]
+
+
+@dataclass(frozen=True, slots=True)
+class Protected:
+    """A run of path components (lower case; ``*`` globs one) and why a change there matters."""
+
+    parts: tuple[str, ...]
+    why: str
+
+    def matches(self, parts: Sequence[str]) -> bool:
+        n = len(self.parts)
+        return any(
+            all(fnmatchcase(parts[i + k], p) for k, p in enumerate(self.parts))
+            for i in range(len(parts) - n + 1)
+        )
+
+
+def _each(names: str, why: str) -> list[Protected]:
+    return [Protected(tuple(name.split("/")), why) for name in names.split()]
+
+
+_GIT = "git's own files (configuration, hooks): a change can run code at the next git command, which the editor runs constantly"
+PROTECTED: tuple[Protected, ...] = (
+    *_each(".acp-agent", "acp-agent's own configuration (MCP servers, provider, remembered permissions): "
+           "a change can run commands or widen what the agent may do"),
+    *_each(".config/acp-agent", "acp-agent's user configuration: a change can run commands or widen what "
+           "the agent may do"),
+    *_each(".git", f"this file is one of {_GIT}"),
+    *_each(".hg", "mercurial's own files: its configuration runs hooks at the next hg command"),
+    *_each(".svn .bzr .jj _darcs .pijul .fslckout _fossil_", "version-control metadata: a change can run "
+           "code or rewrite history at the next command"),
+    *_each(".husky .githooks", "git hooks: they run at the next commit or push"),
+    *_each(".pre-commit-config.yaml .pre-commit-hooks.yaml lefthook.yml .lefthook.yml lefthook-local.yml "
+           "lefthook.yaml .lefthook.yaml", "a git hook manager's configuration: the commands it names run at "
+           "the next commit"),
+    *_each(".envrc .direnv", "direnv runs this when a shell enters the folder"),
+    *_each("mise.toml .mise.toml mise.local.toml .mise.local.toml .mise .config/mise", "mise runs the hooks "
+           "and tasks it names when a shell enters the folder"),
+    *_each(".vscode *.code-workspace", "VS Code reads this: its tasks can run when the folder opens and its "
+           "settings name programs to run"),
+    *_each(".idea", "JetBrains IDEs read this folder: run configurations and startup tasks run from it"),
+    *_each(".zed", "Zed reads this folder: its settings name language servers and tasks to run"),
+    *_each(".fleet .helix", "the editor reads this folder: it names language servers and tasks to run"),
+    *_each(".devcontainer .devcontainer.json", "editors build and start the dev container it describes, "
+           "running its commands"),
+    *_each(".nvim.lua .nvimrc .exrc", "Neovim and Vim run this file when they open the folder (exrc)"),
+    *_each(".dir-locals.el .dir-locals-2.el", "Emacs evaluates these settings for every file below them"),
+    *_each(".bashrc .bash_profile .bash_login .bash_logout .profile .zshrc .zshenv .zprofile .zlogin "
+           ".zlogout .config/fish", "the shell runs this file when it starts"),
+    *_each(".ssh", "ssh reads this folder: its config can run commands (ProxyCommand), authorized_keys lets "
+           "others in"),
+    *_each(".gitconfig .config/git", f"this is one of {_GIT}"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedPaths:
+    """``PROTECTED`` below ``roots``, and the ``extra`` absolute paths (with their reasons)."""
+
+    roots: tuple[Path, ...] = ()
+    extra: tuple[tuple[Path, str], ...] = ()
+    patterns: tuple[Protected, ...] = PROTECTED
+
+    @classmethod
+    def of(cls, roots: Iterable[Path | str], extra: Iterable[tuple[Path | str, str]] = ()) -> ProtectedPaths:
+        """Blocking (symlinks in the roots and extras are resolved, both spellings kept)."""
+        return cls(
+            tuple(dict.fromkeys(q for r in roots for q in _spellings(r))),
+            tuple(dict.fromkeys((q, why) for p, why in extra for q in _spellings(p))),
+        )
+
+    def why(self, path: Path | str) -> str | None:
+        """Why ``path`` (absolute, normalised) is protected, or None. Pure: resolve symlinks first and
+        ask again for the real path (``why_real``)."""
+        p = PurePath(path)
+        for base, why in self.extra:
+            if p == base or p.is_relative_to(base):
+                return why
+        parts = _below_root(p, self.roots)
+        for pattern in self.patterns:
+            if pattern.matches(parts):
+                return pattern.why
+        return None
+
+    def why_real(self, path: Path | str) -> str | None:
+        """``why`` for the path as written and for where it really leads (a symlink to ``.git``). Blocking."""
+        return self.why(path) or self.why(os.path.realpath(path))
+
+
+def _spellings(path: Path | str) -> tuple[Path, Path]:
+    return Path(os.path.normpath(path)), Path(os.path.realpath(path))
+
+
+def _below_root(path: PurePath, roots: Sequence[Path]) -> list[str]:
+    for r in roots:
+        if path == r or path.is_relative_to(r):
+            return [part.lower() for part in path.relative_to(r).parts]
+    return [part.lower() for part in path.parts[1:]]
