@@ -16,7 +16,7 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -65,8 +65,8 @@ _NARROWEST: Final[Mapping[str, tuple[str, ...]]] = {
 }
 _TOOLS_KEYS: Final = ("shell_timeout_s", "searxng_url")
 _PERMISSIONS_KEYS: Final = ("project_file", "user_file")
-_STDIO_KEYS: Final = ("type", "command", "args", "env", "cwd", "timeout_s")
-_HTTP_KEYS: Final = ("type", "url", "headers", "timeout_s")
+_STDIO_KEYS: Final = ("type", "command", "args", "env", "cwd", "timeout_s", "trusted")
+_HTTP_KEYS: Final = ("type", "url", "headers", "timeout_s", "trusted")
 
 # Environment variables, in the order they are consulted for each setting.
 _ENV: Final[Mapping[str, tuple[str, ...]]] = {
@@ -130,6 +130,9 @@ class McpServerEntry:
     source: str = ""
     timeout_s: float | None = None
     """Per-call timeout; None is the default (60 s)."""
+    trusted: bool = False
+    """``trusted = true`` in the user's own configuration: the server's tool annotations are believed
+    (its ``readOnlyHint`` tools run as reads). Ignored from a project's file."""
 
     def to_acp(self) -> dict[str, Any]:
         """The entry as an ACP ``session/new`` ``mcpServers`` item (a timeout rides in ``_meta``)."""
@@ -332,7 +335,10 @@ def _mcp_entry(
         if args is None or env is None:
             return None
         timeout = _timeout(entry, source, where, out)
-        return McpServerEntry(name, "stdio", command, args, env, cwd, source=source, timeout_s=timeout)
+        trusted = _trusted(entry, source, where, out)
+        return McpServerEntry(
+            name, "stdio", command, args, env, cwd, source=source, timeout_s=timeout, trusted=trusted
+        )
     url = entry.get("url")
     checked = _check_url(url, source, f"{where}.url", out) if url is not None else None
     if url is None:
@@ -341,7 +347,18 @@ def _mcp_entry(
     if checked is None or headers is None:
         return None
     timeout = _timeout(entry, source, where, out)
-    return McpServerEntry(name, kind, url=checked, headers=headers, source=source, timeout_s=timeout)
+    trusted = _trusted(entry, source, where, out)
+    return McpServerEntry(
+        name, kind, url=checked, headers=headers, source=source, timeout_s=timeout, trusted=trusted
+    )
+
+
+def _trusted(entry: Mapping[str, Any], source: str, where: str, out: _Collector) -> bool:
+    value = entry.get("trusted", False)
+    if not isinstance(value, bool):
+        out.add(source, f"{where}.trusted", "must be true or false.")
+        return False
+    return value
 
 
 @dataclass(slots=True)
@@ -596,7 +613,9 @@ def load_config(cwd: Path | str, flags: Mapping[str, Any], env: Mapping[str, str
 
     servers: dict[str, McpServerEntry] = {}
     for layer in reversed(file_layers):  # user first, project overrides by name
-        servers.update(layer.servers)
+        # Only the user's own configuration can mark a server trusted (its annotations believed).
+        own = layer is user_layer
+        servers.update({n: s if own else replace(s, trusted=False) for n, s in layer.servers.items()})
 
     base_dir = project_dir.parent if project_dir is not None else cwd_path
     writable = [

@@ -24,8 +24,9 @@ from ._errors import HarnessUsageError
 from ._messages import ToolCall
 from ._pause import Approval
 from ._rules import Rule, Subject, Verdict, strictest
+from ._shelloptions import unsafe_reason, write_targets
 from ._shellparse import ShellParseError, SimpleCommand, parse_command
-from ._shellrules import MAX_DEPTH, commands_within, harmful_assigns, unsafe_reason, unwrap, write_targets
+from ._shellwrappers import MAX_DEPTH, commands_within, harmful_assigns, unwrap
 from ._tools import Hints, Result, ToolSpec
 from .middleware import NextTool
 from .protected import ProtectedPaths

@@ -7,7 +7,7 @@ it does (the README's "What a shell rule matches" says the same):
 - A rule that *allows* matches a simple command only when the command has no variable assignment but
   harmless ones (``LC_ALL=C``), is not a wrapper (``env``, ``nice``, ``xargs``, ``bash -c``, ``sudo``...: the
   policy judges what a transparent wrapper runs instead), and uses no option that writes or executes
-  beyond the rule's own words (``_shellrules.UNSAFE_OPTIONS``: ``sort -o``, ``git -c``, ``find -exec``...).
+  beyond the rule's own words (``_shelloptions.UNSAFE_OPTIONS``: ``sort -o``, ``git -c``, ``find -exec``...).
   An exact rule matches the very command, assignments included, and nothing else.
 - A rule that *denies* or *asks* matches on the words alone, also inside wrappers (``sudo rm``,
   ``env X=1 rm``, ``bash -c 'rm x'`` all match "deny ``rm``").
@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._errors import HarnessUsageError
+from ._shelloptions import unsafe_reason
 from ._shellparse import SimpleCommand
-from ._shellrules import commands_within, harmful_assigns, unsafe_reason, unwrap
+from ._shellwrappers import commands_within, harmful_assigns, unwrap
 from ._tools import Hints
 
 __all__ = ["HINT_NAMES", "Rule", "RuleKind", "Subject", "Verdict", "strictest"]

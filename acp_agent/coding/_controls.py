@@ -1,6 +1,6 @@
 """A coding session's controls: modes, config options (``mode``, ``model``, ``thought_level``), slash
-commands (``/mode``, ``/model``, ``/undo``, MCP prompts, and the ``extra_commands`` given: a name ->
-(description, hint, handler) map, e.g. ``/compact``) and the session's model."""
+commands (``/mode``, ``/model``, MCP prompts, and the ``extra_commands`` given: a name ->
+(description, hint, handler) map, e.g. ``/undo``, ``/compact``) and the session's model."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from harness import Model
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
-    from harness.tools import Journal
 
     from ..config import Config
     from ..session._setup import SessionEnvironment, SessionHandle
@@ -112,7 +111,6 @@ class CodingControls:
         env: SessionEnvironment,
         config: Config,
         modes: ModeState,
-        journal: Journal,
         link: SessionLink,
         thought: ThoughtLevel,
         *,
@@ -122,7 +120,6 @@ class CodingControls:
         self._env = env
         self._config = config
         self._modes = modes
-        self._journal = journal
         self._link = link
         self._thought = thought
         self._mcp = mcp
@@ -340,7 +337,6 @@ class CodingControls:
                 "input": {"hint": "mode"},
             },
             {"name": "model", "description": "Show or switch the model", "input": {"hint": "model name"}},
-            {"name": "undo", "description": "Undo the agent's last file change"},
         ]
         for name, (description, hint, _handler) in self._extra.items():
             entry: dict[str, Any] = {"name": name, "description": description}
@@ -379,8 +375,6 @@ class CodingControls:
                 return CommandOutcome(reply=exc.message.removeprefix("invalid params: value: "))
             await self._send_config_options()
             return CommandOutcome(reply=f"Model: {args}.")
-        if name == "undo":
-            return CommandOutcome(reply=await self._undo())
         extra = self._extra.get(name)
         if extra is not None:
             return await extra[2](args)
@@ -389,14 +383,3 @@ class CodingControls:
             if expanded is not None:
                 return CommandOutcome(prompt=expanded)
         return None
-
-    async def _undo(self) -> str:
-        if not len(self._journal):
-            return "Nothing to undo: the agent has not changed any file in this session."
-        label = self._journal.entries()[-1][0]
-        done = await self._journal.undo(1)
-        lines = [f"Undid {label}:"]
-        for item in done:
-            note = " (it had changed since; those changes are lost)" if item.overwrote else ""
-            lines.append(f"- {item.action} {item.path}{note}")
-        return "\n".join(lines)

@@ -1,7 +1,11 @@
 """The editor as file system and terminal: ``fs/read_text_file``, ``fs/write_text_file`` and ``terminal/*``.
 
-Each is used only when the client advertised it. A path the editor refuses (Zed answers -32002 outside its
-project) falls back to the local disk, so the tools behave the same, only without the editor's buffers.
+Each is used only when the client advertised it. The editor's word on a file is final: when it answers
+with an error the tool fails with the editor's message (the user rejected the edit, the buffer could not
+be saved), and after a timeout or a closed connection the disk is not touched either (the editor may
+still write the file). Two answers send the tools to the local disk instead: "method not found" (the
+client advertised ``fs`` but does not implement it: the disk from then on) and "resource not found"
+(-32002, what Zed answers for a path outside its project, e.g. an ``additionalDirectories`` folder).
 """
 
 from __future__ import annotations
@@ -14,14 +18,14 @@ import anyio
 
 from harness.tools import LocalFileSystem
 
-from ..protocol.errors import RpcError
+from ..protocol.errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, ConnectionClosedError, RpcError
 
 if TYPE_CHECKING:
     from harness.tools import CommandRequest, OutputSink
 
     from ..session._setup import SessionEnvironment, SessionHandle, ToolDisplay
 
-__all__ = ["EditorFileSystem", "EditorTerminalRunner"]
+__all__ = ["EditorFileError", "EditorFileSystem", "EditorTerminalRunner"]
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +34,13 @@ TERMINAL_OUTPUT_LIMIT: Final = 1_000_000
 POLL_S: Final = 0.25
 
 
+class EditorFileError(OSError):
+    """The editor refused a read or write, did not answer in time, or went away; the message says which
+    (with the editor's own words) and the tool fails with it."""
+
+
 class EditorFileSystem:
-    """A ``harness.tools.FileSystem`` over the client's ``fs/*`` methods, the disk as fallback."""
+    """A ``harness.tools.FileSystem`` over the client's ``fs/*`` methods (see the module docstring)."""
 
     def __init__(
         self, env: SessionEnvironment, *, read: bool | None = None, write: bool | None = None
@@ -41,43 +50,85 @@ class EditorFileSystem:
         self.read_via_editor = env.client_can("fs", "readTextFile") if read is None else read
         self.write_via_editor = env.client_can("fs", "writeTextFile") if write is None else write
         self.fallbacks = 0
-        """How many times the editor refused and the disk was used (tests and logs read it)."""
+        """How many times the editor sent a path to the disk (tests and logs read it)."""
 
     async def read_text(self, path: Path) -> str:
         # A file the disk does not have is missing for the tools (a new file has no buffer worth reading).
         if not self.read_via_editor or not await anyio.Path(path).is_file():
             return await self._disk.read_text(path)
         try:
-            result = await self._env.connection.request(
-                "fs/read_text_file",
-                {"sessionId": self._env.session_id, "path": str(path)},
-                timeout=FS_TIMEOUT_S,
-            )
-        except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError
-            self.fallbacks += 1
-            log.info("fs/read_text_file %s refused (%s); reading the disk", path, exc)
+            result = await self._request("fs/read_text_file", {"path": str(path)}, "read")
+        except _ToDisk:
             return await self._disk.read_text(path)
         content = _obj(result).get("content")
         if not isinstance(content, str):
-            self.fallbacks += 1
-            return await self._disk.read_text(path)
+            raise EditorFileError("the editor answered fs/read_text_file without the file's text")
         return content
 
     async def write_text(self, path: Path, text: str) -> None:
         if not self.write_via_editor:
             await self._disk.write_text(path, text)
             return
+        made = await _make_parents(anyio.Path(path).parent)
         try:
-            await anyio.Path(path).parent.mkdir(parents=True, exist_ok=True)
-            await self._env.connection.request(
-                "fs/write_text_file",
-                {"sessionId": self._env.session_id, "path": str(path), "content": text},
-                timeout=FS_TIMEOUT_S,
-            )
-        except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError
-            self.fallbacks += 1
-            log.info("fs/write_text_file %s refused (%s); writing the disk", path, exc)
+            await self._request("fs/write_text_file", {"path": str(path), "content": text}, "write")
+        except _ToDisk:
             await self._disk.write_text(path, text)
+        except BaseException:
+            await _remove_dirs(made)
+            raise
+
+    async def _request(self, method: str, params: dict[str, Any], verb: str) -> Any:
+        """The editor's answer; ``_ToDisk`` when the disk should serve it, else ``EditorFileError``."""
+        try:
+            return await self._env.connection.request(
+                method, {"sessionId": self._env.session_id, **params}, timeout=FS_TIMEOUT_S
+            )
+        except TimeoutError:
+            done = "read from" if verb == "read" else "written to"
+            raise EditorFileError(
+                f"the editor did not answer {method} within {FS_TIMEOUT_S:.0f} s; nothing was {done} "
+                "the disk instead"
+            ) from None
+        except ConnectionClosedError:
+            raise EditorFileError(f"the editor went away before answering {method}") from None
+        except RpcError as exc:
+            if exc.code == METHOD_NOT_FOUND:
+                log.info("the editor does not implement %s; using the disk from now on", method)
+                if verb == "read":
+                    self.read_via_editor = False
+                else:
+                    self.write_via_editor = False
+            elif exc.code != RESOURCE_NOT_FOUND:
+                raise EditorFileError(f"the editor refused to {verb} the file: {exc.message}") from None
+            self.fallbacks += 1
+            log.info("%s %s: the editor answered %s; using the disk", method, params["path"], exc.code)
+            raise _ToDisk() from None
+
+
+class _ToDisk(Exception):
+    """The editor sent this path to the disk (method not found, outside its project)."""
+
+
+async def _make_parents(directory: anyio.Path) -> list[anyio.Path]:
+    """Create ``directory`` and its missing parents; the ones created, deepest last."""
+    missing: list[anyio.Path] = []
+    while not await directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for d in reversed(missing):
+        await d.mkdir(exist_ok=True)
+    return list(reversed(missing))
+
+
+async def _remove_dirs(made: list[anyio.Path]) -> None:
+    """Remove the (still empty) directories ``_make_parents`` created, deepest first."""
+    with anyio.CancelScope(shield=True):
+        for d in reversed(made):
+            try:
+                await d.rmdir()
+            except OSError:
+                return
 
 
 class EditorTerminalRunner:

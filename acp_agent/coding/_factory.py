@@ -32,9 +32,11 @@ from ._controls import CodingControls, ThoughtLevel, known_context_window
 from ._editor import EditorFileSystem, EditorTerminalRunner
 from ._elicit import McpElicitor
 from ._gate import PermissionGate, RunningMarker, SessionLink
-from ._modes import ModeState, PolicyMiddleware, store_paths
+from ._modes import ModeState, PolicyMiddleware, protected_paths, store_paths
 from ._sandboxing import SandboxGate, SessionSandbox, agent_private_paths, sandbox_support
 from ._tools import LateModel, explore_tool, web_tools
+from ._undo import DESCRIPTION as UNDO_DESCRIPTION
+from ._undo import UndoCommand
 
 if TYPE_CHECKING:
     from harness import Call, Model
@@ -142,10 +144,17 @@ class CodingFactory:
         )
         link = SessionLink()
         fs = EditorFileSystem(env)
-        journal = Journal(fs)
+        journal = Journal(fs, root=root)
         project_file, user_file = store_paths(config, env.cwd, self.environ)
+        protected = await anyio.to_thread.run_sync(
+            protected_paths, env.roots, env.home, (project_file, user_file), self.environ
+        )
         modes = ModeState(
-            config.default_mode, env.roots, [PermissionStore(project_file), PermissionStore(user_file)]
+            config.default_mode,
+            env.roots,
+            [PermissionStore(project_file), PermissionStore(user_file)],
+            protected=protected,
+            trusted_servers=[s.name for s in config.mcp_servers if s.trusted],
         )
         await modes.load()
         sandbox = await self._sandbox(config, env, modes)
@@ -169,20 +178,21 @@ class CodingFactory:
         compaction = Compaction(link, context_window=window, model=current_model, path=checkpoints)
         await compaction.load()
         mcp = await self._mcp(env, config, link)
+        gate = PermissionGate(env, modes, link, display, root=root, fs=fs)
         controls = CodingControls(
             env,
             config,
             modes,
-            journal,
             link,
             thought,
             mcp=mcp,
             extra_commands={
+                "undo": (UNDO_DESCRIPTION, None, UndoCommand(journal, gate, modes)),
                 "compact": (
                     "Summarise the conversation so far to free the model's context",
                     None,
                     compaction.command,
-                )
+                ),
             },
         )
         link.controls = controls
@@ -199,7 +209,6 @@ class CodingFactory:
         ]
         if mcp is not None:
             sources.append(mcp.tools)
-        gate = PermissionGate(env, modes, link, display, root=root, fs=fs)
         if mcp is not None:
             mcp.elicitation_handler = McpElicitor(gate, link)
 

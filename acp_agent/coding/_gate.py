@@ -11,12 +11,16 @@ with one option per choice. ``RunningMarker`` is the innermost: it sends ``in_pr
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
+import anyio.to_thread
 
 from harness import Approval, Decision, Question, Result
-from harness.policy import Rule, Verdict
+from harness.policy import Policy, Rule, Verdict
 from harness.tools import PathError
 
 from ..protocol.errors import ConnectionClosedError, RpcError
@@ -69,38 +73,29 @@ class RunningMarker:
     """Innermost tool middleware: ``in_progress`` once the call really runs (after any approval)."""
 
     def __init__(self, link: SessionLink) -> None:
-        self._link = link
+        self.link = link
 
     async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
         from ..protocol.models import ToolCallProgress
 
-        await self._link.send(ToolCallProgress(tool_call_id=call.id, status="in_progress"))
-        self._link.running[call.id] = call.name
+        await self.link.send(ToolCallProgress(tool_call_id=call.id, status="in_progress"))
+        self.link.running[call.id] = call.name
         try:
             return await next(call, context)
         finally:
-            self._link.running.pop(call.id, None)
+            self.link.running.pop(call.id, None)
 
 
+@dataclass(slots=True)
 class PermissionGate:
     """Outermost tool middleware: answers approvals and questions through the editor."""
 
-    def __init__(
-        self,
-        env: SessionEnvironment,
-        modes: ModeState,
-        link: SessionLink,
-        display: ToolDisplay,
-        *,
-        root: Root,
-        fs: FileSystem,
-    ) -> None:
-        self._env = env
-        self._modes = modes
-        self._link = link
-        self._display = display
-        self._root = root
-        self._fs = fs
+    env: SessionEnvironment
+    modes: ModeState
+    link: SessionLink
+    display: ToolDisplay
+    root: Root = field(kw_only=True)
+    fs: FileSystem = field(kw_only=True)
 
     async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
         result = await next(call, context)
@@ -116,8 +111,8 @@ class PermissionGate:
                     else:
                         answers[need.id] = await self._ask(call, need)
             except Cancelled:
-                if self._link.handle is not None:
-                    self._link.handle.cancel()
+                if self.link.handle is not None:
+                    self.link.handle.cancel()
                 return Result.failure("Cancelled: the user cancelled the turn")
             context.answer(answers)
             result = await next(call, context)
@@ -128,10 +123,13 @@ class PermissionGate:
     async def _approve(self, call: ToolCall, context: Call, need: Approval) -> Decision:
         from ._sandboxing import escalation_title
 
-        policy = self._modes.policy
+        policy = self.modes.policy
         leaving = escalation_title(call.name, call.input)  # leaving the sandbox asks every time
-        allow_rules = [] if leaving else policy.suggest(call, Verdict.ALLOW, context.spec)
-        deny_rules = policy.suggest(call, Verdict.DENY, context.spec)
+        judged = await anyio.to_thread.run_sync(policy.judge, call, context.spec)
+        # Leaving the sandbox, or writing a protected path, is asked about every time: no "always allow".
+        no_always = leaving or judged.protected
+        allow_rules = [] if no_always else await _suggest(policy, call, Verdict.ALLOW, context)
+        deny_rules = await _suggest(policy, call, Verdict.DENY, context)
         options: list[dict[str, str]] = [
             {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}
         ]
@@ -152,26 +150,63 @@ class PermissionGate:
                     "kind": "reject_always",
                 }
             )
-        tool_call = await self._describe(call, context)
+        tool_call = await self._describe(call, context, _protected_note(judged.protected))
         if leaving:
             tool_call["title"] = leaving
         chosen = await self.request_permission(tool_call, options)
         if chosen == "allow_always":
-            await self._modes.remember(allow_rules)
+            await self.modes.remember(allow_rules)
             return Decision.allow()
         if chosen == "allow_once":
             return Decision.allow()
         if chosen == "reject_always":
-            await self._modes.remember(deny_rules)
+            await self.modes.remember(deny_rules)
         return Decision.deny(f"the user rejected {call.name}")
+
+    async def confirm(self, title: str, note: str, paths: Sequence[str] = ()) -> bool:
+        """Ask yes or no about something the user asked for that is not a model's tool call (``/undo``):
+        shown as a tool call of its own (``note`` its text), ended ``completed`` or ``failed`` with the
+        answer. Raises ``Cancelled`` when the editor answers cancelled."""
+        from ..protocol.models import (
+            ContentToolCallContent,
+            TextContent,
+            ToolCallLocation,
+            ToolCallProgress,
+            ToolCallStart,
+            dump,
+        )
+
+        start = ToolCallStart(
+            tool_call_id=f"confirm_{uuid.uuid4().hex[:12]}",
+            title=title,
+            kind="edit",
+            status="pending",
+            content=[ContentToolCallContent(content=TextContent(text=note))],
+            locations=[ToolCallLocation(path=p) for p in paths] or None,
+        )
+        await self.link.send(start)
+        options = [
+            {"optionId": "allow_once", "name": "Yes", "kind": "allow_once"},
+            {"optionId": "reject_once", "name": "No", "kind": "reject_once"},
+        ]
+        request = dump(start)
+        request.pop("sessionUpdate", None)
+        yes = False
+        try:
+            yes = await self.request_permission(request, options) == "allow_once"
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                status = "completed" if yes else "failed"
+                await self.link.send(ToolCallProgress(tool_call_id=start.tool_call_id, status=status))
+        return yes
 
     async def request_permission(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str:
         """``session/request_permission``: the chosen option id (``reject_once`` when the request failed or
         the answer is not an offered option). Raises ``Cancelled`` when the editor answers cancelled."""
         try:
-            answer = await self._env.connection.request(
+            answer = await self.env.connection.request(
                 "session/request_permission",
-                {"sessionId": self._env.session_id, "toolCall": tool_call, "options": options},
+                {"sessionId": self.env.session_id, "toolCall": tool_call, "options": options},
             )
         except ConnectionClosedError:
             raise Cancelled() from None
@@ -188,17 +223,20 @@ class PermissionGate:
             return "reject_once"
         return str(chosen)
 
-    async def _describe(self, call: ToolCall, context: Call) -> dict[str, Any]:
-        """The permission request's ``toolCall``: title, kind, input and what would change."""
+    async def _describe(self, call: ToolCall, context: Call, note: str | None = None) -> dict[str, Any]:
+        """The permission request's ``toolCall``: title, kind, input and what would change; ``note`` (why
+        this always asks) first."""
         from ..protocol.models import ContentToolCallContent, TextContent, ToolCallUpdate, dump
         from ..session._updates import ToolPresenter
 
-        presenter = ToolPresenter(None, self._display)
+        presenter = ToolPresenter(None, self.display)
         kind = context.spec.meta.get("kind") if context.spec is not None else None
         content: list[ToolCallContent] = await self._preview(call)
         if not content and call.name == "shell":
             command = str(call.input.get("command", ""))
             content = [ContentToolCallContent(content=TextContent(text=f"```sh\n{command}\n```"))]
+        if note is not None:
+            content.insert(0, ContentToolCallContent(content=TextContent(text=note)))
         update = ToolCallUpdate(
             tool_call_id=call.id,
             title=_spec_title(context, call) or presenter.title(call.name, call.input),
@@ -221,11 +259,11 @@ class PermissionGate:
         if call.name not in ("write_file", "edit_file") or not isinstance(inp.get("path"), str):
             return []
         try:
-            path = await self._root.resolve(str(inp["path"]))
+            path = await self.root.resolve(str(inp["path"]))
         except PathError:
             return []
         try:
-            old: str | None = await self._fs.read_text(path)
+            old: str | None = await self.fs.read_text(path)
         except FileNotFoundError:
             old = None
         except (OSError, UnicodeError):
@@ -249,7 +287,7 @@ class PermissionGate:
 
     def can_elicit(self, mode: str = "form") -> bool:
         """Whether the client advertised ``elicitation.<mode>`` (``form`` or ``url``)."""
-        return _obj(self._env.client_capabilities.get("elicitation")).get(mode) is not None
+        return _obj(self.env.client_capabilities.get("elicitation")).get(mode) is not None
 
     async def _ask(self, call: ToolCall, question: Question) -> Any:
         if self.can_elicit("form"):
@@ -278,8 +316,8 @@ class PermissionGate:
         """``elicitation/create`` with ``params`` (``sessionId`` added): the answer as an object, or None
         when the request failed. Raises ``Cancelled`` when the connection closed."""
         try:
-            answer = await self._env.connection.request(
-                "elicitation/create", {"sessionId": self._env.session_id, **params}
+            answer = await self.env.connection.request(
+                "elicitation/create", {"sessionId": self.env.session_id, **params}
             )
         except ConnectionClosedError:
             raise Cancelled() from None
@@ -315,6 +353,21 @@ class PermissionGate:
         if action == "cancel":
             raise Cancelled()
         return Decision.deny("the user declined to answer")
+
+
+async def _suggest(policy: Policy, call: ToolCall, verdict: Verdict, context: Call) -> list[Rule]:
+    return await anyio.to_thread.run_sync(policy.suggest, call, verdict, context.spec)
+
+
+def _protected_note(found: Sequence[tuple[str, str]]) -> str | None:
+    """The permission request's first line when the call writes protected paths: which, and why."""
+    if not found:
+        return None
+    lines = [f"⚠ `{path}`: {why}." for path, why in found]
+    lines.append(
+        "Protected paths are asked about every time; no rule or mode short of full-access allows them."
+    )
+    return "\n".join(lines)
 
 
 def _spec_title(context: Call, call: ToolCall) -> str | None:

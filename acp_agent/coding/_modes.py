@@ -10,13 +10,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.policy import PermissionStore, Policy, Rule, Verdict, mode_policy
+from harness.policy import PermissionStore, Policy, ProtectedPaths, Rule, Verdict, mode_policy
 
 if TYPE_CHECKING:
     from harness import Call, Result, ToolCall
     from harness.middleware import NextTool
 
-__all__ = ["MODE_INFO", "WEB_TOOLS", "ModeState", "PolicyMiddleware", "coding_policy", "offered_modes"]
+__all__ = [
+    "MODE_INFO",
+    "WEB_TOOLS",
+    "ModeState",
+    "PolicyMiddleware",
+    "coding_policy",
+    "offered_modes",
+    "protected_paths",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +55,29 @@ def offered_modes(euid: int | None = None) -> list[str]:
 class ModeState:
     """The session's current mode, its policy, and the stores of remembered answers.
 
-    ``stores[0]`` (the project's) receives new "always" answers; every store's rules apply, in order."""
+    ``stores[0]`` (the project's) receives new "always" answers; every store's rules apply, in order.
+    ``protected``: the paths every mode but ``full-access`` asks before writing (default: the standard
+    list below the roots); ``trusted_servers``: the MCP servers whose read-only hints are believed."""
 
-    def __init__(self, mode: str, roots: Sequence[Path], stores: Sequence[PermissionStore]) -> None:
+    def __init__(
+        self,
+        mode: str,
+        roots: Sequence[Path],
+        stores: Sequence[PermissionStore],
+        *,
+        protected: ProtectedPaths | None = None,
+        trusted_servers: Sequence[str] = (),
+    ) -> None:
         self.offered = offered_modes()
         self.mode = mode if mode in self.offered else "default"
         if mode != self.mode:
             log.warning("mode %r is not offered here; starting in %r", mode, self.mode)
         self.roots = tuple(roots)
         self.stores = tuple(stores)
+        self.protected = protected or ProtectedPaths.of(self.roots)
+        self.trusted_servers = tuple(trusted_servers)
         self.remembered: list[Rule] = []
-        self.policy: Policy = mode_policy(self.mode, self.roots, self.remembered)
+        self.policy: Policy = self._build()
 
     async def load(self) -> None:
         """(Re)read the remembered rules; the policy uses them from the next call on."""
@@ -79,22 +99,45 @@ class ModeState:
         await self.load()
 
     def _rebuild(self) -> None:
-        self.policy = coding_policy(self.mode, self.roots, self.remembered)
+        self.policy = self._build()
+
+    def _build(self) -> Policy:
+        return coding_policy(
+            self.mode,
+            self.roots,
+            self.remembered,
+            protected=self.protected,
+            trusted_servers=self.trusted_servers,
+        )
 
 
-def coding_policy(mode: str, roots: Sequence[Path], remembered: Sequence[Rule] = ()) -> Policy:
+def coding_policy(
+    mode: str,
+    roots: Sequence[Path],
+    remembered: Sequence[Rule] = (),
+    *,
+    protected: ProtectedPaths | None = None,
+    trusted_servers: Sequence[str] = (),
+) -> Policy:
     """``mode_policy`` with one change: the web tools ask in every mode but ``full-access``.
 
     They are read-only (so the modes would run them) but reach the network, which a user expects to see
     and approve. The rule comes after the remembered ones, so "always allow web_fetch" holds (in the
     modes that keep remembered allows)."""
-    full = mode_policy(mode, roots, remembered)
+    full = mode_policy(mode, roots, remembered, protected=protected, trusted_servers=trusted_servers)
     if mode == "full-access":
         return full
-    bare = mode_policy(mode, roots)
+    bare = mode_policy(mode, roots, protected=protected)
     kept = full.rules[: len(full.rules) - len(bare.rules)]
     web = tuple(Rule.tool(name, Verdict.ASK) for name in WEB_TOOLS)
-    return Policy([*kept, *web, *bare.rules], bare.default, cwd=bare.cwd, name=bare.name)
+    return Policy(
+        [*kept, *web, *bare.rules],
+        bare.default,
+        cwd=bare.cwd,
+        name=bare.name,
+        protected=full.protected,
+        trusted_servers=full.trusted_servers,
+    )
 
 
 class PolicyMiddleware:
@@ -105,6 +148,18 @@ class PolicyMiddleware:
 
     async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
         return await self.state.policy.call(call, context, next)
+
+
+def protected_paths(
+    roots: Sequence[Path], home: Path, stores: Sequence[Path], environ: Mapping[str, str]
+) -> ProtectedPaths:
+    """The standard protected list below ``roots``, plus the agent's own files wherever they are: the
+    user's configuration folder, the permission files, the agent's data folder (sessions). Blocking."""
+    from ..config import user_config_dir
+
+    own = "one of acp-agent's own files (configuration, remembered permissions, sessions): a change can run commands or widen what the agent may do"
+    extra = [(user_config_dir(environ), own), (home, own), *((p, own) for p in stores)]
+    return ProtectedPaths.of(roots, extra)
 
 
 def store_paths(config: Any, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, Path]:

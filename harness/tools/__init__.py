@@ -4,7 +4,7 @@ See ``harness.tools.files`` and ``harness.tools.shell`` for the tools and the ``
 """
 
 from ._fs import FileSystem, LocalFileSystem
-from ._journal import FileChange, Journal, Undone
+from ._journal import FileChange, Journal, Revert, UndoPlan, Undone
 from ._root import PathError, Root
 from .files import ApplyPatch, EditFile, Glob, Grep, ListDir, ReadFile, WriteFile, file_tools
 from .shell import CommandRequest, CommandRunner, LocalCommandRunner, OutputSink, Shell
@@ -25,8 +25,10 @@ __all__ = [
     "OutputSink",
     "PathError",
     "ReadFile",
+    "Revert",
     "Root",
     "Shell",
+    "UndoPlan",
     "Undone",
     "WriteFile",
     "file_tools",
