@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
+
+import anyio.to_thread
 
 from ._errors import HarnessUsageError
 from ._messages import Image, Text
@@ -166,7 +169,11 @@ ToolFn = Callable[..., Awaitable[Any]] | Callable[..., Any]
 
 
 class FunctionTool:
-    """A tool made from a Python function; the input schema comes from its signature (see ``tool``)."""
+    """A tool made from a Python function; the input schema comes from its signature (see ``tool``).
+
+    A sync function runs in a worker thread (``anyio.to_thread``), never on the event loop, so a slow one
+    holds up no other call or session; cancelling the call stops waiting for it (the thread finishes on
+    its own). ``meta`` is the spec's ``meta`` (e.g. the ACP tool ``kind``)."""
 
     def __init__(
         self,
@@ -176,6 +183,7 @@ class FunctionTool:
         description: str | None = None,
         hints: Hints | None = None,
         schema: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         self._fn = fn
         sig = inspect.signature(fn)
@@ -193,6 +201,7 @@ class FunctionTool:
             description if description is not None else inspect.cleandoc(fn.__doc__ or ""),
             dict(schema) if schema is not None else _schema_from_signature(fn, params),
             hints or Hints(),
+            meta=dict(meta or {}),
         )
         self._is_async = inspect.iscoroutinefunction(fn)
 
@@ -206,7 +215,9 @@ class FunctionTool:
         if self._is_async:
             out = await self._fn(**kwargs)
         else:
-            out = self._fn(**kwargs)
+            out = await anyio.to_thread.run_sync(
+                functools.partial(self._fn, **kwargs), abandon_on_cancel=True
+            )
         if isinstance(out, Result):
             return out
         if isinstance(out, str):
@@ -257,6 +268,7 @@ def tool(
     idempotent: bool = False,
     open_world: bool = False,
     schema: Mapping[str, Any] | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> Callable[[ToolFn], FunctionTool]: ...
 
 
@@ -271,16 +283,18 @@ def tool(
     idempotent: bool = False,
     open_world: bool = False,
     schema: Mapping[str, Any] | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> FunctionTool | Callable[[ToolFn], FunctionTool]:
     """Make a tool of a function: ``@tool`` or ``@tool(read_only=True)``.
 
     Parameters become the input schema; a parameter named ``call`` (or annotated ``Call``) receives the
-    ``Call``. The function may be sync or async and return a ``Result``, a string, or anything JSON-able.
+    ``Call``. The function may be sync (it then runs in a worker thread) or async and return a ``Result``,
+    a string, or anything JSON-able. ``meta`` becomes the spec's ``meta``.
     """
     hints = Hints(read_only, destructive, idempotent, open_world)
 
     def make(f: ToolFn) -> FunctionTool:
-        return FunctionTool(f, name=name, description=description, hints=hints, schema=schema)
+        return FunctionTool(f, name=name, description=description, hints=hints, schema=schema, meta=meta)
 
     if fn is not None:
         return make(fn)
