@@ -4,7 +4,7 @@ See ``harness.tools.files`` and ``harness.tools.shell`` for the tools and the ``
 """
 
 from ._fs import FileSystem, LocalFileSystem
-from ._journal import FileChange, Journal, Revert, UndoPlan, Undone
+from ._journal import FileChange, Journal, Revert, Undone, UndoPlan
 from ._root import PathError, Root
 from .files import ApplyPatch, EditFile, Glob, Grep, ListDir, ReadFile, WriteFile, file_tools
 from .shell import CommandRequest, CommandRunner, LocalCommandRunner, OutputSink, Shell

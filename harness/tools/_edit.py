@@ -13,14 +13,10 @@ from .._tools import Result
 from ._filetool import PATH_ARG, WRITE_HINTS, FileTool
 from ._inputs import arg
 from ._journal import FileChange
+from ._patch import eol_of
 from ._probe import probe
 
-__all__ = ["EditFile", "WriteFile", "diff_value", "eol_of", "to_eol"]
-
-
-def eol_of(text: str) -> str:
-    crlf = text.count("\r\n")
-    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+__all__ = ["EditFile", "WriteFile", "diff_value", "to_eol"]
 
 
 def to_eol(text: str, eol: str) -> str:

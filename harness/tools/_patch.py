@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["FilePatch", "Hunk", "PatchError", "apply_hunks", "parse_patch"]
+__all__ = ["FilePatch", "Hunk", "PatchError", "apply_hunks", "eol_of", "parse_patch"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_EOL = "\\ No newline at end of file"
@@ -80,46 +80,7 @@ def parse_patch(text: str) -> list[FilePatch]:
         _strip_git_prefix(fp)
         i += 2
         while i < len(lines) and lines[i].startswith("@@"):
-            m = _HUNK.match(lines[i])
-            if m is None:
-                raise PatchError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
-            hunk = Hunk(
-                int(m[1]),
-                int(m[2]) if m[2] is not None else 1,
-                int(m[3]),
-                int(m[4]) if m[4] is not None else 1,
-            )
-            i += 1
-            old_seen = new_seen = 0
-            while i < len(lines) and (old_seen < hunk.old_count or new_seen < hunk.new_count):
-                body = lines[i]
-                if body == _NO_EOL:
-                    i += 1
-                    continue
-                tag = body[:1] or " "  # some tools drop the space of an empty context line
-                if tag not in " -+":
-                    break
-                hunk.lines.append(tag + body[1:])
-                if tag in " -":
-                    old_seen += 1
-                if tag in " +":
-                    new_seen += 1
-                i += 1
-            if old_seen != hunk.old_count or new_seen != hunk.new_count:
-                raise PatchError(
-                    f"hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ of "
-                    f"{fp.path}: expected {hunk.old_count} old and {hunk.new_count} new lines, "
-                    f"found {old_seen} and {new_seen}"
-                )
-            if i < len(lines) and lines[i] == _NO_EOL:
-                last = hunk.lines[-1][0] if hunk.lines else " "
-                if last == "-":
-                    hunk.old_no_eol = True
-                elif last == "+":
-                    hunk.new_no_eol = True
-                else:
-                    hunk.old_no_eol = hunk.new_no_eol = True
-                i += 1
+            hunk, i = _parse_hunk(lines, i, fp)
             fp.hunks.append(hunk)
         if not fp.hunks and not (fp.old_path is None or fp.new_path is None):
             raise PatchError(f"{fp.path}: no hunks")
@@ -131,7 +92,44 @@ def parse_patch(text: str) -> list[FilePatch]:
     return out
 
 
-def _eol_of(text: str) -> str:
+def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
+    """The hunk whose ``@@`` header is ``lines[i]``, and the index after it."""
+    m = _HUNK.match(lines[i])
+    if m is None:
+        raise PatchError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
+    hunk = Hunk(
+        int(m[1]), int(m[2]) if m[2] is not None else 1, int(m[3]), int(m[4]) if m[4] is not None else 1
+    )
+    i += 1
+    old_seen = new_seen = 0
+    while i < len(lines) and (old_seen < hunk.old_count or new_seen < hunk.new_count):
+        body = lines[i]
+        if body == _NO_EOL:
+            i += 1
+            continue
+        tag = body[:1] or " "  # some tools drop the space of an empty context line
+        if tag not in " -+":
+            break
+        hunk.lines.append(tag + body[1:])
+        old_seen += tag in " -"
+        new_seen += tag in " +"
+        i += 1
+    if old_seen != hunk.old_count or new_seen != hunk.new_count:
+        raise PatchError(
+            f"hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ of "
+            f"{fp.path}: expected {hunk.old_count} old and {hunk.new_count} new lines, "
+            f"found {old_seen} and {new_seen}"
+        )
+    if i < len(lines) and lines[i] == _NO_EOL:
+        last = hunk.lines[-1][0] if hunk.lines else " "
+        hunk.old_no_eol = last in " -"
+        hunk.new_no_eol = last in " +"
+        i += 1
+    return hunk, i
+
+
+def eol_of(text: str) -> str:
+    """The line ending ``text`` mostly uses (``\\r\\n`` or ``\\n``)."""
     crlf = text.count("\r\n")
     return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
 
@@ -159,7 +157,7 @@ def apply_hunks(original: str | None, fp: FilePatch) -> str | None:
     if fp.old_path is None and original is not None:
         raise PatchError(f"{fp.path}: cannot create, the file already exists")
     text = original or ""
-    eol = _eol_of(text) if text else "\n"
+    eol = eol_of(text) if text else "\n"
     ends_with_eol = text.endswith("\n") or not text
     lines = text.splitlines()
     lines = [ln.rstrip("\r") for ln in lines]
