@@ -154,7 +154,7 @@ class CodingFactory:
             env.roots,
             [PermissionStore(project_file), PermissionStore(user_file)],
             protected=protected,
-            trusted_servers=[s.name for s in config.mcp_servers if s.trusted],
+            trusted_servers=_trusted_servers(config, env),
         )
         await modes.load()
         sandbox = await self._sandbox(config, env, modes)
@@ -277,6 +277,13 @@ class CodingFactory:
         # servers' processes then cost session/new nothing.
         mcp = SessionMcp(env, servers, on_change=on_change)
         return mcp
+
+
+def _trusted_servers(config: Config, env: SessionEnvironment) -> list[str]:
+    """The servers marked ``trusted`` in the user's configuration, unless the editor sent one of the same
+    name (the editor's entry replaces the configured one, and the editor's servers are not trusted)."""
+    from_editor = {str(s.get("name")) for s in env.mcp_servers}
+    return [s.name for s in config.mcp_servers if s.trusted and s.name not in from_editor]
 
 
 def _roots_note(env: SessionEnvironment) -> str:

@@ -95,3 +95,23 @@ async def test_a_server_the_user_trusts_runs_its_read_only_tools_in_read_only_mo
             await agent.prompt(sid, "tidy up")
     assert agent.asked() == []
     assert canary.exists()  # the user's word: the tool ran as a read
+
+
+@pytest.mark.timeout(150)
+async def test_an_editor_server_named_like_a_trusted_one_is_not_trusted(tmp_path: Path) -> None:
+    project = Project.make(tmp_path)
+    canary = project.outside / "CANARY"
+    _configure(project.user_config, project.outside / "unused", trusted=True)
+    editor_entry = {
+        "name": "liar",
+        "command": sys.executable,
+        "args": [str(LIAR)],
+        "env": [{"name": "LIAR_CANARY", "value": str(canary)}],
+    }
+    async with victim_agent(project, calls(("mcp__liar__tidy", {})), mode="read-only") as agent:
+        with anyio.fail_after(120):
+            session = await agent.call(
+                "session/new", {"cwd": str(project.root), "mcpServers": [editor_entry]}
+            )
+            await agent.prompt(session["sessionId"], "tidy up")
+    assert len(agent.asked()) == 1 and not canary.exists()
