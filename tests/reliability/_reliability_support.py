@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import Process, TaskGroup
@@ -281,6 +281,9 @@ class AgentProcess:
             os.kill(self.pid, signal.SIGKILL)
 
 
+P = TypeVar("P", bound=AgentProcess)
+
+
 def agent_env(home: Path, script: Path | None = None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACP_AGENT_", "OPENAI_", "ANTHROPIC_"))}
     env.update({"ACP_AGENT_HOME": str(home), "ACP_AGENT_LOG_LEVEL": "warning", "PYTHONUNBUFFERED": "1"})
@@ -292,16 +295,22 @@ def agent_env(home: Path, script: Path | None = None, **extra: str) -> dict[str,
 
 @asynccontextmanager
 async def agent_process(
-    home: Path, env: Mapping[str, str], *, stderr_name: str = "stderr.txt", keep_stdout: bool = False
-) -> AsyncIterator[AgentProcess]:
-    """Spawn the agent with ``env`` (see ``agent_env``); on exit close stdin, wait, kill if it lingers."""
+    home: Path,
+    env: Mapping[str, str],
+    *,
+    stderr_name: str = "stderr.txt",
+    keep_stdout: bool = False,
+    kind: type[P] = AgentProcess,
+) -> AsyncIterator[P]:
+    """Spawn the agent with ``env`` (see ``agent_env``); on exit close stdin, wait, kill if it lingers.
+    ``kind``: an ``AgentProcess`` subclass to drive it with."""
     stderr_path = home.parent / f"{home.name}-{stderr_name}"
     with stderr_path.open("ab") as stderr_file:
         process = await anyio.open_process(
             [sys.executable, "-m", "acp_agent"], env=dict(env), cwd=str(REPO), stderr=stderr_file
         )
     try:
-        agent = AgentProcess(process, home, stderr_path, keep_stdout=keep_stdout)
+        agent = kind(process, home, stderr_path, keep_stdout=keep_stdout)
         assert process.stdout is not None
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent._read_loop, BufferedByteReceiveStream(process.stdout))  # pyright: ignore[reportPrivateUsage]

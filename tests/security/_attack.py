@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.streams.buffered import BufferedByteReceiveStream
 
-from tests.reliability._reliability_support import REPO, AgentProcess, agent_env
+from tests.reliability._reliability_support import AgentProcess, agent_env, agent_process
 
 __all__ = ["Project", "Victim", "calls", "reply", "victim_agent"]
 
@@ -161,50 +160,11 @@ async def victim_agent(
         ACP_AGENT_DEFAULT_MODE=mode,
         **dict(env or {}),
     )
-    stderr_path = project.home.parent / "agent-stderr.txt"
-    with stderr_path.open("ab") as stderr_file:
-        process = await anyio.open_process(
-            [_python(), "-m", "acp_agent"], env=environ, cwd=str(REPO), stderr=stderr_file
-        )
-    agent = Victim(process, project.home, stderr_path)
-    try:
-        async with anyio.create_task_group() as tg:
-            assert process.stdout is not None
-            tg.start_soon(agent._read_loop, BufferedByteReceiveStream(process.stdout))  # pyright: ignore[reportPrivateUsage]
-            tg.start_soon(agent.answer_requests)
-            caps: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}} if fs else {}
-            with anyio.fail_after(60):
-                await agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
-            try:
-                yield agent
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await _close(agent)
-                tg.cancel_scope.cancel()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with anyio.CancelScope(shield=True):
-                await process.wait()
+    async with agent_process(project.home, environ, kind=Victim) as agent, anyio.create_task_group() as tg:
+        tg.start_soon(agent.answer_requests)
+        caps: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}} if fs else {}
+        with anyio.fail_after(60):
+            await agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
+        yield agent
+        tg.cancel_scope.cancel()
     assert not agent.violations, agent.violations
-
-
-def _python() -> str:
-    import sys
-
-    return sys.executable
-
-
-async def _close(agent: Victim) -> None:
-    process = agent.process
-    if process.returncode is None:
-        try:
-            assert process.stdin is not None
-            await process.stdin.aclose()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass
-        with anyio.move_on_after(10):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
