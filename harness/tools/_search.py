@@ -141,7 +141,10 @@ class Grep(FileTool[GrepInput]):
             return Result.failure(f"grep: {self.root.display(base)} does not exist")
         if found.kind == "other":
             return Result.failure(f"grep: {self.root.display(base)} is not a regular file or directory")
-        g = glob_regex(file_glob) if file_glob else None
+        try:
+            g = await anyio.to_thread.run_sync(glob_regex, file_glob) if file_glob else None
+        except RegexError as e:
+            return Result.failure(f"grep: glob: the pattern cannot be used: {e}")
         g_name_only = file_glob is not None and "/" not in file_glob
 
         def search(stop: Callable[[], bool]) -> tuple[list[dict[str, Any]], bool]:
