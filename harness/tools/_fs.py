@@ -1,7 +1,8 @@
 """The file-system seam: how the file tools read and write text (the disk, or an editor's buffers).
 
-``open_regular`` is the one way the tools open a file on disk for reading: a FIFO, socket or device is
-refused without being opened (opening a FIFO blocks until a writer comes; opening a device can act).
+``open_regular`` is the one way the tools open a file on disk for reading, and ``LocalFileSystem`` writes
+the same way: a FIFO, socket or device is refused without being opened (opening a FIFO blocks until the
+other end comes; opening a device can act).
 """
 
 from __future__ import annotations
@@ -60,6 +61,25 @@ def _read_bytes(path: Path) -> bytes:
         return f.read()
 
 
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Create or replace the regular file ``path``; a FIFO, socket or device there is refused, not
+    opened for writing (which would block until a reader comes)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise NotRegularFileError(f"{path} is not a regular file")
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            f.write(data)
+    finally:
+        os.close(fd)
+
+
 class LocalFileSystem:
     """The local disk, UTF-8, line endings untouched (no universal-newline translation)."""
 
@@ -68,6 +88,4 @@ class LocalFileSystem:
         return data.decode("utf-8", errors="replace")
 
     async def write_text(self, path: Path, text: str) -> None:
-        p = anyio.Path(path)
-        await p.parent.mkdir(parents=True, exist_ok=True)
-        await p.write_bytes(text.encode("utf-8"))
+        await anyio.to_thread.run_sync(_write_bytes, path, text.encode("utf-8"))

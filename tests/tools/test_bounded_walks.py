@@ -44,6 +44,14 @@ async def test_a_fifo_is_refused_without_being_opened(tree: Path) -> None:
         assert {e["name"]: e["type"] for e in listing.value["entries"]}["fifo"] == "other"
         found = (await call_tool(Glob(Root([tree])), {"pattern": "**/*"})).result
         assert [Path(p).name for p in found.value["files"]] == ["a.txt"]
+        with pytest.raises(NotRegularFileError):
+            await LocalFileSystem().write_text(tree / "fifo", "x")  # opening it to write would block
+        for name, inp in (
+            ("write_file", {"content": "x"}),
+            ("edit_file", {"old_text": "a", "new_text": "b"}),
+        ):
+            tool = {t.spec().name: t for t in file_tools(Root([tree]))}[name]
+            assert (await call_tool(tool, {"path": "fifo", **inp})).result.error
 
 
 def test_a_glob_that_would_backtrack_is_linear() -> None:
