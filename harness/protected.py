@@ -14,7 +14,7 @@ configuration folder, permission files kept elsewhere, the agent's data folder).
 
 Not protected, on purpose: build and test files (``Makefile``, ``package.json``, ``conftest.py``...) run
 code only when a command runs them, and every source file is code once the tests run: that risk is the
-command's, which asks (or is sandboxed). CI workflows run remotely after a push, which is the user's act.
+command's, which asks (or is sandboxed).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePath
 
-__all__ = ["PROTECTED", "Protected", "ProtectedPaths"]
+__all__ = ["PROTECTED", "ROOT_PATHS", "Protected", "ProtectedPaths"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,14 @@ PROTECTED: tuple[Protected, ...] = (
     *_each(".ssh", "ssh reads this folder: its config can run commands (ProxyCommand), authorized_keys lets "
            "others in"),
     *_each(".gitconfig .config/git", f"this is one of {_GIT}"),
+    *_each(".github/workflows", "CI runs these at the next push, with the repository's secrets"),
 )  # fmt: skip
+
+ROOT_PATHS: tuple[str, ...] = tuple(
+    "/".join(p.parts) for p in PROTECTED if not any("*" in q for q in p.parts)
+)
+"""``PROTECTED`` as paths relative to a root (the glob patterns left out): what a sandbox that works on
+concrete paths refuses to let a command write (``harness.sandbox`` does, at each root)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ..protected import ROOT_PATHS
 from . import _landlock as ll
 
 __all__ = [
@@ -36,21 +37,9 @@ __all__ = [
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 MODES: Final[tuple[SandboxMode, ...]] = ("workspace-write", "read-only", "off")
 
-DEFAULT_PROTECTED: Final[tuple[str, ...]] = (
-    ".git",
-    ".hg",
-    ".svn",
-    ".jj",
-    ".acp-agent",
-    ".envrc",
-    ".vscode",
-    ".idea",
-    ".zed",
-    ".devcontainer",
-    ".github/workflows",
-)
-"""Paths (relative to each root) a sandboxed command never writes. The coding layer passes the
-permission gate's list; this is the harness's own default."""
+DEFAULT_PROTECTED: Final[tuple[str, ...]] = ROOT_PATHS
+"""Paths (relative to each root) a sandboxed command never writes: the permission gate's list
+(``harness.protected``), so a sandboxed command and a file tool are refused the same files."""
 
 _READ: Final = ll.ACCESS_FS["read_file"][0] | ll.ACCESS_FS["read_dir"][0] | ll.ACCESS_FS["execute"][0]
 _READ_ALL: Final = _READ | ll.ACCESS_FS["ioctl_dev"][0]

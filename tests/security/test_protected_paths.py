@@ -52,6 +52,7 @@ GUARD = ProtectedPaths.of([ROOT], [(Path("/home/u/.config/acp-agent"), "acp-agen
         ".config/fish/config.fish",
         ".ssh/authorized_keys",
         ".gitconfig",
+        ".github/workflows/ci.yml",
     ],
 )
 def test_the_list_protects_control_vcs_and_self_running_files(path: str) -> None:
@@ -60,11 +61,20 @@ def test_the_list_protects_control_vcs_and_self_running_files(path: str) -> None
 
 @pytest.mark.parametrize(
     "path",
-    ["src/app.py", "Makefile", "package.json", "conftest.py", ".github/workflows/ci.yml", ".env", "git/config",
+    ["src/app.py", "Makefile", "package.json", "conftest.py", ".github/CODEOWNERS", ".env", "git/config",
      "docs/.gitkeep", ".gitignore"],
 )  # fmt: skip
 def test_ordinary_project_files_are_not_protected(path: str) -> None:
     assert GUARD.why(ROOT / path) is None
+
+
+def test_the_sandbox_refuses_the_same_paths_at_each_root() -> None:
+    from harness.protected import ROOT_PATHS
+    from harness.sandbox import DEFAULT_PROTECTED
+
+    assert DEFAULT_PROTECTED == ROOT_PATHS
+    assert {".git", ".acp-agent", ".envrc", ".vscode", ".github/workflows"} <= set(ROOT_PATHS)
+    assert all(GUARD.why(ROOT / p) is not None for p in ROOT_PATHS)
 
 
 def test_extra_paths_outside_the_roots_are_protected_whole() -> None:
@@ -164,9 +174,10 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "no-sandbox"])
 @pytest.mark.parametrize("editor_fs", [True, False], ids=["editor-fs", "disk"])
 async def test_accept_edits_with_always_rules_asks_for_every_protected_write_and_writes_none(
-    tmp_path: Path, editor_fs: bool
+    tmp_path: Path, editor_fs: bool, sandbox: bool
 ) -> None:
     project = Project.make(tmp_path)
     (project.root / ".git" / "hooks").mkdir(parents=True)
@@ -179,12 +190,18 @@ async def test_accept_edits_with_always_rules_asks_for_every_protected_write_and
     )
     before = _snapshot(project.root)
     script = calls(*ATTACKS, ("write_file", {"path": "src/ok.py", "content": "ok\n"}))
-    async with victim_agent(project, script, mode="accept-edits", fs=editor_fs) as agent:
+    env = {} if sandbox else {"ACP_AGENT_SANDBOX_UNAVAILABLE": "1"}
+    async with victim_agent(project, script, mode="accept-edits", fs=editor_fs, env=env) as agent:
         with anyio.fail_after(90):
             sid = await agent.new_session(project.root)
             assert (await agent.prompt(sid, "set up the project"))["stopReason"] == "end_turn"
+    if not sandbox:
+        assert len(agent.asked()) == len(ATTACKS)  # without a sandbox the shell attack is asked about
     asked = agent.asked()
-    assert len(asked) == len(ATTACKS), [a["toolCall"].get("title") for a in asked]
+    file_asks = [a for a in asked if "command" not in a["toolCall"]["rawInput"]]
+    # The shell attack asks too where commands are not sandboxed; sandboxed, it runs and the sandbox
+    # refuses the write. Either way nothing is written (below).
+    assert len(file_asks) == len(ATTACKS) - 1, [a["toolCall"].get("title") for a in asked]
     for request in asked:
         first = request["toolCall"]["content"][0]["content"]["text"]
         assert "⚠" in first and "asked about every time" in first, first
