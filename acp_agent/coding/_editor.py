@@ -203,7 +203,7 @@ class EditorTerminalRunner:
         handle: SessionHandle | None = getattr(self._session, "handle", None)
         if handle is None:
             return
-        await handle.send(
+        await handle.send_update(
             ToolCallProgress(tool_call_id=call_id, content=[TerminalToolCallContent(terminal_id=terminal_id)])
         )
 

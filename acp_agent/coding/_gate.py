@@ -62,7 +62,7 @@ class SessionLink:
         if self.handle is None:
             await self._bound.wait()
         assert self.handle is not None
-        await self.handle.send(update)
+        await self.handle.send_update(update)
 
 
 class Cancelled(Exception):

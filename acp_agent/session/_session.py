@@ -90,19 +90,23 @@ class Session:
 
     # --- sending --------------------------------------------------------------------------------
 
-    async def send(self, update: SessionUpdate) -> None:
-        """Send one update, never before the session's opening response."""
+    async def send_update(self, update: SessionUpdate) -> None:
+        """Send one ``session/update``, never before the session's opening response (Zed drops updates
+        for a session it has not registered yet)."""
         if not self.opened.is_set():
             await self.opened.wait()
-        await self.send_now(update)
+        await self.send_replay_update(update)
 
-    async def send_now(self, update: SessionUpdate) -> None:
+    async def send_replay_update(self, update: SessionUpdate) -> None:
+        """Send one ``session/update`` at once, without waiting for the opening response: for
+        ``session/load``'s replay, which the spec puts before that response."""
         from ..protocol.models import SessionNotification
 
         await self._conn.notify("session/update", SessionNotification(session_id=self.id, update=update))
 
-    async def send_chunk(self, text: str) -> None:
-        """An ``agent_message_chunk`` of text, built as the wire dict it is (the schema tests check it)."""
+    async def send_text_chunk(self, text: str) -> None:
+        """The hot path of a streamed reply: an ``agent_message_chunk`` of text, built as the wire dict it
+        is (no model to build and dump; the schema tests check the shape), after the opening response."""
         if not self.opened.is_set():
             await self.opened.wait()
         update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
@@ -112,7 +116,7 @@ class Session:
         """Send the whole conversation as updates (``session/load``, before its response)."""
         await self.presenter.refresh()
         for update in replay_updates(self.messages(), self.presenter):
-            await self.send_now(update)
+            await self.send_replay_update(update)
 
     # --- prompt turns ---------------------------------------------------------------------------
 
@@ -151,7 +155,7 @@ class Session:
             if text.startswith("/"):
                 outcome = await controls.command(text)
                 if outcome is not None and outcome.reply is not None:
-                    await self.send(AgentMessageChunk(content=TextContent(text=outcome.reply)))
+                    await self.send_update(AgentMessageChunk(content=TextContent(text=outcome.reply)))
                     return "end_turn"
                 if outcome is not None and outcome.prompt is not None:
                     message = _replace_text(message, outcome.prompt)
@@ -163,7 +167,7 @@ class Session:
             title = title_from_prompt(message)
             if title is not None:
                 self.meta = self.meta.touched(title=title)
-                await self.send(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
+                await self.send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
         options = self.setup.options
         mapper = EventMapper(self.presenter, context_window=options.context_window if options else None)
         misuse: HarnessUsageError | None = None
@@ -175,10 +179,10 @@ class Session:
                     if type(event) is TextDelta and event.parent is None:
                         # The hot path of a streamed reply: one plain dict, no models to build and dump.
                         if event.text:
-                            await self.send_chunk(event.text)
+                            await self.send_text_chunk(event.text)
                         continue
                     for update in await mapper.map(event):
-                        await self.send(update)
+                        await self.send_update(update)
                     if isinstance(event, StepStarted | StepEnded) and event.parent is None:
                         await self._persist(run, final=False)
         except HarnessUsageError as exc:  # re-raised by the run after TurnEnded: a bug, reported as such
@@ -187,7 +191,7 @@ class Session:
         finally:
             for update in mapper.close_open_calls():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await self.send(update)
+                    await self.send_update(update)
             with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
                 await self._persist(run, final=True)
         ended = run.ended()
