@@ -162,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = settings_from_env(config.provider, config.model, config.base_url)
     early = early_start(configured=settings.configured, how_to_configure=how_to_configure())
+    from .coding import coding_factory
     from .session.serve import serve_stdio
 
-    return serve_stdio(config, early=early)
+    # The composition root: the session layer serves whatever factory it is given; this one codes.
+    flags = {"provider": config.provider, "model": config.model, "base_url": config.base_url}
+    return serve_stdio(config, coding_factory(flags), early=early)

@@ -151,6 +151,9 @@ class McpServerEntry:
                 "headers": [{"name": k, "value": v} for k, v in self.headers.items()],
             }
         if self.timeout_s is not None:
+            # Named where `_meta` is read; the session layer is loaded by the time a session's servers are.
+            from .session._mcp import MCP_TIMEOUT_META
+
             out["_meta"] = {MCP_TIMEOUT_META: self.timeout_s}
         return out
 
@@ -274,10 +277,6 @@ def _str_list(value: Any, source: str, key: str, out: _Collector) -> tuple[str, 
         return tuple(items)
     out.add(source, key, 'must be a list of strings, e.g. ["--flag", "value"].')
     return None
-
-
-MCP_TIMEOUT_META = "acpAgent/timeoutS"
-"""``_meta`` key of an ``mcpServers`` entry (from the config, or an editor) setting its call timeout."""
 
 
 def _timeout(entry: Mapping[str, Any], source: str, where: str, out: _Collector) -> float | None:

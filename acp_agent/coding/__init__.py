@@ -27,11 +27,19 @@ class LazyCodingFactory:
         self._impl: CodingFactory | None = None
 
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
+        return await self._factory()(env)
+
+    def warm(self) -> None:
+        """Import the harness and the tools ahead of the first session (the agent calls it in a worker
+        thread once ``initialize`` was answered)."""
+        self._factory()
+
+    def _factory(self) -> CodingFactory:
         if self._impl is None:
             from ._factory import CodingFactory
 
             self._impl = CodingFactory(self.flags, self.environ)
-        return await self._impl(env)
+        return self._impl
 
 
 def coding_factory(

@@ -38,13 +38,15 @@ if TYPE_CHECKING:
 
     from ._setup import SessionEnvironment
 
-__all__ = ["CLOSE_WAIT", "SessionMcp", "Spawn", "merge_servers"]
+__all__ = ["CLOSE_WAIT", "MCP_TIMEOUT_META", "SessionMcp", "Spawn", "merge_servers"]
 
 log = logging.getLogger(__name__)
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 """Runs a coroutine function as a task of a long-lived task group (e.g. ``TaskGroup.start_soon``)."""
 
+MCP_TIMEOUT_META = "acpAgent/timeoutS"
+"""``_meta`` key of an ``mcpServers`` entry (from the config, or an editor) setting its call timeout."""
 CLOSE_WAIT = 2.5  # servers end within about 2 s; a little slack before giving up on the owner task
 _SPACES = re.compile(r"\s+")
 
@@ -383,8 +385,6 @@ def _prompt_arguments(prompt: PromptInfo, text: str) -> dict[str, str]:
 
 def _call_timeout(entry: Mapping[str, Any]) -> float:
     """The entry's call timeout from ``_meta`` (the config's ``timeout_s``), else 60 s."""
-    from ..config import MCP_TIMEOUT_META
-
     meta = entry.get("_meta")
     value = meta.get(MCP_TIMEOUT_META) if isinstance(meta, Mapping) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:

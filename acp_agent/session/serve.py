@@ -89,10 +89,9 @@ async def serve(
         tg.cancel_scope.cancel()
 
 
-def serve_stdio(
-    config: AgentConfig, factory: SessionFactory | None = None, early: EarlyStart | None = None
-) -> int:
-    """The ``acp-agent`` process: protocol on stdin/stdout, logs on stderr and the log file. ``early``:
+def serve_stdio(config: AgentConfig, factory: SessionFactory, early: EarlyStart | None = None) -> int:
+    """The ``acp-agent`` process: protocol on stdin/stdout, logs on stderr and the log file; ``factory``
+    equips each session (the composition root, ``acp_agent.cli``, passes the coding agent's). ``early``:
     stdio was already taken, and perhaps ``initialize`` answered, by ``acp_agent._early``."""
     from ..logs import configure_logging
     from ..models import settings_from_env
@@ -104,11 +103,6 @@ def serve_stdio(
         receive, send = open_stdio((early.in_fd, early.out_fd), early.pending)
     configure_logging(config.log_level, config.home)
     settings = settings_from_env(config.provider, config.model, config.base_url)
-    if factory is None:
-        from ..coding import coding_factory
-
-        flags = {"provider": config.provider, "model": config.model, "base_url": config.base_url}
-        factory = coding_factory(flags)
     agent = AcpAgent(home=config.home, settings=settings, factory=factory)
     if early is not None and early.initialized is not None:
         agent.mark_initialized(early.initialized)
