@@ -14,15 +14,30 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
 from . import __version__
 
-__all__ = ["EarlyStart", "claim_stdio", "early_start", "initialize_result"]
+__all__ = [
+    "AUTH_METHOD_ID",
+    "PROMPT_CAPABILITIES",
+    "PROTOCOL_VERSION",
+    "EarlyStart",
+    "claim_stdio",
+    "early_start",
+    "initialize_result",
+]
 
-PROTOCOL_VERSION = 1
-AUTH_METHOD_ID = "configure-model"
+PROTOCOL_VERSION: Final = 1
+AUTH_METHOD_ID: Final = "configure-model"
+PROMPT_CAPABILITIES: Final[Mapping[str, bool]] = MappingProxyType(
+    {"image": True, "audio": False, "embeddedContext": True}
+)
+"""The prompt blocks the agent takes beyond text and resource links: advertised by ``initialize``, and
+``session/prompt`` refuses the others."""
 _READ_SIZE = 256 * 1024
 
 
@@ -76,7 +91,7 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
         "protocolVersion": PROTOCOL_VERSION,  # we speak v1, whatever the client asked for
         "agentCapabilities": {
             "loadSession": True,
-            "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+            "promptCapabilities": dict(PROMPT_CAPABILITIES),
             "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {
                 "list": {},

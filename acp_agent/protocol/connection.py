@@ -85,7 +85,15 @@ _MISSING: Final = object()
 class RequestContext:
     """What a request handler knows about its request."""
 
-    __slots__ = ("_cancel_callback", "_cancel_requested", "_scope", "method", "request_id", "sequence")
+    __slots__ = (
+        "_cancel_callback",
+        "_cancel_requested",
+        "_scope",
+        "cancellable",
+        "method",
+        "request_id",
+        "sequence",
+    )
 
     def __init__(
         self, request_id: RequestId, method: str, scope: anyio.CancelScope, sequence: int = 0
@@ -94,6 +102,9 @@ class RequestContext:
         self.method = method
         self.sequence = sequence
         """The request's place among the messages read (see ``Connection.sequence``)."""
+        self.cancellable = True
+        """False: `$/cancel_request` (and the end of input) only marks the request; it finishes and answers
+        as usual (for short requests, where cancelling would only lose work). Set it before the first await."""
         self._scope = scope
         self._cancel_requested = False
         self._cancel_callback: Callable[[], None] | None = None
@@ -114,6 +125,8 @@ class RequestContext:
         if self._cancel_requested:
             return
         self._cancel_requested = True
+        if not self.cancellable:
+            return
         callback = self._cancel_callback
         if callback is None:
             self._scope.cancel()

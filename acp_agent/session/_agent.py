@@ -1,84 +1,89 @@
-"""The ACP agent: the connection's handler. Routes methods, gates them on ``initialize``, owns sessions.
+"""The ACP agent: the connection's handler. Owns the sessions and serves the methods of ``ROUTES``.
 
-``initialize`` is answered without pydantic or the harness (start-up budget); the heavy modules are
-imported in a worker thread right after, while the client reads the answer.
+``ROUTES`` is the one table of the ACP methods this agent serves: for each, how its params are validated
+(a protocol model's ``model_validate``; omitted params are ``{}``), the handler that takes the validated
+request, whether ``$/cancel_request`` cancels it, whether it waits for ``initialize``, whether it needs a
+model configured, and the capability in ``initialize``'s ``agentCapabilities`` that advertises it. A new
+method is one row (and its capability in ``acp_agent._early`` when it has one; a test checks both).
+
+``initialize`` is answered without the harness (start-up budget); the heavy modules are imported in a
+worker thread right after, while the client reads the answer.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
-import os
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import anyio.to_thread
 
 from .._early import AUTH_METHOD_ID as _AUTH_METHOD_ID
-from .._early import PROTOCOL_VERSION
+from .._early import PROTOCOL_VERSION, initialize_result
+from ..models import ModelConfigError, how_to_configure
+from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ._listing import list_sessions
+from ._roots import checked_roots
+from ._session import Session
+from ._setup import SessionEnvironment, SessionFactory, default_factory
+from ._store import SessionMeta, SessionStore, now_iso
 
 if TYPE_CHECKING:
     from harness import Model
 
     from ..models import ModelSettings
     from ..protocol.connection import Connection, RequestContext
-    from ._session import Session
-    from ._setup import SessionFactory
-    from ._store import SessionMeta, SessionStore
 
-__all__ = ["PROTOCOL_VERSION", "AcpAgent"]
+__all__ = ["PROTOCOL_VERSION", "ROUTES", "AcpAgent", "Route", "WarmsUp"]
 
 log = logging.getLogger(__name__)
 
-PAGE_SIZE: Final = 50
-
-_METHODS: Final = frozenset(
-    {
-        "initialize",
-        "authenticate",
-        "session/new",
-        "session/load",
-        "session/resume",
-        "session/list",
-        "session/close",
-        "session/delete",
-        "session/prompt",
-        "session/set_mode",
-        "session/set_config_option",
-    }
-)
+R = TypeVar("R")
 
 
-async def _warm_up() -> None:
-    try:
-        await anyio.to_thread.run_sync(_warm_imports)
-    except Exception:
-        log.exception("warming up imports failed")
+@dataclass(frozen=True, slots=True)
+class Route(Generic[R]):
+    """How one ACP method is served (see the module docstring)."""
+
+    request: Callable[[Any], R]
+    """Validates the params (``{}`` when omitted) into what ``handler`` takes; raises for bad ones."""
+    handler: Callable[[AcpAgent, R, RequestContext], Awaitable[object]]
+    cancellable: bool = False
+    """``$/cancel_request`` (and the end of input) ends it; otherwise it finishes and answers as usual."""
+    needs_initialize: bool = True
+    needs_model: bool = False
+    """Answered -32000 (``auth_required``, saying how to configure a model) while none is configured."""
+    capability: tuple[str, ...] = ()
+    """Where ``initialize`` advertises the method in ``agentCapabilities`` (empty: a baseline method)."""
 
 
-def _warm_imports() -> None:
-    # Pays pydantic's and the harness's import cost off the event loop, before the first session.
-    import importlib
+@runtime_checkable
+class WarmsUp(Protocol):
+    """A session factory that can import what its first session needs ahead of time."""
 
-    importlib.import_module("harness.transcript")
-    try:
-        importlib.import_module("acp_agent.coding._factory")
-    except ImportError:  # pragma: no cover - the coding package is optional for the session layer
-        log.debug("the coding factory is not importable", exc_info=True)
-
-    from ..protocol import models
-
-    models.NewSessionRequest.model_validate({"cwd": "/", "mcpServers": []})
-    models.PromptRequest.model_validate({"sessionId": "s", "prompt": [{"type": "text", "text": "x"}]})
+    def warm(self) -> None:
+        """Runs in a worker thread once ``initialize`` was answered."""
+        ...
 
 
-def _finish_anyway() -> None:
-    pass
+def _params(params: Any) -> Any:
+    """``initialize``'s params go to ``initialize_result`` as sent: it is the early answer's check too."""
+    return params
+
+
+def _warm_imports(factory: SessionFactory) -> None:
+    # Pays the harness's and the factory's import cost, and the models' schema builds, off the event loop.
+    import harness.transcript  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+    if isinstance(factory, WarmsUp):
+        factory.warm()
+    m.NewSessionRequest.model_validate({"cwd": "/", "mcpServers": []})
+    m.PromptRequest.model_validate({"sessionId": "s", "prompt": [{"type": "text", "text": "x"}]})
 
 
 class AcpAgent:
@@ -89,7 +94,7 @@ class AcpAgent:
         *,
         home: Path,
         settings: ModelSettings,
-        factory: SessionFactory | None = None,
+        factory: SessionFactory = default_factory,
         model: Model | None = None,
     ) -> None:
         self.home = home
@@ -115,46 +120,27 @@ class AcpAgent:
         self._spawn = spawn
         if self._warm_when_attached and spawn is not None:
             self._warm_when_attached = False
-            spawn(_warm_up)
+            spawn(self._warm_up)
 
     @property
     def store(self) -> SessionStore:
         if self._store is None:
-            from ._store import SessionStore
-
             self._store = SessionStore(self.home / "sessions")
         return self._store
 
     # --- the Handler protocol --------------------------------------------------------------------
 
     async def handle_request(self, method: str, params: Any, ctx: RequestContext) -> Any:
-        if method == "initialize":
-            return await self._initialize(params)
-        if method not in _METHODS:
+        route = ROUTES.get(method)
+        if route is None:
             raise RpcError.method_not_found(method)
-        if not self._initialized:
+        ctx.cancellable = route.cancellable
+        if route.needs_initialize and not self._initialized:
             raise RpcError.invalid_request("not initialized: send initialize first")
-        if method == "session/prompt":
-            return await self._prompt(params, ctx)
-        # The other methods are short: finish them (also at end of input) rather than answer -32800.
-        ctx.on_cancel_request(_finish_anyway)
-        if method == "session/new":
-            return await self._new(params, ctx)
-        if method == "session/load":
-            return await self._load(params, ctx, replay=True)
-        if method == "session/resume":
-            return await self._load(params, ctx, replay=False)
-        if method == "session/list":
-            return await self._list(params)
-        if method == "session/close":
-            return await self._close(params)
-        if method == "session/delete":
-            return await self._delete(params)
-        if method == "session/set_mode":
-            return await self._set_mode(params)
-        if method == "session/set_config_option":
-            return await self._set_config_option(params)
-        return await self._authenticate(params)
+        request = route.request(params if params is not None else {})
+        if route.needs_model:
+            self._require_model()
+        return await route.handler(self, request, ctx)
 
     async def handle_notification(self, method: str, params: Any) -> None:
         if method != "session/cancel" or not self._initialized:
@@ -187,10 +173,7 @@ class AcpAgent:
 
     # --- initialize / authenticate ----------------------------------------------------------------
 
-    async def _initialize(self, params: Any) -> dict[str, Any]:
-        from .._early import initialize_result
-        from ..models import how_to_configure
-
+    async def initialize(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
         try:
             result = initialize_result(
                 params,
@@ -210,23 +193,27 @@ class AcpAgent:
         self._initialized = True
         if first:
             if self._spawn is not None:
-                self._spawn(_warm_up)
+                self._spawn(self._warm_up)
             else:
                 self._warm_when_attached = True
 
-    async def _authenticate(self, params: Any) -> dict[str, Any]:
-        from ..protocol.models import AuthenticateRequest
+    async def _warm_up(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(_warm_imports, self._factory)
+        except Exception:
+            log.exception("warming up imports failed")
 
-        req = AuthenticateRequest.model_validate(params)
+    async def authenticate(self, req: m.AuthenticateRequest, ctx: RequestContext) -> dict[str, Any]:
         if req.method_id != _AUTH_METHOD_ID:
             raise RpcError.invalid_params(f"invalid params: methodId: unknown auth method {req.method_id!r}")
-        if not self.settings.configured and self._model is None:
-            from ..models import how_to_configure
-
-            raise RpcError.auth_required(how_to_configure())
+        self._require_model()
         return {}
 
-    # --- sessions ---------------------------------------------------------------------------------
+    def _require_model(self) -> None:
+        if not self.settings.configured and self._model is None:
+            raise RpcError.auth_required(how_to_configure())
+
+    # --- opening sessions -------------------------------------------------------------------------
 
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
@@ -234,25 +221,26 @@ class AcpAgent:
             raise RpcError.not_found(f"session not found: {session_id}", uri=session_id)
         return session
 
-    async def _new(self, params: Any, ctx: RequestContext) -> Any:
-        from ..protocol.models import NewSessionRequest, NewSessionResponse
-        from ._store import SessionMeta, now_iso
-
-        req = NewSessionRequest.model_validate(params)
-        cwd, dirs = _check_roots(req.cwd, req.additional_directories)
+    async def new_session(self, req: m.NewSessionRequest, ctx: RequestContext) -> m.NewSessionResponse:
+        cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
         servers = _kept_servers(req.mcp_servers)
         now = now_iso()
         meta = SessionMeta(f"sess_{uuid.uuid4().hex}", cwd, now, now, None, dirs, servers)
         session = await self._open(meta, [], ctx)
         await self.store.save_meta(meta)
         log.info("session %s created in %s", session.id, cwd)
-        return NewSessionResponse.model_validate({"sessionId": session.id, **_controls_state(session)})
+        return m.NewSessionResponse.model_validate({"sessionId": session.id, **_controls_state(session)})
 
-    async def _load(self, params: Any, ctx: RequestContext, *, replay: bool) -> Any:
-        from ..protocol.models import LoadSessionRequest, ResumeSessionRequest
+    async def load_session(self, req: m.LoadSessionRequest, ctx: RequestContext) -> dict[str, Any]:
+        return await self._reopen(req, ctx, replay=True)
 
-        req = (LoadSessionRequest if replay else ResumeSessionRequest).model_validate(params)
-        cwd, dirs = _check_roots(req.cwd, req.additional_directories)
+    async def resume_session(self, req: m.ResumeSessionRequest, ctx: RequestContext) -> dict[str, Any]:
+        return await self._reopen(req, ctx, replay=False)
+
+    async def _reopen(
+        self, req: m.LoadSessionRequest | m.ResumeSessionRequest, ctx: RequestContext, *, replay: bool
+    ) -> dict[str, Any]:
+        cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
         live = self.sessions.get(req.session_id)
         if live is not None and live.busy:
             raise RpcError.invalid_request("invalid request: a prompt is running on this session")
@@ -276,9 +264,6 @@ class AcpAgent:
         return _controls_state(session)
 
     async def _open(self, meta: SessionMeta, history: list[Any], ctx: RequestContext) -> Session:
-        from ._session import Session
-        from ._setup import SessionEnvironment, default_factory
-
         assert self._conn is not None, "attach() the connection first"
         env = SessionEnvironment(
             session_id=meta.id,
@@ -290,8 +275,7 @@ class AcpAgent:
             home=self.home,
             spawn=self._spawn,
         )
-        factory = self._factory or default_factory
-        setup = await factory(env)
+        setup = await self._factory(env)
         session = Session(meta, env, setup, self.store, history, self._get_model, self._conn)
         self.sessions[meta.id] = session
         self._opening[ctx.request_id] = session.opened.set
@@ -311,75 +295,39 @@ class AcpAgent:
             self._spawn(once_open)
         return session
 
-    async def _prompt(self, params: Any, ctx: RequestContext) -> Any:
-        from ..protocol.models import PromptRequest, PromptResponse
+    # --- the other session methods ----------------------------------------------------------------
 
-        req = PromptRequest.model_validate(params)
+    async def prompt(self, req: m.PromptRequest, ctx: RequestContext) -> m.PromptResponse:
         session = self._session(req.session_id)
         stop = await session.prompt(req.prompt, ctx)
-        return PromptResponse(stop_reason=stop)  # pyright: ignore[reportArgumentType]
+        return m.PromptResponse(stop_reason=stop)  # pyright: ignore[reportArgumentType]
 
-    async def _set_mode(self, params: Any) -> dict[str, Any]:
-        from ..protocol.models import SetSessionModeRequest
-
-        req = SetSessionModeRequest.model_validate(params)
+    async def set_mode(self, req: m.SetSessionModeRequest, ctx: RequestContext) -> dict[str, Any]:
         controls = self._session(req.session_id).setup.controls
         if controls is None:
             raise RpcError.invalid_params("invalid params: this session has no modes")
         await controls.set_mode(req.mode_id)
         return {}
 
-    async def _set_config_option(self, params: Any) -> dict[str, Any]:
-        from ..protocol.models import SetSessionConfigOptionRequest
-
-        req = SetSessionConfigOptionRequest.model_validate(params)
+    async def set_config_option(
+        self, req: m.SetSessionConfigOptionRequest, ctx: RequestContext
+    ) -> dict[str, Any]:
         controls = self._session(req.session_id).setup.controls
         if controls is None:
             raise RpcError.invalid_params("invalid params: this session has no config options")
         return {"configOptions": await controls.set_config_option(req.config_id, req.value)}
 
-    async def _list(self, params: Any) -> Any:
-        from ..protocol.models import ListSessionsRequest, ListSessionsResponse, SessionInfo
-
-        req = ListSessionsRequest.model_validate(params if params is not None else {})
-        wanted = _absolute_or_none(req.cwd)
-        offset = _decode_cursor(req.cursor) if req.cursor is not None else 0
-        metas = await self.store.list()
-        for live in self.sessions.values():  # in-memory state is newer than disk mid-turn
-            metas = [live.meta if m.id == live.id else m for m in metas]
-        if wanted is not None:
-            metas = [m for m in metas if _normalised(m.cwd) == wanted]
-        metas.sort(key=lambda m: (m.updated_at, m.id), reverse=True)
-        page = metas[offset : offset + PAGE_SIZE]
-        more = offset + PAGE_SIZE < len(metas)
-        return ListSessionsResponse(
-            sessions=[
-                SessionInfo(
-                    session_id=m.id,
-                    cwd=m.cwd,
-                    title=m.title,
-                    updated_at=m.updated_at,
-                    additional_directories=list(m.additional_directories) or None,
-                )
-                for m in page
-            ],
-            next_cursor=_encode_cursor(offset + PAGE_SIZE) if more else None,
-        )
-
-    async def _close(self, params: Any) -> dict[str, Any]:
-        from ..protocol.models import CloseSessionRequest
-
-        req = CloseSessionRequest.model_validate(params)
+    async def close_session(self, req: m.CloseSessionRequest, ctx: RequestContext) -> dict[str, Any]:
         session = self.sessions.pop(req.session_id, None)
         if session is None:
             await self._closed_fully(req.session_id)
             if await self.store.load_meta(req.session_id) is None:
                 raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
             return {}
-        await self._close_session(session)
+        await self._close_live(session)
         return {}
 
-    async def _close_session(self, session: Session) -> None:
+    async def _close_live(self, session: Session) -> None:
         """Close a session that left the live table; until its turn has ended and its last step is on
         disk, a delete (or load) of the same id waits for it."""
         done = anyio.Event()
@@ -395,13 +343,10 @@ class AcpAgent:
         if done is not None:
             await done.wait()
 
-    async def _delete(self, params: Any) -> dict[str, Any]:
-        from ..protocol.models import DeleteSessionRequest
-
-        req = DeleteSessionRequest.model_validate(params)
+    async def delete_session(self, req: m.DeleteSessionRequest, ctx: RequestContext) -> dict[str, Any]:
         session = self.sessions.pop(req.session_id, None)
         if session is not None:
-            await self._close_session(session)
+            await self._close_live(session)
         await self._closed_fully(req.session_id)
         await self.store.delete(req.session_id)
         return {}
@@ -415,11 +360,9 @@ class AcpAgent:
             self._model_lock = anyio.Lock()
         async with self._model_lock:
             if self._model is None:
-                from ..models import ModelConfigError, build_model
+                from ..models import build_model
 
                 if self.settings.provider is None:
-                    from ..models import how_to_configure
-
                     raise RpcError.auth_required(how_to_configure())
                 try:
                     # Providers import httpx2 and more: off the event loop.
@@ -434,6 +377,41 @@ class AcpAgent:
                         {"errorKind": "configuration_error"},
                     ) from exc
             return self._model
+
+
+ROUTES: Final[Mapping[str, Route[Any]]] = {
+    "initialize": Route(_params, AcpAgent.initialize, needs_initialize=False),
+    "authenticate": Route(m.AuthenticateRequest.model_validate, AcpAgent.authenticate),
+    "session/new": Route(m.NewSessionRequest.model_validate, AcpAgent.new_session),
+    "session/load": Route(
+        m.LoadSessionRequest.model_validate, AcpAgent.load_session, capability=("loadSession",)
+    ),
+    "session/resume": Route(
+        m.ResumeSessionRequest.model_validate,
+        AcpAgent.resume_session,
+        capability=("sessionCapabilities", "resume"),
+    ),
+    "session/list": Route(
+        m.ListSessionsRequest.model_validate,
+        list_sessions,
+        capability=("sessionCapabilities", "list"),
+    ),
+    "session/close": Route(
+        m.CloseSessionRequest.model_validate,
+        AcpAgent.close_session,
+        capability=("sessionCapabilities", "close"),
+    ),
+    "session/delete": Route(
+        m.DeleteSessionRequest.model_validate,
+        AcpAgent.delete_session,
+        capability=("sessionCapabilities", "delete"),
+    ),
+    "session/prompt": Route(m.PromptRequest.model_validate, AcpAgent.prompt, cancellable=True),
+    "session/set_mode": Route(m.SetSessionModeRequest.model_validate, AcpAgent.set_mode),
+    "session/set_config_option": Route(
+        m.SetSessionConfigOptionRequest.model_validate, AcpAgent.set_config_option
+    ),
+}
 
 
 def _controls_state(session: Session) -> dict[str, Any]:
@@ -451,53 +429,11 @@ def _controls_state(session: Session) -> dict[str, Any]:
     return out
 
 
-def _normalised(path: str) -> str:
-    return os.path.normpath(path)
-
-
-def _absolute_or_none(cwd: str | None) -> str | None:
-    if cwd is None:
-        return None
-    if not os.path.isabs(cwd):
-        raise RpcError.invalid_params("invalid params: cwd: must be an absolute path")
-    return os.path.normpath(cwd)
-
-
-def _check_roots(cwd: str, dirs: list[str] | None) -> tuple[str, tuple[str, ...]]:
-    if not os.path.isabs(cwd):
-        raise RpcError.invalid_params("invalid params: cwd: must be an absolute path")
-    for i, d in enumerate(dirs or []):
-        if not os.path.isabs(d):
-            raise RpcError.invalid_params(
-                f"invalid params: additionalDirectories.{i}: must be an absolute path"
-            )
-    return os.path.normpath(cwd), tuple(os.path.normpath(d) for d in dirs or [])
-
-
 def _kept_servers(servers: list[Any]) -> tuple[dict[str, Any], ...]:
-    from ..protocol.models import McpServerUnknown, dump
-
     kept: list[dict[str, Any]] = []
     for server in servers:
-        if isinstance(server, McpServerUnknown):
+        if isinstance(server, m.McpServerUnknown):
             log.warning("MCP server %r of unsupported type %r skipped", server.name, server.type)
             continue
-        kept.append(dump(server))
+        kept.append(m.dump(server))
     return tuple(kept)
-
-
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-        if not text.startswith("o:"):
-            raise ValueError(cursor)
-        offset = int(text[2:])
-        if offset < 0:
-            raise ValueError(cursor)
-        return offset
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise RpcError.invalid_params("invalid params: cursor: not a cursor this agent gave out") from None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ._content import linked_files, prompt_to_message, replay_updates, title_from_prompt
 from ._store import SessionMeta, SessionStore
@@ -27,19 +28,11 @@ if TYPE_CHECKING:
     from ..protocol.models import ContentBlock, SessionUpdate
     from ._setup import SessionEnvironment, SessionSetup
 
-__all__ = ["PromptCapabilities", "Session", "failure_message"]
+__all__ = ["Session", "failure_message"]
 
 log = logging.getLogger(__name__)
 
 _PERSIST_TIMEOUT = 30.0
-
-
-class PromptCapabilities:
-    """Which prompt blocks the agent advertised (the session rejects the others)."""
-
-    image = True
-    audio = False
-    embedded_context = True
 
 
 class Session:
@@ -126,9 +119,9 @@ class Session:
             raise RpcError.not_found(f"session not found: {self.id}", uri=self.id)
         if self._turn_done is not None:
             raise RpcError.invalid_request("invalid request: a prompt is already running on this session")
-        caps = PromptCapabilities
+        caps = PROMPT_CAPABILITIES
         message = prompt_to_message(
-            blocks, image=caps.image, audio=caps.audio, embedded=caps.embedded_context
+            blocks, image=caps["image"], audio=caps["audio"], embedded=caps["embeddedContext"]
         )
         message = await linked_files(message, blocks, self.env.roots)
         self._turn_done = anyio.Event()

@@ -13,7 +13,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acp_agent.models import ModelSettings
-from acp_agent.session import AcpAgent, SessionFactory, serve
+from acp_agent.session import AcpAgent, SessionFactory, default_factory, serve
 from harness import Model
 
 
@@ -110,7 +110,7 @@ async def running_agent(
     home: Path,
     model: Model | None = None,
     *,
-    factory: SessionFactory | None = None,
+    factory: SessionFactory = default_factory,
     settings: ModelSettings | None = None,
 ) -> AsyncIterator[tuple[TestClient, AcpAgent, TaskGroup]]:
     """An agent served over memory streams, and a client reading its output."""

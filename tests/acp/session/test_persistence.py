@@ -67,12 +67,14 @@ async def test_a_torn_last_line_is_ignored_on_load_and_repaired_on_append(tmp_pa
 async def test_meta_json_is_written_atomically_with_the_session_fields(tmp_path: Path) -> None:
     async with running_agent(tmp_path, FakeModel([Reply(text="ok")])) as (client, _agent, _tg):
         await client.initialize()
-        sid = await client.new_session(str(tmp_path), additionalDirectories=["/opt/lib"])
+        lib = tmp_path / "lib"
+        lib.mkdir()
+        sid = await client.new_session(str(tmp_path), additionalDirectories=[str(lib)])
         await client.call("session/prompt", client.prompt_params(sid, "Name this session"))
     directory = tmp_path / "sessions" / sid
     meta = json.loads((directory / "meta.json").read_text())
     assert meta["id"] == sid and meta["cwd"] == str(tmp_path) and meta["title"] == "Name this session"
-    assert meta["additionalDirectories"] == ["/opt/lib"] and meta["mcpServers"] == []
+    assert meta["additionalDirectories"] == [str(tmp_path / "lib")] and meta["mcpServers"] == []
     assert meta["updatedAt"] >= meta["createdAt"]
     assert sorted(p.name for p in directory.iterdir()) == ["messages.jsonl", "meta.json"]
 

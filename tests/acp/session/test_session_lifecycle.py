@@ -262,6 +262,7 @@ async def test_mcp_servers_are_kept_and_unknown_kinds_skipped(tmp_path: Path) ->
         {"type": "http", "name": "b", "url": "http://x/mcp", "headers": []},
         {"type": "acp", "name": "c", "id": "z"},
     ]
+    (tmp_path / "other").mkdir()
     async with running_agent(tmp_path, FakeModel([]), factory=factory) as (client, _agent, _tg):
         await client.initialize()
         await client.call(
