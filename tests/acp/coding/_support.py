@@ -20,7 +20,7 @@ from acp_agent.models import ModelSettings
 from acp_agent.session import AcpAgent, serve
 from harness import Model
 from harness.testing import FakeModel, Reply
-from tests.acp.session._support import TestClient
+from tests.acp_client import AcpClient
 
 __all__ = ["Editor", "calls", "editor_agent", "fake", "tool_updates"]
 
@@ -33,7 +33,7 @@ def calls(*items: tuple[str, dict[str, Any]]) -> Reply:
     return Reply(tool_calls=[(name, inp, f"call_{i}_{name}") for i, (name, inp) in enumerate(items)])
 
 
-class Editor(TestClient):
+class Editor(AcpClient):
     """A test client that answers the agent's requests."""
 
     __test__ = False

@@ -5,24 +5,18 @@ from typing import Any
 
 import anyio
 import pytest
-from _acp_protocol_support import (
-    WAIT,
-    Client,
-    MemoryByteReceive,
-    MemoryByteSend,
-    ScriptedHandler,
-    agent_connection,
-)
+from _acp_protocol_support import WAIT, AcpClient, ScriptedHandler, agent_connection
 
 from acp_agent.protocol import Connection, ConnectionClosedError, RpcError
 from acp_agent.protocol.models import AgentMessageChunk, SessionNotification, TextContent
+from tests.acp_client import memory_pipe
 
 pytestmark = pytest.mark.anyio
 
 
-async def assert_next_is_echo(client: Client, request_id: Any = "probe") -> dict[str, Any]:
+async def assert_next_is_echo(client: AcpClient, request_id: Any = "probe") -> dict[str, Any]:
     """Proves that nothing was written before: the next line is the answer to a fresh request."""
-    await client.request(request_id, "echo", {})
+    await client.send_request("echo", {}, request_id=request_id)
     message = await client.message()
     assert message["id"] == request_id and "result" in message, message
     return message
@@ -31,7 +25,7 @@ async def assert_next_is_echo(client: Client, request_id: Any = "probe") -> dict
 @pytest.mark.parametrize("request_id", ["3f9c-uuid", 0, 7, 9007199254740993, "", None])
 async def test_request_ids_are_echoed_with_their_type(request_id: Any) -> None:
     async with agent_connection() as (client, _, _):
-        await client.request(request_id, "echo", {"a": 1})
+        await client.send_request("echo", {"a": 1}, request_id=request_id)
         line = await client.line()
         message = json.loads(line)
         assert message == {
@@ -77,7 +71,7 @@ async def test_empty_batch_answers_one_invalid_request_object() -> None:
 
 async def test_batch_is_answered_with_an_array_of_its_request_responses() -> None:
     async with agent_connection() as (client, _, handler):
-        await client.send(
+        await client.write(
             [
                 {"jsonrpc": "2.0", "id": "b1", "method": "_x/y"},
                 {"jsonrpc": "2.0", "method": "_n"},
@@ -97,63 +91,63 @@ async def test_batch_is_answered_with_an_array_of_its_request_responses() -> Non
 
 async def test_notification_only_batch_gets_no_answer() -> None:
     async with agent_connection() as (client, _, handler):
-        await client.send([{"jsonrpc": "2.0", "method": "_n"}])
+        await client.write([{"jsonrpc": "2.0", "method": "_n"}])
         await assert_next_is_echo(client)
         assert handler.notifications == [("_n", None)]
 
 
 async def test_wrong_jsonrpc_version_answers_invalid_request_with_id() -> None:
     async with agent_connection() as (client, _, _):
-        await client.send({"jsonrpc": "1.0", "id": 5, "method": "echo", "params": {}})
+        await client.write({"jsonrpc": "1.0", "id": 5, "method": "echo", "params": {}})
         message = await client.message()
         assert message["id"] == 5 and message["error"]["code"] == -32600
 
 
 async def test_missing_jsonrpc_member_answers_invalid_request() -> None:
     async with agent_connection() as (client, _, _):
-        await client.send({"id": 6, "method": "echo"})
+        await client.write({"id": 6, "method": "echo"})
         message = await client.message()
         assert message["id"] == 6 and message["error"]["code"] == -32600
 
 
 async def test_non_string_method_answers_invalid_request() -> None:
     async with agent_connection() as (client, _, _):
-        await client.send({"jsonrpc": "2.0", "id": 16, "method": 5})
+        await client.write({"jsonrpc": "2.0", "id": 16, "method": 5})
         message = await client.message()
         assert message["id"] == 16 and message["error"]["code"] == -32600
 
 
 async def test_object_without_method_answers_invalid_request_with_id() -> None:
     async with agent_connection() as (client, _, _):
-        await client.send({"jsonrpc": "2.0", "id": 9})
+        await client.write({"jsonrpc": "2.0", "id": 9})
         message = await client.message()
         assert message["id"] == 9 and message["error"]["code"] == -32600
 
 
 async def test_unusable_id_answers_invalid_request_with_null_id() -> None:
     async with agent_connection() as (client, _, _):
-        await client.send({"jsonrpc": "2.0", "id": [1], "method": "echo"})
+        await client.write({"jsonrpc": "2.0", "id": [1], "method": "echo"})
         message = await client.message()
         assert message["id"] is None and message["error"]["code"] == -32600
 
 
 async def test_scalar_params_answer_invalid_request() -> None:
     async with agent_connection() as (client, _, _):
-        await client.send({"jsonrpc": "2.0", "id": 3, "method": "echo", "params": 5})
+        await client.write({"jsonrpc": "2.0", "id": 3, "method": "echo", "params": 5})
         message = await client.message()
         assert message["id"] == 3 and message["error"]["code"] == -32600
 
 
 async def test_unknown_method_answers_method_not_found() -> None:
     async with agent_connection() as (client, _, _):
-        await client.request(7, "foo/bar", {})
+        await client.send_request("foo/bar", {}, request_id=7)
         message = await client.message()
         assert message["id"] == 7 and message["error"]["code"] == -32601
 
 
 async def test_protocol_level_request_answers_method_not_found() -> None:
     async with agent_connection() as (client, _, _):
-        await client.request(8, "$/something", {})
+        await client.send_request("$/something", {}, request_id=8)
         message = await client.message()
         assert message["id"] == 8 and message["error"]["code"] == -32601
 
@@ -170,8 +164,8 @@ async def test_unknown_and_protocol_notifications_get_no_answer() -> None:
 
 async def test_unsolicited_response_is_ignored() -> None:
     async with agent_connection() as (client, _, _):
-        await client.send({"jsonrpc": "2.0", "id": 999, "result": {}})
-        await client.send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "x"}})
+        await client.write({"jsonrpc": "2.0", "id": 999, "result": {}})
+        await client.write({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "x"}})
         await assert_next_is_echo(client)
 
 
@@ -187,10 +181,10 @@ async def test_blank_lines_crlf_and_split_chunks_are_tolerated() -> None:
 
 async def test_slow_request_does_not_block_a_fast_one() -> None:
     async with agent_connection() as (client, _, handler):
-        await client.request("slow", "slow", {})
+        await client.send_request("slow", {}, request_id="slow")
         with anyio.fail_after(WAIT):
             await handler.slow_started.wait()
-        await client.request("fast", "echo", {})
+        await client.send_request("echo", {}, request_id="fast")
         message = await client.message()
         assert message["id"] == "fast"  # answered while "slow" is still waiting
         handler.release.set()
@@ -200,7 +194,7 @@ async def test_slow_request_does_not_block_a_fast_one() -> None:
 
 async def test_client_cancel_request_answers_request_cancelled_exactly_once() -> None:
     async with agent_connection() as (client, _, handler):
-        await client.request(41, "slow", {})
+        await client.send_request("slow", {}, request_id=41)
         with anyio.fail_after(WAIT):
             await handler.slow_started.wait()
         await client.notify("$/cancel_request", {"requestId": 41})
@@ -213,7 +207,7 @@ async def test_client_cancel_request_answers_request_cancelled_exactly_once() ->
 
 async def test_cancel_request_after_the_answer_changes_nothing() -> None:
     async with agent_connection() as (client, _, _):
-        await client.request("done", "echo", {})
+        await client.send_request("echo", {}, request_id="done")
         assert (await client.message())["id"] == "done"
         await client.notify("$/cancel_request", {"requestId": "done"})
         await assert_next_is_echo(client)
@@ -221,7 +215,7 @@ async def test_cancel_request_after_the_answer_changes_nothing() -> None:
 
 async def test_cancel_callback_lets_the_handler_answer_normally() -> None:
     async with agent_connection() as (client, _, handler):
-        await client.request("p", "graceful", {})
+        await client.send_request("graceful", {}, request_id="p")
         with anyio.fail_after(WAIT):
             await handler.graceful_started.wait()
         await client.notify("$/cancel_request", {"requestId": "p"})
@@ -238,14 +232,14 @@ async def test_notifications_are_handled_before_the_next_line_is_read() -> None:
 
 async def test_handler_exception_answers_internal_error_without_details() -> None:
     async with agent_connection() as (client, _, _):
-        await client.request(1, "fail", {})
+        await client.send_request("fail", {}, request_id=1)
         message = await client.message()
         assert message["error"] == {"code": -32603, "message": "internal error"}
 
 
 async def test_rpc_error_from_handler_is_sent_as_is() -> None:
     async with agent_connection() as (client, _, _):
-        await client.request(1, "rpc_fail", {})
+        await client.send_request("rpc_fail", {}, request_id=1)
         message = await client.message()
         assert message["error"] == {"code": -32002, "message": "no such session", "data": {"uri": "sess_x"}}
 
@@ -260,23 +254,23 @@ async def test_rpc_error_from_handler_is_sent_as_is() -> None:
 )
 async def test_validation_error_answers_short_invalid_params(params: Any, expected: str) -> None:
     async with agent_connection() as (client, _, _):
-        await client.request(1, "prompt", params)
+        await client.send_request("prompt", params, request_id=1)
         message = await client.message()
         assert message["error"] == {"code": -32602, "message": expected}
 
 
 async def test_none_result_is_sent_as_empty_object() -> None:
     async with agent_connection() as (client, _, _):
-        await client.request(1, "none", {})
+        await client.send_request("none", {}, request_id=1)
         assert (await client.message())["result"] == {}
 
 
 async def test_duplicate_in_flight_id_is_rejected() -> None:
     async with agent_connection() as (client, _, handler):
-        await client.request(1, "slow", {})
+        await client.send_request("slow", {}, request_id=1)
         with anyio.fail_after(WAIT):
             await handler.slow_started.wait()
-        await client.request(1, "echo", {})
+        await client.send_request("echo", {}, request_id=1)
         message = await client.message()
         assert message["id"] == 1 and message["error"]["code"] == -32600
         handler.release.set()
@@ -285,10 +279,10 @@ async def test_duplicate_in_flight_id_is_rejected() -> None:
 
 async def test_agent_request_returns_the_client_result() -> None:
     async with agent_connection() as (client, _, _):
-        await client.request("a", "ask", {})
+        await client.send_request("ask", {}, request_id="a")
         outgoing = await client.message()
         assert outgoing["method"] == "client/ask" and outgoing["params"] == {"q": 1}
-        await client.send({"jsonrpc": "2.0", "id": outgoing["id"], "result": {"ok": 1}})
+        await client.write({"jsonrpc": "2.0", "id": outgoing["id"], "result": {"ok": 1}})
         assert (await client.message()) == {"jsonrpc": "2.0", "id": "a", "result": {"answer": {"ok": 1}}}
 
 
@@ -305,7 +299,7 @@ async def test_agent_request_raises_rpc_error_when_the_client_answers_an_error()
 
             tg.start_soon(ask)
             outgoing = await client.message()
-            await client.send(
+            await client.write(
                 {"jsonrpc": "2.0", "id": outgoing["id"], "error": {"code": -32002, "message": "nope"}}
             )
         assert [(e.code, e.message) for e in errors] == [(-32002, "nope")]
@@ -318,7 +312,7 @@ async def test_agent_request_ids_are_unique() -> None:
         ids = [(await client.message())["id"] for _ in range(3)]
         assert len(set(ids)) == 3
         for request_id in ids:
-            await client.send({"jsonrpc": "2.0", "id": request_id, "result": None})
+            await client.write({"jsonrpc": "2.0", "id": request_id, "result": None})
 
 
 async def test_cancelled_agent_request_sends_cancel_request_to_the_client() -> None:
@@ -335,7 +329,9 @@ async def test_cancelled_agent_request_sends_cancel_request_to_the_client() -> N
             "params": {"requestId": outgoing["id"]},
         }
         # A late answer from the client is ignored.
-        await client.send({"jsonrpc": "2.0", "id": outgoing["id"], "error": {"code": -32800, "message": "c"}})
+        await client.write(
+            {"jsonrpc": "2.0", "id": outgoing["id"], "error": {"code": -32800, "message": "c"}}
+        )
         await assert_next_is_echo(client)
 
 
@@ -370,12 +366,12 @@ async def test_notify_dumps_models_by_alias_without_nones() -> None:
 async def test_eof_cancels_running_turns_lets_other_requests_finish_and_flushes_every_answer() -> None:
     handler = ScriptedHandler()
     async with agent_connection(handler) as (client, conn, _):
-        await client.request("slow", "slow", {})
-        await client.request("graceful", "graceful", {})
+        await client.send_request("slow", {}, request_id="slow")
+        await client.send_request("graceful", {}, request_id="graceful")
         with anyio.fail_after(WAIT):
             await handler.slow_started.wait()
             await handler.graceful_started.wait()
-        await client.close()
+        await client.close_output()
         handler.release.set()  # the request already being served finishes after EOF
         lines = await client.remaining_lines()
         answers = {m["id"]: m for m in map(json.loads, lines)}
@@ -398,7 +394,7 @@ async def test_eof_fails_pending_agent_requests_with_connection_closed() -> None
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask)
             await client.message()
-            await client.close()
+            await client.close_output()
         assert len(failures) == 1
         with pytest.raises(ConnectionClosedError):
             await conn.request("client/y", {})
@@ -407,14 +403,14 @@ async def test_eof_fails_pending_agent_requests_with_connection_closed() -> None
 async def test_serve_returns_at_eof_and_handles_a_last_line_without_newline() -> None:
     async with agent_connection() as (client, _, _):
         await client.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"echo"}')
-        await client.close()
+        await client.close_output()
         lines = await client.remaining_lines()
         assert [json.loads(line)["id"] for line in lines] == [1]
 
 
 async def test_run_context_closes_the_connection_on_exit() -> None:
     async with agent_connection() as (client, conn, handler):
-        await client.request("slow", "slow", {})
+        await client.send_request("slow", {}, request_id="slow")
         with anyio.fail_after(WAIT):
             await handler.slow_started.wait()
         conn.close()
@@ -423,19 +419,21 @@ async def test_run_context_closes_the_connection_on_exit() -> None:
 
 
 async def test_run_block_serves_and_shuts_down_on_exit() -> None:
-    to_agent_send, to_agent_receive = anyio.create_memory_object_stream[bytes](100)
-    from_agent_send, from_agent_receive = anyio.create_memory_object_stream[bytes](100)
+    to_agent, from_agent = memory_pipe(), memory_pipe()
     handler = ScriptedHandler()
-    conn = Connection(MemoryByteReceive(to_agent_receive), MemoryByteSend(from_agent_send), handler)
-    client = Client(to_agent_send, from_agent_receive)
-    async with conn.run():
-        await client.request(1, "slow", {})
-        with anyio.fail_after(WAIT):
-            await handler.slow_started.wait()
-    # Leaving the block closed the connection: the in-flight request was answered -32800.
-    assert conn.closed
-    message = await client.message()
-    assert message["id"] == 1 and message["error"]["code"] == -32800
+    conn = Connection(to_agent.receive, from_agent.send, handler)
+    client = AcpClient(to_agent.send, from_agent.receive)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client.read_loop)
+        async with conn.run():
+            await client.send_request("slow", {}, request_id=1)
+            with anyio.fail_after(WAIT):
+                await handler.slow_started.wait()
+        # Leaving the block closed the connection: the in-flight request was answered -32800.
+        assert conn.closed
+        message = await client.message()
+        assert message["id"] == 1 and message["error"]["code"] == -32800
+        await from_agent.send.aclose()
 
 
 async def test_too_long_line_is_dropped_with_parse_error() -> None:
