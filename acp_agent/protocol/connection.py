@@ -11,10 +11,11 @@ API (stable; the session layer builds on it):
 
 `handler` implements `Handler`: `handle_request(method, params, ctx)` returns the result (a pydantic
 model is dumped with `dump`, `None` becomes `{}`) or raises; any exception is mapped to an error by
-`errors.error_from_exception`; for a method it does not serve it raises `RpcError.method_not_found(method)`. `handle_notification(method, params)` returns nothing; for a method it does
-not know it should simply return (or raise `RpcError.method_not_found`, logged at debug). `params` are
-the raw decoded JSON (`dict`, `list` or `None`); the handler validates them. The connection only routes:
-gating ("not initialized") and method tables belong to the handler.
+`errors.error_from_exception`; for a method it does not serve it raises `RpcError.method_not_found(method)`.
+`handle_notification(method, params)` returns nothing; for a method it does not know it should simply
+return (or raise `RpcError.method_not_found`, logged at debug). `params` are the raw decoded JSON (`dict`,
+`list` or `None`); the handler validates them. The connection only routes: gating ("not initialized") and
+method tables belong to the handler.
 
 Concurrency:
 - every inbound request runs in its own task in the connection's task group, so a slow request never
@@ -28,7 +29,8 @@ Cancellation:
 - `$/cancel_request {requestId}` from the client calls `RequestContext` cancellation: by default the
   handler's cancel scope is cancelled and the request answered `-32800`; a handler that registered
   `ctx.on_cancel_request(callback)` gets the callback instead and answers normally (e.g. a prompt turn
-  ending with `stopReason: "cancelled"`). Exactly one answer per request either way; a request that
+  ending with `stopReason: "cancelled"`); a request the handler marked `ctx.cancellable = False` (a short
+  one) only notes it and answers as usual. Exactly one answer per request either way; a request that
   already finished keeps its answer; unknown ids are ignored.
 - cancelling the caller of `request()` (or its `timeout` expiring) sends `$/cancel_request` with that id
   to the client, then re-raises.
@@ -48,9 +50,12 @@ calls raise `ConnectionClosedError`; handlers get `shutdown_grace` seconds (defa
 answers are written if the send stream still works; then the remaining tasks are cancelled and `serve()`
 returns normally. Writes after the send stream broke are dropped (logged).
 
-Writes: one lock, so lines never interleave; each write is shielded from cancellation so a line is never
-cut, bounded by `write_timeout` (after which the stream counts as broken). JSON is written with
-`ensure_ascii=False, separators=(",", ":"), allow_nan=False`.
+Writes: while serving, lines go into a bounded memory stream that one writer task drains: everything
+queued goes out in one write, so a burst of updates (a streamed reply) costs one write, not one per line;
+a caller waits only while the stream is full (the client reads slower than we write). Lines never
+interleave; each write is shielded from cancellation so a line is never cut, bounded by `write_timeout`
+(after which the stream counts as broken). JSON is written with `ensure_ascii=False, separators=(",", ":"),
+allow_nan=False`.
 """
 
 from __future__ import annotations
@@ -60,90 +65,41 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeAlias, cast
+from typing import Any, Final, cast
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
+from ._context import Handler, RequestContext
+from ._jsonrpc import (
+    CANCEL_REQUEST_METHOD,
+    Invalid,
+    JsonDict,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    classify,
+    clip,
+    encode,
+    error_message,
+    jsonable,
+    valid_id,
+)
+from ._writer import LineWriter
 from .errors import ConnectionClosedError, RpcError, error_from_exception
 
 __all__ = ["Connection", "Handler", "RequestContext", "RequestId"]
 
-_HIGH_WATER = 1024 * 1024  # bytes buffered before a writer waits for the client to read
-
 _log = logging.getLogger("acp_agent.protocol")
 
-RequestId: TypeAlias = int | str | None
-JsonDict: TypeAlias = dict[str, Any]
-
-CANCEL_REQUEST_METHOD: Final = "$/cancel_request"
 _LOG_LIMIT: Final = 2048
 _THREAD_PARSE_BYTES: Final = 1 << 20
 _MISSING: Final = object()
 
-
-class RequestContext:
-    """What a request handler knows about its request."""
-
-    __slots__ = (
-        "_cancel_callback",
-        "_cancel_requested",
-        "_scope",
-        "cancellable",
-        "method",
-        "request_id",
-        "sequence",
-    )
-
-    def __init__(
-        self, request_id: RequestId, method: str, scope: anyio.CancelScope, sequence: int = 0
-    ) -> None:
-        self.request_id: RequestId = request_id
-        self.method = method
-        self.sequence = sequence
-        """The request's place among the messages read (see ``Connection.sequence``)."""
-        self.cancellable = True
-        """False: `$/cancel_request` (and the end of input) only marks the request; it finishes and answers
-        as usual (for short requests, where cancelling would only lose work). Set it before the first await."""
-        self._scope = scope
-        self._cancel_requested = False
-        self._cancel_callback: Callable[[], None] | None = None
-
-    @property
-    def cancel_requested(self) -> bool:
-        """True once the client sent `$/cancel_request` for this id (or the connection is closing)."""
-        return self._cancel_requested
-
-    def on_cancel_request(self, callback: Callable[[], None] | None) -> None:
-        """Handle cancellation yourself: `callback` (sync, quick) is called instead of cancelling the
-        handler's scope; the handler then still answers normally. `None` restores the default.
-        Register it before the handler's first await: a cancel that arrived earlier already cancelled
-        the scope."""
-        self._cancel_callback = callback
-
-    def _request_cancel(self) -> None:
-        if self._cancel_requested:
-            return
-        self._cancel_requested = True
-        if not self.cancellable:
-            return
-        callback = self._cancel_callback
-        if callback is None:
-            self._scope.cancel()
-            return
-        try:
-            callback()
-        except Exception:
-            _log.exception("cancel callback of request %r failed; cancelling it", self.request_id)
-            self._scope.cancel()
-
-
-class Handler(Protocol):
-    """The session layer's side of the connection."""
-
-    async def handle_request(self, method: str, params: Any, ctx: RequestContext) -> Any: ...
-
-    async def handle_notification(self, method: str, params: Any) -> None: ...
+_Job = tuple[RequestContext, Any]
+"""A request to run: its context and its params."""
 
 
 @dataclass(slots=True, eq=False)
@@ -151,90 +107,6 @@ class _Pending:
     event: anyio.Event
     result: Any = None
     error: RpcError | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    id: RequestId
-    method: str
-    params: Any
-
-
-@dataclass(frozen=True, slots=True)
-class _Notification:
-    method: str
-    params: Any
-
-
-@dataclass(frozen=True, slots=True)
-class _Response:
-    id: RequestId
-    message: JsonDict
-
-
-@dataclass(frozen=True, slots=True)
-class _Invalid:
-    id: RequestId
-    message: str
-
-
-_Message: TypeAlias = _Request | _Notification | _Response | _Invalid | None
-
-
-def _valid_id(value: object) -> bool:
-    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _classify(msg: JsonDict) -> _Message:
-    """Sort one decoded JSON object; `None` means ignore it (a response we cannot route)."""
-    raw_id = msg.get("id")
-    id_ok = _valid_id(raw_id)
-    echo_id: RequestId = cast(RequestId, raw_id) if id_ok else None
-    if "method" not in msg:
-        if "result" in msg or "error" in msg:
-            if "id" not in msg or not id_ok:
-                _log.warning("ignoring a response without a usable id: %s", _clip(repr(msg)))
-                return None
-            return _Response(echo_id, msg)
-        return _Invalid(echo_id, "invalid request: missing method")
-    if msg.get("jsonrpc") != "2.0":
-        return _Invalid(echo_id, 'invalid request: jsonrpc must be "2.0"')
-    method = msg["method"]
-    if not isinstance(method, str):
-        return _Invalid(echo_id, "invalid request: method must be a string")
-    params = msg.get("params")
-    if params is not None and not isinstance(params, dict | list):
-        return _Invalid(echo_id, "invalid request: params must be an object or an array")
-    if "id" not in msg:
-        return _Notification(method, params)
-    if not id_ok:
-        return _Invalid(None, "invalid request: id must be a string, an integer or null")
-    return _Request(echo_id, method, params)
-
-
-def _jsonable(value: Any) -> Any:
-    """Pydantic models are dumped like `models.dump`; anything else is passed as is."""
-    model_dump = getattr(value, "model_dump", None)
-    if callable(model_dump):
-        return model_dump(by_alias=True, exclude_none=True, mode="json")
-    return value
-
-
-def _encode(obj: Any) -> bytes:
-    try:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        # Lone surrogates (e.g. from undecodable file names) cannot be UTF-8: escape them instead.
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
-
-
-def _error_message(request_id: RequestId, error: RpcError) -> JsonDict:
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()}
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _LOG_LIMIT else text[:_LOG_LIMIT] + f"... ({len(text)} chars)"
 
 
 class Connection:
@@ -251,10 +123,8 @@ class Connection:
         max_line_bytes: int = 256 * 1024 * 1024,
     ) -> None:
         self._receive = receive
-        self._send = send
         self._handler = handler
         self._shutdown_grace = shutdown_grace
-        self._write_timeout = write_timeout
         self._max_line_bytes = max_line_bytes
         self._inflight: dict[RequestId, RequestContext] = {}
         self._sequence = 0
@@ -264,20 +134,8 @@ class Connection:
         self._serving = False
         self._closed = False
         self._close_requested = False
-        self._send_broken = False
-        # anyio primitives need a running event loop: created on first use.
-        self._write_lock: anyio.Lock | None = None
-        # While serving, lines go to an output buffer that one writer task drains: a burst of updates
-        # (a streamed reply) becomes one write instead of one shielded write per line.
-        self._out: list[bytes] = []
-        self._out_bytes = 0
-        self._writer_running = False
-        self._writer_wake: anyio.Event | None = None
-        self._queued = 0
-        self._written = 0
-        self._progress: anyio.Event | None = None
-        self._space: anyio.Event | None = None
-        self._idle: anyio.Event | None = None
+        self._out = LineWriter(send, write_timeout=write_timeout)
+        self._idle: anyio.Event | None = None  # anyio primitives need a running event loop
         self._read_scope: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
 
@@ -302,14 +160,12 @@ class Connection:
         self._serving = True
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            self._writer_running = True
-            tg.start_soon(self._writer)
+            self._out.start(tg)
             with anyio.CancelScope() as self._read_scope:
                 if not self._close_requested:
                     await self._read_loop()
             await self._shutdown(everything=self._close_requested)
-            await self._drain_output()
-            self._writer_running = False
+            await self._out.drain()
             tg.cancel_scope.cancel()
 
     @asynccontextmanager
@@ -334,7 +190,7 @@ class Connection:
         stream is broken."""
         message: JsonDict = {"jsonrpc": "2.0", "method": method}
         if params is not None:
-            message["params"] = _jsonable(params)
+            message["params"] = jsonable(params)
         await self._write_message(message)
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
@@ -344,7 +200,7 @@ class Connection:
         connection ends first, `TimeoutError` after `timeout` seconds. On timeout or cancellation of
         the caller, `$/cancel_request` is sent for the id before re-raising.
         """
-        if self._closed or self._send_broken:
+        if self._closed or self._out.broken:
             raise ConnectionClosedError()
         request_id = self._next_id
         self._next_id += 1
@@ -353,7 +209,7 @@ class Connection:
         try:
             message: JsonDict = {"jsonrpc": "2.0", "id": request_id, "method": method}
             if params is not None:
-                message["params"] = _jsonable(params)
+                message["params"] = jsonable(params)
             if not await self._write_message(message):
                 raise ConnectionClosedError()
             try:
@@ -402,7 +258,7 @@ class Connection:
                         scan_from = 0
                         discarding = True
                         await self._write_message(
-                            _error_message(None, RpcError.parse_error("parse error: line too long"))
+                            error_message(None, RpcError.parse_error("parse error: line too long"))
                         )
                     break
                 with memoryview(buffer) as view:
@@ -417,7 +273,7 @@ class Connection:
         if not line or line.isspace():
             return
         if _log.isEnabledFor(logging.DEBUG):
-            _log.debug("<- %s", _clip(line[: _LOG_LIMIT + 1].decode("utf-8", "replace")))
+            _log.debug("<- %s", clip(line[: _LOG_LIMIT + 1].decode("utf-8", "replace")))
         try:
             if len(line) > _THREAD_PARSE_BYTES:
                 decoded: Any = await anyio.to_thread.run_sync(json.loads, line)
@@ -425,83 +281,68 @@ class Connection:
                 decoded = json.loads(line)
         except (ValueError, RecursionError) as exc:
             _log.debug("unparsable input line: %s", exc)
-            await self._write_message(_error_message(None, RpcError.parse_error()))
+            await self._write_message(error_message(None, RpcError.parse_error()))
             return
         if isinstance(decoded, list):
             await self._handle_batch(cast(list[Any], decoded))
             return
-        if not isinstance(decoded, dict):
-            await self._write_message(
-                _error_message(None, RpcError.invalid_request("invalid request: expected an object"))
-            )
-            return
-        message = _classify(cast(JsonDict, decoded))
-        match message:
-            case _Request():
-                ctx = self._register(message)
-                if isinstance(ctx, RequestContext):
-                    self._spawn(self._run_request, ctx, message.params)
-                else:
-                    await self._write_message(ctx)
-            case _Notification():
-                await self._on_notification(message)
-            case _Response():
-                self._on_response(message)
-            case _Invalid():
-                await self._write_message(
-                    _error_message(message.id, RpcError.invalid_request(message.message))
-                )
-            case None:
-                pass
+        outcome = await self._accept(classify(decoded))
+        if isinstance(outcome, tuple):
+            self._spawn(self._run_request, *outcome)
+        elif outcome is not None:
+            await self._write_message(outcome)
 
     async def _handle_batch(self, items: list[Any]) -> None:
         if not items:
             await self._write_message(
-                _error_message(None, RpcError.invalid_request("invalid request: empty batch"))
+                error_message(None, RpcError.invalid_request("invalid request: empty batch"))
             )
             return
         ready: list[JsonDict] = []
-        jobs: list[tuple[RequestContext, Any]] = []
+        jobs: list[_Job] = []
         for item in items:
-            message = _classify(cast(JsonDict, item)) if isinstance(item, dict) else _Invalid(None, "")
-            match message:
-                case _Request():
-                    ctx = self._register(message)
-                    if isinstance(ctx, RequestContext):
-                        jobs.append((ctx, message.params))
-                    else:
-                        ready.append(ctx)
-                case _Notification():
-                    await self._on_notification(message)
-                case _Response():
-                    self._on_response(message)
-                case _Invalid():
-                    text = message.message or "invalid request: expected an object"
-                    ready.append(_error_message(message.id, RpcError.invalid_request(text)))
-                case None:
-                    pass
+            outcome = await self._accept(classify(item))
+            if isinstance(outcome, tuple):
+                jobs.append(outcome)
+            elif outcome is not None:
+                ready.append(outcome)
         if jobs:
             self._spawn(self._run_batch, ready, jobs)
         elif ready:
             await self._write_message(ready)
 
-    def _register(self, message: _Request) -> RequestContext | JsonDict:
-        """A context for a new inbound request, or the error to answer it with at once."""
+    async def _accept(self, message: Message) -> _Job | JsonDict | None:
+        """Act on one message: a request to run, the error to answer at once, or nothing to answer."""
+        match message:
+            case Request():
+                return self._register(message)
+            case Notification():
+                await self._on_notification(message)
+            case Response():
+                self._on_response(message)
+            case Invalid():
+                return error_message(message.id, RpcError.invalid_request(message.message))
+            case None:
+                pass
+        return None
+
+    def _register(self, message: Request) -> _Job | JsonDict:
+        """A new inbound request to run, or the error to answer it with at once."""
         if message.method.startswith("$/"):
-            return _error_message(message.id, RpcError.method_not_found(message.method))
+            return error_message(message.id, RpcError.method_not_found(message.method))
         if message.id in self._inflight:
-            return _error_message(message.id, RpcError.invalid_request("invalid request: duplicate id"))
+            return error_message(message.id, RpcError.invalid_request("invalid request: duplicate id"))
         self._sequence += 1
         ctx = RequestContext(message.id, message.method, anyio.CancelScope(), self._sequence)
         self._inflight[message.id] = ctx
-        return ctx
+        return ctx, message.params
 
-    async def _on_notification(self, message: _Notification) -> None:
+    async def _on_notification(self, message: Notification) -> None:
         if message.method == CANCEL_REQUEST_METHOD:
             params: Any = message.params
             if isinstance(params, dict) and "requestId" in params:
                 request_id: Any = cast(JsonDict, params)["requestId"]
-                ctx = self._inflight.get(request_id) if _valid_id(request_id) else None
+                ctx = self._inflight.get(request_id) if valid_id(request_id) else None
                 if ctx is not None:
                     _log.debug("client cancelled request %r", request_id)
                     ctx._request_cancel()  # pyright: ignore[reportPrivateUsage]
@@ -520,7 +361,7 @@ class Connection:
         except Exception:
             _log.exception("notification handler for %s failed", message.method)
 
-    def _on_response(self, message: _Response) -> None:
+    def _on_response(self, message: Response) -> None:
         request_id = message.id
         pending = (
             self._pending.get(request_id)
@@ -557,7 +398,7 @@ class Connection:
     async def _run_request(self, ctx: RequestContext, params: Any) -> None:
         await self._write_message(await self._execute(ctx, params))
 
-    async def _run_batch(self, ready: list[JsonDict], jobs: list[tuple[RequestContext, Any]]) -> None:
+    async def _run_batch(self, ready: list[JsonDict], jobs: list[_Job]) -> None:
         answers: list[JsonDict] = list(ready)
 
         async def run_one(ctx: RequestContext, params: Any) -> None:
@@ -577,20 +418,20 @@ class Connection:
                     result = await self._handler.handle_request(ctx.method, params, ctx)
                     response = {"jsonrpc": "2.0", "id": ctx.request_id, "result": self._result_json(result)}
                 except Exception as exc:
-                    response = _error_message(ctx.request_id, error_from_exception(exc))
+                    response = error_message(ctx.request_id, error_from_exception(exc))
         finally:
             if self._inflight.get(ctx.request_id) is ctx:
                 del self._inflight[ctx.request_id]
         if response is None:  # our own cancel scope was cancelled: $/cancel_request or shutdown
-            response = _error_message(ctx.request_id, RpcError.request_cancelled())
+            response = error_message(ctx.request_id, RpcError.request_cancelled())
         return response
 
     @staticmethod
     def _result_json(result: Any) -> Any:
         if result is None:
             return {}  # ACP results are objects: an empty result is `{}`, never `null`
-        value = _jsonable(result)
-        _encode(value)  # fail here (-> -32603) rather than at write time
+        value = jsonable(result)
+        encode(value)  # fail here (-> -32603) rather than at write time
         return value
 
     # --- writing -----------------------------------------------------------------------------
@@ -598,81 +439,19 @@ class Connection:
     async def _write_message(self, message: JsonDict | list[JsonDict]) -> bool:
         """Write one line; False if the send stream is (or just became) unusable."""
         try:
-            data = _encode(message)
+            data = encode(message)
         except (TypeError, ValueError) as exc:
             _log.error("cannot encode an outgoing message: %s", exc)
             request_id = message.get("id", _MISSING) if isinstance(message, dict) else _MISSING
             if request_id is _MISSING or "method" in message:
                 return False
-            data = _encode(_error_message(cast(RequestId, request_id), RpcError.internal_error()))
+            data = encode(error_message(cast(RequestId, request_id), RpcError.internal_error()))
         return await self._write_bytes(data)
 
     async def _write_bytes(self, data: bytes) -> bool:
-        if self._send_broken:
-            _log.debug("dropping an outgoing line: send stream unusable")
-            return False
-        if _log.isEnabledFor(logging.DEBUG):
-            _log.debug("-> %s", _clip(data[: _LOG_LIMIT + 1].decode("utf-8", "replace").rstrip("\n")))
-        if self._writer_running:
-            # Buffered: order is the order of the calls; the caller waits only when the buffer is full.
-            self._out.append(data)
-            self._out_bytes += len(data)
-            self._queued += 1
-            if self._writer_wake is not None:
-                self._writer_wake.set()
-            while self._out_bytes > _HIGH_WATER and not self._send_broken and self._writer_running:
-                if self._space is None or self._space.is_set():
-                    self._space = anyio.Event()
-                await self._space.wait()
-            return not self._send_broken
-        return await self._write_now(data)
-
-    async def _writer(self) -> None:
-        """Drain the output buffer: everything queued so far goes out in one shielded write."""
-        while True:
-            if not self._out:
-                self._writer_wake = anyio.Event()
-                await self._writer_wake.wait()
-                continue
-            chunks, self._out, self._out_bytes = self._out, [], 0
-            if self._space is not None:
-                self._space.set()
-            await self._write_now(b"".join(chunks))
-            self._written += len(chunks)
-            progress, self._progress = self._progress, None
-            if progress is not None:
-                progress.set()
-
-    async def _drain_output(self) -> None:
-        """Wait (bounded by the write timeout) until the writer has written everything queued."""
-        with anyio.move_on_after(self._write_timeout):
-            while self._written < self._queued and not self._send_broken:
-                if self._progress is None:
-                    self._progress = anyio.Event()
-                await self._progress.wait()
-
-    async def _write_now(self, data: bytes) -> bool:
-        if self._send_broken:
-            return False
-        if self._write_lock is None:
-            self._write_lock = anyio.Lock()
-        async with self._write_lock:
-            if self._send_broken:
-                return False
-            # Shielded: a cancelled writer must not leave half a line on the stream.
-            with anyio.CancelScope(shield=True):
-                with anyio.move_on_after(self._write_timeout) as timeout:
-                    try:
-                        await self._send.send(data)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                        _log.warning("output failed (%s); dropping further output", exc)
-                        self._send_broken = True
-                        return False
-                if timeout.cancelled_caught:
-                    _log.warning("output blocked for %.0f s; dropping further output", self._write_timeout)
-                    self._send_broken = True
-                    return False
-        return True
+        if _log.isEnabledFor(logging.DEBUG) and not self._out.broken:
+            _log.debug("-> %s", clip(data[: _LOG_LIMIT + 1].decode("utf-8", "replace").rstrip("\n")))
+        return await self._out.write(data)
 
     # --- shutdown ----------------------------------------------------------------------------
 
