@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .errors import RpcError
+from .jsonvalue import as_object
 
 __all__ = ["ClientHandshake", "parse_initialize"]
 
@@ -34,10 +35,6 @@ class ClientHandshake:
     client_title: str | None = None
     capabilities_meta: dict[str, Any] = field(default_factory=lambda: {})
     """`clientCapabilities._meta` (e.g. Zed's `terminal_output`), or `{}`."""
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def _flag(value: Any) -> bool:
@@ -63,23 +60,23 @@ def parse_initialize(params: Any) -> ClientHandshake:
     version = fields["protocolVersion"]
     if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= 65535:
         raise RpcError.invalid_params("invalid params: protocolVersion: expected an integer from 0 to 65535")
-    capabilities = _object(fields.get("clientCapabilities"))
-    fs = _object(capabilities.get("fs"))
-    session = _object(capabilities.get("session"))
-    config_options = _object(session.get("configOptions"))
-    elicitation = _object(capabilities.get("elicitation"))
-    info = _object(fields.get("clientInfo"))
+    capabilities = as_object(fields.get("clientCapabilities"))
+    fs = as_object(capabilities.get("fs"))
+    session = as_object(capabilities.get("session"))
+    config_options = as_object(session.get("configOptions"))
+    elicitation = as_object(capabilities.get("elicitation"))
+    info = as_object(fields.get("clientInfo"))
     return ClientHandshake(
         protocol_version=version,
         fs_read_text_file=_flag(fs.get("readTextFile")),
         fs_write_text_file=_flag(fs.get("writeTextFile")),
         terminal=_flag(capabilities.get("terminal")),
-        auth_terminal=_flag(_object(capabilities.get("auth")).get("terminal")),
+        auth_terminal=_flag(as_object(capabilities.get("auth")).get("terminal")),
         boolean_config_options=_present(config_options.get("boolean")),
         elicitation_form=_present(elicitation.get("form")),
         elicitation_url=_present(elicitation.get("url")),
         client_name=_text(info.get("name")),
         client_version=_text(info.get("version")),
         client_title=_text(info.get("title")),
-        capabilities_meta=_object(capabilities.get("_meta")),
+        capabilities_meta=as_object(capabilities.get("_meta")),
     )
