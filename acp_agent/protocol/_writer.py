@@ -33,6 +33,7 @@ class LineWriter:
         self._broken = False
         self._lock: anyio.Lock | None = None  # anyio primitives need a running event loop
         self._lines: MemoryObjectSendStream[bytes] | None = None
+        self._queue: MemoryObjectReceiveStream[bytes] | None = None
         self._done: anyio.Event | None = None
 
     @property
@@ -42,9 +43,9 @@ class LineWriter:
 
     def start(self, tg: TaskGroup) -> None:
         """Queue lines from now on, for a writer task run in ``tg``."""
-        self._lines, lines = anyio.create_memory_object_stream[bytes](_QUEUED_LINES)
+        self._lines, self._queue = anyio.create_memory_object_stream[bytes](_QUEUED_LINES)
         self._done = anyio.Event()
-        tg.start_soon(self._run, lines, self._done)
+        tg.start_soon(self._run, self._queue, self._done)
 
     async def write(self, data: bytes) -> bool:
         """Queue (or write) one line; False if the output is (or just became) unusable."""
@@ -74,6 +75,15 @@ class LineWriter:
         if self._done is not None:
             with anyio.move_on_after(self._write_timeout):
                 await self._done.wait()
+        self.close()
+
+    def close(self) -> None:
+        """Stop queueing at once; what is still queued is dropped (``drain`` first to write it)."""
+        lines, self._lines = self._lines, None
+        if lines is not None:
+            lines.close()
+        if self._queue is not None:
+            self._queue.close()
 
     async def _run(self, lines: MemoryObjectReceiveStream[bytes], done: anyio.Event) -> None:
         try:

@@ -158,15 +158,18 @@ class Connection:
         if self._serving:
             raise RuntimeError("Connection.serve() is already running")
         self._serving = True
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            self._out.start(tg)
-            with anyio.CancelScope() as self._read_scope:
-                if not self._close_requested:
-                    await self._read_loop()
-            await self._shutdown(everything=self._close_requested)
-            await self._out.drain()
-            tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                self._out.start(tg)
+                with anyio.CancelScope() as self._read_scope:
+                    if not self._close_requested:
+                        await self._read_loop()
+                await self._shutdown(everything=self._close_requested)
+                await self._out.drain()
+                tg.cancel_scope.cancel()
+        finally:
+            self._out.close()  # also when serve() itself was cancelled
 
     @asynccontextmanager
     async def run(self) -> AsyncGenerator[Connection]:
