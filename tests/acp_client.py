@@ -15,7 +15,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,8 @@ from typing import Any, BinaryIO, Final
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from acp_agent.protocol.jsonvalue import as_object
 
 __all__ = ["WAIT", "AcpClient", "BytePipe", "memory_pipe", "spawned_agent"]
 
@@ -42,7 +44,10 @@ class _MemoryReceive(ByteReceiveStream):
         return await self._stream.receive()
 
     async def aclose(self) -> None:
-        await self._stream.aclose()
+        self._stream.close()
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 class _MemorySend(ByteSendStream):
@@ -53,15 +58,23 @@ class _MemorySend(ByteSendStream):
         await self._stream.send(item)
 
     async def aclose(self) -> None:
-        await self._stream.aclose()
+        self._stream.close()
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 @dataclass(frozen=True, slots=True)
 class BytePipe:
-    """One direction of an in-memory connection: what is sent on ``send`` is received on ``receive``."""
+    """One direction of an in-memory connection: what is sent on ``send`` is received on ``receive``.
+    ``close()`` both ends when the test is done with it (an unclosed stream is a ResourceWarning)."""
 
-    send: ByteSendStream
-    receive: ByteReceiveStream
+    send: _MemorySend
+    receive: _MemoryReceive
+
+    def close(self) -> None:
+        self.send.close()
+        self.receive.close()
 
 
 def memory_pipe(buffer: float = math.inf) -> BytePipe:
@@ -185,9 +198,8 @@ class AcpClient:
     def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
         return [
             m["params"]["update"]
-            for m in self.messages
-            if isinstance(m, dict)
-            and m.get("method") == "session/update"
+            for m in map(as_object, self.messages)
+            if m.get("method") == "session/update"
             and (session_id is None or m["params"]["sessionId"] == session_id)
         ]
 
@@ -211,13 +223,14 @@ def _stderr_file(home: Path) -> BinaryIO:
 
 
 def _is_response(message: Any, request_id: Any) -> bool:
-    return isinstance(message, dict) and "method" not in message and message.get("id") == request_id
+    m = as_object(message)  # a batch answer (a list) is no response
+    return bool(m) and "method" not in m and m.get("id") == request_id
 
 
 @asynccontextmanager
 async def spawned_agent(
     home: Path, cwd: Path, environ: Mapping[str, str] | None = None
-) -> AsyncIterator[AcpClient]:
+) -> AsyncGenerator[AcpClient]:
     """The real ``python -m acp_agent`` (``ACP_AGENT_HOME`` = ``home``, run in ``cwd``; its stderr in
     ``home/agent-stderr.log``) and a client over its pipes. On exit its input ends and it must exit by
     itself, with status 0."""

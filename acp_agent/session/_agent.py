@@ -4,7 +4,9 @@
 (a protocol model's ``model_validate``; omitted params are ``{}``), the handler that takes the validated
 request, whether ``$/cancel_request`` cancels it, whether it waits for ``initialize``, whether it needs a
 model configured, and the capability in ``initialize``'s ``agentCapabilities`` that advertises it. A new
-method is one row (and its capability in ``acp_agent._early`` when it has one; a test checks both).
+method is one row (and its capability in ``acp_agent._early`` when it has one; a test checks both). A handler
+is an async ``(agent, request, ctx)`` function: an ``AcpAgent`` method, or a module's function such as
+``_listing.list_sessions`` (a family of methods, ``providers/*`` say, belongs in a module of its own).
 
 ``initialize`` is answered without the harness (start-up budget); the heavy modules are imported in a
 worker thread right after, while the client reads the answer.
@@ -27,6 +29,7 @@ from .._early import PROTOCOL_VERSION, initialize_result
 from ..models import ModelConfigError, how_to_configure
 from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ..protocol.jsonvalue import as_object
 from ._listing import list_sessions
 from ._roots import checked_roots
 from ._session import Session
@@ -145,8 +148,7 @@ class AcpAgent:
     async def handle_notification(self, method: str, params: Any) -> None:
         if method != "session/cancel" or not self._initialized:
             return  # unknown notifications are ignored
-        fields: dict[str, Any] = params if isinstance(params, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-        session_id = fields.get("sessionId")
+        session_id = as_object(params).get("sessionId")
         session = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:
             log.debug("session/cancel for unknown session %r ignored", session_id)
@@ -187,8 +189,7 @@ class AcpAgent:
 
     def mark_initialized(self, params: dict[str, Any]) -> None:
         """``initialize`` was answered (here, or before the event loop started: ``acp_agent._early``)."""
-        caps = params.get("clientCapabilities")
-        self.client_capabilities = dict(caps) if isinstance(caps, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
+        self.client_capabilities = dict(as_object(params.get("clientCapabilities")))
         first = not self._initialized
         self._initialized = True
         if first:

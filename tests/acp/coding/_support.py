@@ -218,30 +218,34 @@ async def editor_agent(
     from_agent_send, from_agent_receive = anyio.create_memory_object_stream[bytes](1000)
     agent = AcpAgent(home=home, settings=ModelSettings(None), factory=factory, model=model)
     editor = Editor(to_agent_send, from_agent_receive, project.resolve())
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(editor.read_loop)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(editor.read_loop)
 
-        async def run_agent() -> None:
-            async with from_agent_send:
-                await serve(
-                    cast(ByteReceiveStream, to_agent_receive),
-                    cast(ByteSendStream, from_agent_send),
-                    agent,
-                    shutdown_grace=5,
+            async def run_agent() -> None:
+                async with from_agent_send:
+                    await serve(
+                        cast(ByteReceiveStream, to_agent_receive),
+                        cast(ByteSendStream, from_agent_send),
+                        agent,
+                        shutdown_grace=5,
+                    )
+
+            tg.start_soon(run_agent)
+            try:
+                caps = (
+                    capabilities
+                    if capabilities is not None
+                    else {"fs": {"readTextFile": True, "writeTextFile": True}}
                 )
-
-        tg.start_soon(run_agent)
-        try:
-            caps = (
-                capabilities
-                if capabilities is not None
-                else {"fs": {"readTextFile": True, "writeTextFile": True}}
-            )
-            await editor.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
-            sid = await editor.new_session(str(project))
-            yield editor, sid, project
-        finally:
-            await editor.close_output()
+                await editor.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
+                sid = await editor.new_session(str(project))
+                yield editor, sid, project
+            finally:
+                await editor.close_output()
+    finally:
+        for stream in (to_agent_send, to_agent_receive, from_agent_send, from_agent_receive):
+            stream.close()  # an unclosed memory stream is a ResourceWarning (an error in this suite)
 
 
 def tool_updates(editor: Editor, call_id: str) -> list[dict[str, Any]]:

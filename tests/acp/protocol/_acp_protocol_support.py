@@ -78,13 +78,17 @@ async def agent_connection(
     conn = Connection(to_agent.receive, from_agent.send, handler, **options)
     handler.conn = conn
     client = AcpClient(to_agent.send, from_agent.receive)
-    async with anyio.create_task_group() as tg:
+    try:
+        async with anyio.create_task_group() as tg:
 
-        async def serve() -> None:
-            await conn.serve()
-            await from_agent.send.aclose()
+            async def serve() -> None:
+                await conn.serve()
+                await from_agent.send.aclose()
 
-        tg.start_soon(serve)
-        tg.start_soon(client.read_loop)
-        yield client, conn, handler
-        await client.close_output()
+            tg.start_soon(serve)
+            tg.start_soon(client.read_loop)
+            yield client, conn, handler
+            await client.close_output()
+    finally:
+        to_agent.close()
+        from_agent.close()

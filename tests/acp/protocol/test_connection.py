@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -81,11 +81,12 @@ async def test_batch_is_answered_with_an_array_of_its_request_responses() -> Non
         )
         message = await client.message()
         assert isinstance(message, list)
-        by_id = {item["id"]: item for item in message if item["id"] is not None}
+        answers = cast(list[dict[str, Any]], message)
+        by_id = {item["id"]: item for item in answers if item["id"] is not None}
         assert by_id["b1"]["error"]["code"] == -32601
         assert by_id[2]["result"]["params"] == {}
-        assert [item["error"]["code"] for item in message if item["id"] is None] == [-32600]
-        assert len(message) == 3
+        assert [item["error"]["code"] for item in answers if item["id"] is None] == [-32600]
+        assert len(answers) == 3
         assert handler.notifications == [("_n", None)]
 
 
@@ -308,7 +309,7 @@ async def test_agent_request_raises_rpc_error_when_the_client_answers_an_error()
 async def test_agent_request_ids_are_unique() -> None:
     async with agent_connection() as (client, conn, _), anyio.create_task_group() as tg:
         for _ in range(3):
-            tg.start_soon(conn.request, "client/x", {})
+            tg.start_soon(conn.request, "client/x", None)
         ids = [(await client.message())["id"] for _ in range(3)]
         assert len(set(ids)) == 3
         for request_id in ids:
@@ -319,7 +320,7 @@ async def test_cancelled_agent_request_sends_cancel_request_to_the_client() -> N
     async with agent_connection() as (client, conn, _):
         outgoing: dict[str, Any] = {}
         async with anyio.create_task_group() as tg:
-            tg.start_soon(conn.request, "session/request_permission", {})
+            tg.start_soon(conn.request, "session/request_permission", None)
             outgoing = await client.message()
             tg.cancel_scope.cancel()
         cancel = await client.message()
@@ -434,6 +435,8 @@ async def test_run_block_serves_and_shuts_down_on_exit() -> None:
         message = await client.message()
         assert message["id"] == 1 and message["error"]["code"] == -32800
         await from_agent.send.aclose()
+    to_agent.close()
+    from_agent.close()
 
 
 async def test_too_long_line_is_dropped_with_parse_error() -> None:

@@ -9,10 +9,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from acp_agent.protocol import models
 from acp_agent.protocol.models import dump
+from tests.conftest import ACP_SCHEMA, require_shared
 
 GOLDENS = Path(__file__).parent / "goldens"
-SHARED = Path(__file__).resolve().parents[3].parent / "shared"
-SCHEMA_PATH = SHARED / "acp-spec" / "schema.json"
 
 
 def load_goldens() -> list[Any]:
@@ -28,9 +27,7 @@ CASES = load_goldens()
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
-    if not SCHEMA_PATH.exists():
-        pytest.skip(f"ACP schema not available at {SCHEMA_PATH}")
-    return json.loads(SCHEMA_PATH.read_text())
+    return json.loads(require_shared(ACP_SCHEMA).read_text())
 
 
 def validator_for(schema: dict[str, Any], ref: str | None) -> Any:

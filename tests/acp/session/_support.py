@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,23 +24,27 @@ async def running_agent(
     *,
     factory: SessionFactory = default_factory,
     settings: ModelSettings | None = None,
-) -> AsyncIterator[tuple[AcpClient, AcpAgent, TaskGroup]]:
+) -> AsyncGenerator[tuple[AcpClient, AcpAgent, TaskGroup]]:
     """An agent served over memory pipes, and a client reading its output."""
     to_agent, from_agent = memory_pipe(1000), memory_pipe(1000)
     agent = AcpAgent(home=home, settings=settings or ModelSettings(None), factory=factory, model=model)
     client = AcpClient(to_agent.send, from_agent.receive)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(client.read_loop)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.read_loop)
 
-        async def run_agent() -> None:
-            async with from_agent.send:
-                await serve(to_agent.receive, from_agent.send, agent, shutdown_grace=5)
+            async def run_agent() -> None:
+                async with from_agent.send:
+                    await serve(to_agent.receive, from_agent.send, agent, shutdown_grace=5)
 
-        tg.start_soon(run_agent)
-        try:
-            yield client, agent, tg
-        finally:
-            await client.close_output()
+            tg.start_soon(run_agent)
+            try:
+                yield client, agent, tg
+            finally:
+                await client.close_output()
+    finally:
+        to_agent.close()
+        from_agent.close()
 
 
 def transcript_lines(home: Path, session_id: str) -> list[dict[str, Any]]:

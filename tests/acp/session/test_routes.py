@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 
 from acp_agent._early import PROMPT_CAPABILITIES, initialize_result
-from acp_agent.session import _agent as agent_module
+from acp_agent.session import _agent as agent_module  # pyright: ignore[reportPrivateUsage]
 from acp_agent.session._agent import ROUTES
 from acp_agent.session._setup import SessionEnvironment, SessionSetup
 from harness.testing import FakeModel, Reply
@@ -39,7 +39,7 @@ def _advertised() -> dict[str, Any]:
 
 def _at(tree: Any, path: tuple[str, ...]) -> Any:
     for key in path:
-        tree = tree.get(key) if isinstance(tree, dict) else None
+        tree = cast(dict[str, Any], tree).get(key) if isinstance(tree, dict) else None
     return tree
 
 
@@ -125,7 +125,7 @@ async def test_a_route_that_needs_a_model_answers_auth_required_until_one_is_con
     routes = dict(ROUTES)
     routes["session/new"] = dataclasses.replace(ROUTES["session/new"], needs_model=True)
     monkeypatch.setattr(agent_module, "ROUTES", routes)
-    params = {"cwd": str(tmp_path), "mcpServers": []}
+    params: dict[str, Any] = {"cwd": str(tmp_path), "mcpServers": []}
     async with running_agent(tmp_path) as (client, _agent, _tg):
         await client.initialize()
         answer = await client.response(await client.send_request("session/new", params))

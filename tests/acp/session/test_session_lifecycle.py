@@ -77,7 +77,11 @@ async def test_tools_from_the_session_factory_show_as_tool_calls_with_their_meta
         return Result.text(f"contents of {path}", value={"bytes": 12})
 
     spec = read_file.spec()
-    object.__setattr__(spec, "meta", {"acp_kind": "read", "acp_title": lambda i: f"Read {i['path']}"})
+
+    def title(tool_input: dict[str, Any]) -> str:
+        return f"Read {tool_input['path']}"
+
+    object.__setattr__(spec, "meta", {"acp_kind": "read", "acp_title": title})
     seen: list[SessionEnvironment] = []
 
     async def factory(env: SessionEnvironment) -> SessionSetup:
@@ -257,7 +261,7 @@ async def test_mcp_servers_are_kept_and_unknown_kinds_skipped(tmp_path: Path) ->
         envs.append(env)
         return SessionSetup()
 
-    servers = [
+    servers: list[dict[str, Any]] = [
         {"name": "a", "command": "/bin/echo", "args": [], "env": [{"name": "K", "value": "V"}]},
         {"type": "http", "name": "b", "url": "http://x/mcp", "headers": []},
         {"type": "acp", "name": "c", "id": "z"},

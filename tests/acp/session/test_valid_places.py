@@ -77,7 +77,7 @@ async def test_load_and_resume_refuse_a_cwd_or_directory_that_is_gone(
     async with spawned_agent(tmp_path / "home", places["project"]) as client:
         await client.initialize()
         sid = await client.new_session(str(places["project"]))
-        base = {"sessionId": sid, "cwd": str(places["project"]), "mcpServers": []}
+        base: dict[str, Any] = {"sessionId": sid, "cwd": str(places["project"]), "mcpServers": []}
         error = await _error(client, method, {**base, "cwd": str(places["missing"])})
         assert error == {
             "code": -32602,
