@@ -5,6 +5,8 @@ from its source, and none may reach a layer above it or beside it."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,3 +90,15 @@ def test_the_import_reader_sees_relative_lazy_and_string_imports() -> None:
     )
     names = {name for _line, name in _imports_in(source, "acp_agent.session")}
     assert {"acp_agent.cli", "acp_agent.coding", "acp_agent.config", "acp_agent.chat"} <= names
+
+
+def test_importing_the_session_layer_loads_no_harness_module() -> None:
+    code = (
+        "import sys, acp_agent.session;"
+        "loaded = [m for m in sys.modules if m == 'harness' or m.startswith('harness.')];"
+        "assert not loaded, loaded"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr.decode()

@@ -1,7 +1,8 @@
 """The ACP session layer: the agent handler (``AcpAgent``), sessions and their persistence, and the
 per-session plug-in point (``SessionFactory`` -> ``SessionSetup``) for tools and middleware.
 
-Importing this package stays light (no pydantic, no harness): they load on first use.
+Importing this package loads the wire models (pydantic) but not the harness: that loads in a worker thread
+once ``initialize`` is answered, or on first use (``tests/test_layering.py`` checks it).
 """
 
 from __future__ import annotations
