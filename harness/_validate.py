@@ -14,7 +14,7 @@ def _validator(schema_json: str) -> Any:
     import json
 
     import jsonschema
-    from jsonschema.validators import validator_for  # pyright: ignore[reportUnknownVariableType]
+    from jsonschema.validators import validator_for
 
     schema = json.loads(schema_json)
     cls: Any = validator_for(schema, default=jsonschema.Draft202012Validator)

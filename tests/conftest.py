@@ -1,14 +1,23 @@
-"""Shared test configuration: async tests run on anyio; paths to the shared reference material."""
+"""Shared test configuration: async tests run on anyio; paths to the shared reference material; what a
+test does when a peer or a reference file it needs is absent.
+
+Tests may skip (with the reason) where ``../shared`` or the npm test peers are absent, except in CI
+(``CI=true``), where everything must run: the same check fails the test instead.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 ACP_SCHEMA = SHARED / "acp-spec" / "schema.json"
+IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+"""``CI=true``: a missing test peer or reference file fails the test instead of skipping it."""
 
 
 @pytest.fixture
@@ -17,8 +26,15 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def missing(reason: str) -> NoReturn:
+    """Something the test needs is absent: skip with ``reason``, or fail in CI."""
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: every test must run)", pytrace=False)
+    pytest.skip(reason)
+
+
 def require_shared(path: Path) -> Path:
-    """Skip (with the reason) when the shared reference material is not beside the checkout."""
+    """``path`` from the shared reference material beside the checkout (see ``missing`` when absent)."""
     if not path.exists():
-        pytest.skip(f"{path} is absent: the shared reference material is not beside this checkout")
+        missing(f"{path} is absent: the shared reference material is not beside this checkout")
     return path

@@ -147,7 +147,7 @@ def _single_leaf(exc: BaseException) -> BaseException:
     """Unwrap exception groups holding exactly one exception (task groups wrap handler errors)."""
     leaf: BaseException = exc
     while isinstance(leaf, BaseExceptionGroup):
-        inner = cast(tuple[BaseException, ...], leaf.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        inner = cast(tuple[BaseException, ...], leaf.exceptions)
         if len(inner) != 1:
             break
         leaf = inner[0]

@@ -414,7 +414,7 @@ class EventMapper:
         for update in updates:
             meta: dict[str, Any] = dict(getattr(update, "field_meta", None) or {})
             meta[PARENT_META_KEY] = parent
-            update.field_meta = meta  # pyright: ignore[reportAttributeAccessIssue]
+            update.field_meta = meta
         if isinstance(event, ToolEnded):
             self._forget_agent(cid)
             updates = [*self._close_children(cid), *updates]

@@ -1,4 +1,4 @@
-"""Fixtures of the MCP tests: paths to the test peers, skips with reasons when a peer is missing."""
+"""Fixtures of the MCP tests: paths to the test peers; a missing peer skips with the reason (fails in CI)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+
+from tests.conftest import missing
 
 REPO = Path(__file__).resolve().parents[2]
 FAULT_SERVER = Path(__file__).with_name("fault_server.py")
@@ -26,9 +28,9 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 def require_everything() -> Path:
     if shutil.which("node") is None:
-        pytest.skip("node is not installed: server-everything tests need it")
+        missing("node is not installed: server-everything tests need it")
     if not EVERYTHING.exists():
-        pytest.skip(f"{EVERYTHING} is absent: run .ci/npm-peers.sh to install the npm test peers")
+        missing(f"{EVERYTHING} is absent: run .ci/npm-peers.sh to install the npm test peers")
     return EVERYTHING
 
 
@@ -36,7 +38,7 @@ def require_time_server() -> None:
     try:
         import mcp_server_time  # noqa: F401  # pyright: ignore[reportMissingImports, reportUnusedImport]
     except ImportError:
-        pytest.skip("mcp-server-time is not installed (pip install mcp-server-time)")
+        missing("mcp-server-time is not installed (pip install mcp-server-time)")
 
 
 def free_port() -> int:

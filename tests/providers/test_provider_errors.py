@@ -410,7 +410,7 @@ async def test_error_status_is_classified(
     assert got == []
     assert isinstance(exc, ModelError)
     assert exc.kind is kind, exc.message
-    assert exc.retry_after == (pytest.approx(retry_after) if retry_after is not None else None)  # pyright: ignore[reportUnknownMemberType]
+    assert exc.retry_after == (pytest.approx(retry_after) if retry_after is not None else None)
     assert server.url in exc.message
 
 

@@ -133,7 +133,7 @@ CONTEXT_BODY = {
 }
 RATE_BODY = {
     "error": {
-        "message": "Rate limit reached for requests per min. Please try again in 7s.",
+        "message": "Rate limit reached for requests per min. Please try again in 1s.",
         "type": "requests",
         "code": "rate_limit_exceeded",
     }
@@ -144,7 +144,8 @@ SERVER_ERROR_BODY = {"error": {"message": "the GPU caught fire", "type": "server
 PROVIDER_FAULTS: list[tuple[str, Reply, str, tuple[str, ...]]] = [
     (
         "429 with retry-after",
-        Reply.json(429, RATE_BODY, {"retry-after": "7"}),
+        # 1 s, not a real provider's 7 s: the agent honours it (two waits before it gives up).
+        Reply.json(429, RATE_BODY, {"retry-after": "1"}),
         "rate_limited",
         ("rate", "Rate limit reached", "retry"),
     ),
@@ -206,6 +207,8 @@ async def test_a_provider_fault_fails_the_prompt_with_its_kind_and_the_session_g
         )
     chats = [r for r in server.requests if r.path == CHAT]
     assert len(chats) >= 2, "the fake server never saw the recovery prompt"
+    if kind == "rate_limited":
+        assert len(chats) >= 4, "a rate-limited call is tried three times before the prompt fails"
 
 
 async def test_a_refused_connection_fails_the_prompt_as_a_transport_error_and_the_session_goes_on(

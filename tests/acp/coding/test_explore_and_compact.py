@@ -109,7 +109,7 @@ async def test_cancelling_during_explore_fails_its_open_nested_calls(tmp_path: P
     )
     async with editor_agent(tmp_path, model) as (editor, sid, project):
         (project / "a.py").write_text("x = 1\n")
-        answer = editor._handle  # pyright: ignore[reportPrivateUsage]
+        answer = editor._handle
 
         async def stuck_reads(method: str, params: dict[str, Any]) -> Any:
             if method == "fs/read_text_file":

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _session_mcp_support import make_env, running  # pyright: ignore[reportMissingImports]
+from _session_mcp_support import make_env, running
 
 from acp_agent.logs import log_file_path
 from acp_agent.session._mcp import SessionMcp, merge_servers
