@@ -170,7 +170,7 @@ class Accumulator:
             c.input = {}
             c.problem = f"{c.name}: invalid input: the arguments must be a JSON object"
         else:
-            c.input = value  # pyright: ignore[reportUnknownMemberType]
+            c.input = value
         return c
 
 

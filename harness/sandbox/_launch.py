@@ -15,7 +15,7 @@ if __package__:
     from . import _landlock
 else:  # run as a script: the sibling module, without importing the harness package
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import _landlock  # type: ignore[no-redef]  # pyright: ignore[reportMissingImports]
+    import _landlock
 
 __all__ = ["main"]
 
@@ -28,8 +28,8 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         with open(argv[0], encoding="utf-8") as f:
-            spec = _landlock.parse_spec(f.read())  # pyright: ignore[reportUnknownMemberType]
-        _landlock.apply_spec(spec)  # pyright: ignore[reportUnknownMemberType]
+            spec = _landlock.parse_spec(f.read())
+        _landlock.apply_spec(spec)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"acp-agent sandbox: cannot apply the sandbox, not running the command: {exc}", file=sys.stderr)
         return 126

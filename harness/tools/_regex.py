@@ -41,7 +41,7 @@ class Regex(Protocol):
 def compile_regex(pattern: str, *, ignore_case: bool = False, one_line: bool = False) -> Regex:
     """``pattern`` compiled by RE2. ``one_line``: a match never spans a newline (so a search over a whole
     buffer finds what a line-by-line search would), ``^``/``$`` match at line ends."""
-    options: Any = re2.Options()  # pyright: ignore[reportUnknownMemberType]
+    options: Any = re2.Options()
     options.log_errors = False
     options.max_mem = _MAX_MEM
     options.case_sensitive = not ignore_case
