@@ -1,6 +1,7 @@
 """The layering of the README's architecture section, pinned: every import statement (at module level,
 inside functions, under ``TYPE_CHECKING``) and every ``importlib.import_module("…")`` of a layer is read
-from its source, and none may reach a layer above it or beside it."""
+from its source, and none may reach a layer above it or beside it; and what importing a package loads at
+run time (the start-up budget's seams)."""
 
 from __future__ import annotations
 
@@ -92,13 +93,29 @@ def test_the_import_reader_sees_relative_lazy_and_string_imports() -> None:
     assert {"acp_agent.cli", "acp_agent.coding", "acp_agent.config", "acp_agent.chat"} <= names
 
 
-def test_importing_the_session_layer_loads_no_harness_module() -> None:
-    code = (
-        "import sys, acp_agent.session;"
-        "loaded = [m for m in sys.modules if m == 'harness' or m.startswith('harness.')];"
-        "assert not loaded, loaded"
-    )
+def _python(code: str) -> None:
+    """Run ``code`` in a fresh interpreter at the repository root; it must exit 0."""
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr.decode()
+
+
+_NO_HARNESS = "assert not [m for m in sys.modules if m == 'harness' or m.startswith('harness.')], 'harness';"
+
+
+def test_importing_the_protocol_package_loads_neither_pydantic_nor_harness_until_a_model_is_used() -> None:
+    _python(
+        "import sys, acp_agent.protocol as p, acp_agent.protocol.stdio;"
+        "assert 'pydantic' not in sys.modules, 'pydantic';"
+        f"{_NO_HARNESS}"
+        "p.PromptRequest; assert 'pydantic' in sys.modules"
+    )
+
+
+def test_the_wire_models_load_no_harness_module() -> None:
+    _python(f"import sys, acp_agent.protocol.models; {_NO_HARNESS}")
+
+
+def test_importing_the_session_layer_loads_no_harness_module() -> None:
+    _python(f"import sys, acp_agent.session; {_NO_HARNESS}")
