@@ -1,7 +1,8 @@
 """Command line: ``acp-agent`` (no subcommand) runs the stdio agent; subcommands are registered here.
 
-Only ``argparse``, ``os`` and ``logging`` are imported at module level: the stdio agent must answer
-``initialize`` fast, so everything heavy is imported inside the command that needs it.
+The flags are the settings table's (``acp_agent.config.SETTINGS``). The configuration is resolved
+(standard library only: ``tomllib``, the trust store) before ``initialize`` is answered, so the handshake
+knows a provider set in ``config.toml``; everything heavy is imported after, inside the command.
 """
 
 from __future__ import annotations
@@ -9,38 +10,22 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from . import __version__
+from .config import Config, add_flags, flag_settings, flag_values, load_config
 
 __all__ = [
     "COMMAND_MODULES",
-    "AgentConfig",
     "Command",
     "build_parser",
-    "config_from_args",
     "main",
     "register_command",
+    "resolve_startup",
 ]
 
-DEFAULT_HOME = "~/.local/share/acp-agent"
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-
-
-@dataclass(frozen=True, slots=True)
-class AgentConfig:
-    """The resolved configuration: flags win over environment variables, which win over defaults."""
-
-    provider: str | None
-    model: str | None
-    base_url: str | None
-    home: Path
-    log_level: str
-
-
-Command = Callable[[argparse.Namespace, AgentConfig], int]
-"""A subcommand: gets the parsed arguments and the resolved config, returns the exit code."""
+Command = Callable[[argparse.Namespace, Config], int]
+"""A subcommand: gets the parsed arguments and the configuration resolved in the current directory
+(leniently: its ``problems`` say what was skipped), returns the exit code."""
 
 # name -> (help, add_arguments, run); other modules register `chat`, `doctor`, `sessions` here.
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Command]] = {}
@@ -55,18 +40,24 @@ def register_command(
 
 # Modules that register subcommands on import. They are imported only when the command line names a
 # subcommand or asks for help: the stdio agent (no subcommand) must start fast and must not depend on them.
-COMMAND_MODULES = ("acp_agent.chat", "acp_agent.doctor", "acp_agent.permissions_cmd", "acp_agent.sandbox_cmd")
-_VALUE_FLAGS = frozenset({"--provider", "--model", "--base-url", "--home", "--log-level"})
+COMMAND_MODULES = (
+    "acp_agent.chat",
+    "acp_agent.doctor",
+    "acp_agent.permissions_cmd",
+    "acp_agent.sandbox_cmd",
+    "acp_agent.trust_cmd",
+)
 
 
 def _needs_commands(argv: Sequence[str]) -> bool:
+    value_flags = {s.flag for s in flag_settings()}
     skip = False
     for token in argv:
         if skip:
             skip = False
         elif token in ("-h", "--help"):
             return True
-        elif token in _VALUE_FLAGS:
+        elif token in value_flags:
             skip = True
         elif not token.startswith("-"):
             return True
@@ -93,26 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="An ACP agent for editors. Without a subcommand it speaks ACP over stdin/stdout.",
     )
     parser.add_argument("--version", action="version", version=f"acp-agent {__version__}")
-    parser.add_argument(
-        "--provider",
-        help="model provider: openai, openai-responses, anthropic, script (env ACP_AGENT_PROVIDER)",
-    )
-    parser.add_argument("--model", help="model name (env ACP_AGENT_MODEL)")
-    parser.add_argument(
-        "--base-url",
-        dest="base_url",
-        help="model endpoint base URL, for OpenAI-compatible ones including /v1 "
-        "(env ACP_AGENT_BASE_URL, OPENAI_BASE_URL)",
-    )
-    parser.add_argument(
-        "--home", help=f"sessions and logs directory (env ACP_AGENT_HOME, default {DEFAULT_HOME})"
-    )
-    parser.add_argument(
-        "--log-level",
-        dest="log_level",
-        choices=LOG_LEVELS,
-        help="stderr log level (env ACP_AGENT_LOG_LEVEL, default warning)",
-    )
+    add_flags(parser)
     if _COMMANDS:
         sub = parser.add_subparsers(dest="command", metavar="COMMAND")
         for name, (help_text, add_arguments, _run) in sorted(_COMMANDS.items()):
@@ -120,29 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> AgentConfig:
+def resolve_startup(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Config:
+    """The configuration in the process's directory, never raising: a broken file still lets the agent
+    answer ``initialize`` (each session then fails with every problem listed)."""
     env = dict(os.environ if environ is None else environ)
-
-    def pick(flag: str | None, *names: str) -> str | None:
-        if flag:
-            return flag
-        for name in names:
-            value = env.get(name)
-            if value:
-                return value
-        return None
-
-    home = pick(args.home, "ACP_AGENT_HOME") or DEFAULT_HOME
-    level = (pick(args.log_level, "ACP_AGENT_LOG_LEVEL") or "warning").lower()
-    if level not in LOG_LEVELS:
-        level = "warning"
-    return AgentConfig(
-        provider=pick(args.provider, "ACP_AGENT_PROVIDER"),
-        model=pick(args.model, "ACP_AGENT_MODEL"),
-        base_url=pick(args.base_url, "ACP_AGENT_BASE_URL", "OPENAI_BASE_URL"),
-        home=Path(home).expanduser(),
-        log_level=level,
-    )
+    return load_config(os.getcwd(), flag_values(args), env, strict=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,19 +106,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _needs_commands(arguments):
         _load_command_modules()
     args = build_parser().parse_args(arguments)
-    config = config_from_args(args)
+    config = resolve_startup(args)
     command: str | None = getattr(args, "command", None)
     if command is not None:
         return _COMMANDS[command][2](args, config)
     # Answer initialize before importing the agent (see acp_agent._early), then load the rest.
     from ._early import early_start
-    from .models import how_to_configure, settings_from_env
+    from .model_setup import ModelSettings, how_to_configure
 
-    settings = settings_from_env(config.provider, config.model, config.base_url)
+    settings = ModelSettings.from_config(config)
     early = early_start(configured=settings.configured, how_to_configure=how_to_configure())
+    from harness.secrets import Secrets
+
     from .coding import coding_factory
     from .session.serve import serve_stdio
 
-    # The composition root: the session layer serves whatever factory it is given; this one codes.
-    flags = {"provider": config.provider, "model": config.model, "base_url": config.base_url}
-    return serve_stdio(config, coding_factory(flags), early=early)
+    # The composition root: the session layer serves whatever factory it is given; this one codes. One
+    # Secrets for the process: the log redacts what every session keeps from its commands.
+    secrets = Secrets.from_env(os.environ, config.secret_names(), [config.api_key])
+    factory = coding_factory(config.flags, secrets=secrets)
+    return serve_stdio(config, factory, settings, secrets=secrets, early=early)

@@ -24,14 +24,6 @@ __all__ = ["Check", "add_arguments", "add_parser", "main", "run_checks"]
 MODEL_TIMEOUT: Final = 60.0
 MCP_TIMEOUT: Final = 30.0
 
-_AGENT_FLAGS = (
-    ("--provider", "provider"),
-    ("--model", "model"),
-    ("--base-url", "base_url"),
-    ("--home", "home"),
-    ("--log-level", "log_level"),
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Check:
@@ -47,9 +39,10 @@ class Check:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .config import add_flags
+
     parser.add_argument("--cwd", help="check the configuration of this project directory (default: here)")
-    for flag, dest in _AGENT_FLAGS:
-        parser.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=f"as for the agent ({flag})")
+    add_flags(parser, suppress=True, note="; as for the agent")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -59,8 +52,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace, config: Any = None) -> int:
+    from .config import flag_values
+
     cwd = Path(getattr(args, "cwd", None) or os.getcwd()).expanduser()
-    flags = {dest: getattr(args, dest, None) for _, dest in _AGENT_FLAGS}
+    flags = flag_values(args)
 
     import logging
 
@@ -78,7 +73,7 @@ async def run_checks(
     cwd: Path, flags: Mapping[str, Any], env: Mapping[str, str], emit: Callable[[Check], None]
 ) -> list[Check]:
     """Run every check, reporting each through ``emit`` as it finishes."""
-    from .config import ConfigError, load_config
+    from .config import load_config
 
     done: list[Check] = []
 
@@ -86,17 +81,18 @@ async def run_checks(
         done.append(check)
         emit(check)
 
-    try:
-        config = load_config(cwd, flags, env)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            report(Check("config", False, f"{problem.source}: {problem.key}: {problem.message}"))
-        # The rest still helps: check home and log file with what the flags and environment say.
-        config = _fallback_config(flags, env)
-    else:
+    # Leniently: a bad value is reported and skipped, and the rest is still checked with what is left.
+    config = load_config(cwd, flags, env, strict=False)
+    for problem in config.problems:
+        report(Check("config", False, str(problem)))
+    if not config.problems:
         where = ", ".join(str(p) for p in config.files) or "no config files; flags, environment and defaults"
         report(Check("config", True, where))
-    for check in await _check_model(config, env):
+    report(_check_origins(config))
+    trust = _check_trust(config)
+    if trust is not None:
+        report(trust)
+    for check in await _check_model(config):
         report(check)
     for server in config.mcp_servers:
         report(await _check_mcp(server, cwd))
@@ -108,24 +104,47 @@ async def run_checks(
     return done
 
 
-def _fallback_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
-    from .config import Config
+def _check_origins(config: Config) -> Check:
+    """Where each setting that is set came from (exactly: the flag, the variable or the file)."""
+    from .config import SETTINGS
 
-    home = flags.get("home") or env.get("ACP_AGENT_HOME") or "~/.local/share/acp-agent"
-    return Config(home=Path(str(home)).expanduser())
+    shown: list[str] = []
+    for key, origin in config.origins.items():
+        s = SETTINGS[key]
+        if s.merge == "by_name":
+            value = ", ".join(sorted(config.get(key)))
+        else:
+            value = "(set)" if s.secret else str(config.get(key))
+        shown.append(f"{key} = {value} ({origin})")
+    return Check("settings", True, "; ".join(shown) or "all defaults")
+
+
+def _check_trust(config: Config) -> Check | None:
+    project = config.project
+    if project is None or not project.items:
+        return None
+    if project.trusted:
+        return Check("project trust", True, f"{project.root} is trusted; its configuration applies")
+    lines = "; ".join(item.text for item in project.items)
+    return Check(
+        "project trust",
+        None,
+        f"{project.root} is not trusted, so these project settings are ignored: {lines}. "
+        f"Trust it with `acp-agent trust {project.root}` (or answer the editor's question).",
+    )
 
 
 # --- the model ------------------------------------------------------------------------------------
 
 
-async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
+async def _check_model(config: Config) -> list[Check]:
     from .config import missing_key_problem
-    from .models import how_to_configure
+    from .model_setup import ModelSettings, build_model, how_to_configure
 
     if config.provider is None:
         return [Check("model", False, how_to_configure() + ".")]
     if config.provider == "script":
-        return [await anyio.to_thread.run_sync(_check_script, env)]
+        return [await anyio.to_thread.run_sync(_check_script, config.script)]
     problem = missing_key_problem(config)
     if problem is not None:
         return [Check("model", False, problem)]
@@ -139,13 +158,9 @@ async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
             )
         ]
     try:
-        from harness.providers.factory import build_model
+        model: Any = build_model(ModelSettings.from_config(config))
     except ImportError as exc:
         return [Check("model", None, f"not available: the HTTP providers cannot be imported ({exc}).")]
-    try:
-        model = build_model(
-            config.provider, model=config.model, base_url=config.base_url, api_key=config.api_key, env=env
-        )
     except Exception as exc:
         return [Check("model", False, f"cannot set up provider {config.provider}: {exc}")]
     where = str(getattr(model, "base_url", config.base_url or config.provider))
@@ -163,16 +178,15 @@ async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
     return checks
 
 
-def _check_script(env: Mapping[str, str]) -> Check:
-    from .models import ModelConfigError, load_script
+def _check_script(script: Path | None) -> Check:
+    from .model_setup import ModelConfigError, load_script
 
-    script = env.get("ACP_AGENT_SCRIPT")
-    if not script:
+    if script is None:
         return Check(
             "model", False, "provider script needs ACP_AGENT_SCRIPT, the path of a JSON list of replies."
         )
     try:
-        replies = load_script(Path(script))
+        replies = load_script(script)
     except ModelConfigError as exc:
         return Check("model", False, f"{exc}.")
     return Check("model", True, f"script provider with {len(replies)} replies from {script}")

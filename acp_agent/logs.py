@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import TextIO
@@ -28,11 +29,33 @@ def log_file_path(home: Path, environ: dict[str, str] | None = None) -> Path | N
     return home / "logs" / "acp-agent.log"
 
 
-def configure_logging(level: str, home: Path, *, stream: TextIO | None = None) -> Path | None:
+class _Redacting(logging.Filter):
+    """Rewrites each record's message through ``redact`` (the secrets never reach a log)."""
+
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        super().__init__()
+        self._redact = redact
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = self._redact(message)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self._redact(record.exc_text)
+        if clean != message or record.args:
+            record.msg, record.args = clean, None
+        return True
+
+
+def configure_logging(
+    level: str, home: Path, *, stream: TextIO | None = None, redact: Callable[[str], str] | None = None
+) -> Path | None:
     """Route the ``acp_agent`` and ``harness`` loggers to stderr at ``level`` and to the log file at
     ``level`` but at least INFO. Protocol traces (every message, DEBUG) are written only with
     ``--log-level debug``: building a record per streamed update would cost more than the update.
-    Returns the log file path (None when disabled or not writable)."""
+    ``redact`` rewrites every message (and traceback) written. Returns the log file path (None when
+    disabled or not writable)."""
     chosen = getattr(logging, level.upper(), logging.WARNING)
     file_level = min(chosen, logging.INFO)
     root = logging.getLogger()
@@ -43,6 +66,8 @@ def configure_logging(level: str, home: Path, *, stream: TextIO | None = None) -
     err = logging.StreamHandler(stream if stream is not None else sys.stderr)
     err.setLevel(chosen)
     err.setFormatter(logging.Formatter(_FORMAT))
+    if redact is not None:
+        err.addFilter(_Redacting(redact))
     err._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
     root.addHandler(err)
     path = log_file_path(home)
@@ -58,6 +83,8 @@ def configure_logging(level: str, home: Path, *, stream: TextIO | None = None) -
         return None
     file_handler.setLevel(file_level)
     file_handler.setFormatter(logging.Formatter(_FORMAT))
+    if redact is not None:
+        file_handler.addFilter(_Redacting(redact))
     file_handler._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
     root.addHandler(file_handler)
     # Third-party chatter stays out of the file unless asked for.

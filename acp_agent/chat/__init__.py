@@ -14,20 +14,13 @@ from typing import Any
 
 __all__ = ["add_parser", "main"]
 
-_AGENT_FLAGS = (
-    ("--provider", "provider"),
-    ("--model", "model"),
-    ("--base-url", "base_url"),
-    ("--home", "home"),
-    ("--log-level", "log_level"),
-)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..config import add_flags
+
     parser.add_argument("--cwd", help="the project directory of the session (default: the current directory)")
     # Same dests as the top-level flags; SUPPRESS keeps a value given before `chat` when not repeated.
-    for flag, dest in _AGENT_FLAGS:
-        parser.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=f"passed to the agent ({flag})")
+    add_flags(parser, suppress=True, note="; passed to the agent")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -39,13 +32,13 @@ def add_parser(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace, config: Any = None) -> int:
     """Run the chat; returns the exit code."""
-    from ..config import ConfigError, load_config, missing_key_problem
+    from ..config import ConfigError, flag_settings, flag_values, load_config, missing_key_problem
 
     cwd = Path(args.cwd or os.getcwd()).expanduser().resolve()
     if not cwd.is_dir():
         print(f"acp-agent chat: {cwd} is not a directory; pass an existing one with --cwd.", file=sys.stderr)
         return 2
-    flags = {dest: getattr(args, dest, None) for _, dest in _AGENT_FLAGS}
+    flags = flag_values(args)
     try:
         settings = load_config(cwd, flags, os.environ)
     except ConfigError as exc:
@@ -53,10 +46,10 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
             print(f"acp-agent: {problem}", file=sys.stderr)
         return 2
     agent_args: list[str] = []
-    for flag, dest in _AGENT_FLAGS:
-        value = flags.get(dest)
-        if value:
-            agent_args += [flag, str(value)]
+    for s in flag_settings():
+        value = flags.get(s.attr)
+        if value and s.flag is not None:
+            agent_args += [s.flag, str(value)]
     problem = missing_key_problem(settings)
     return _run(cwd, tuple(agent_args), problem)
 

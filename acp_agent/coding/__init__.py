@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harness.secrets import Secrets
+
     from ..session._setup import SessionEnvironment, SessionSetup
     from ._factory import CodingFactory
 
@@ -20,10 +22,14 @@ class LazyCodingFactory:
     """A ``SessionFactory`` that builds the real one (``CodingFactory``) on the first session."""
 
     def __init__(
-        self, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+        self,
+        flags: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+        secrets: Secrets | None = None,
     ) -> None:
         self.flags = dict(flags or {})
         self.environ = dict(os.environ if environ is None else environ)
+        self.secrets = secrets
         self._impl: CodingFactory | None = None
 
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
@@ -38,12 +44,14 @@ class LazyCodingFactory:
         if self._impl is None:
             from ._factory import CodingFactory
 
-            self._impl = CodingFactory(self.flags, self.environ)
+            self._impl = CodingFactory(self.flags, self.environ, self.secrets)
         return self._impl
 
 
 def coding_factory(
-    flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    secrets: Secrets | None = None,
 ) -> LazyCodingFactory:
     """The coding agent's session factory (the default of ``acp-agent``)."""
-    return LazyCodingFactory(flags, environ)
+    return LazyCodingFactory(flags, environ, secrets)

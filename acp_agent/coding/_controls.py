@@ -116,6 +116,7 @@ class CodingControls:
         *,
         mcp: Any = None,
         extra_commands: Mapping[str, tuple[str, str | None, Handler]] | None = None,
+        trust: Any = None,
     ) -> None:
         self._env = env
         self._config = config
@@ -124,6 +125,7 @@ class CodingControls:
         self._thought = thought
         self._mcp = mcp
         self._extra = dict(extra_commands or {})
+        self._trust = trust  # a ProjectTrustPrompt: asked at the first prompt, before MCP servers start
         self._models: list[str] = [config.model] if config.model else []
         self._model_name: str | None = config.model
         self._switch: ModelSwitch | None = None
@@ -246,8 +248,18 @@ class CodingControls:
 
     # --- the session's life ---------------------------------------------------------------------
 
+    def apply_config(self, config: Config) -> None:
+        """A configuration resolved again (the user trusted the project): it applies from the model the
+        first turn builds on (a model already built is kept)."""
+        self._config = config
+        self._thought.provider = config.provider
+        if self._switch is None and config.model:
+            self._model_name = config.model
+            self._models = list(dict.fromkeys([config.model, *self._models]))
+
     async def opened(self) -> None:
-        await self._start_mcp()
+        if self._trust is None or not self._trust.pending:
+            await self._start_mcp()  # else at the first prompt, once the user said whether to trust
         await self.send_commands()
         await self._fetch_models()
 
@@ -286,6 +298,8 @@ class CodingControls:
     async def turn_starting(self) -> None:
         from ..protocol.models import AgentMessageChunk, TextContent
 
+        if self._trust is not None:
+            await self._trust.settle()
         if self._mcp is None:
             return
         await self._start_mcp()  # a prompt may come before the after-open work ran
@@ -315,7 +329,7 @@ class CodingControls:
         built = self._built.get(name)
         if built is not None:
             return built
-        from ..models import ModelConfigError, ModelSettings, build_model
+        from ..model_setup import ModelConfigError, ModelSettings, build_model
         from ..protocol.errors import INTERNAL_ERROR
 
         c = self._config

@@ -11,11 +11,13 @@ client advertised ``fs`` but does not implement it: the disk from then on) and "
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 
+from harness.secrets import Secrets
 from harness.tools import LocalFileSystem
 
 from ..protocol.errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, ConnectionClosedError, RpcError
@@ -138,16 +140,22 @@ class EditorTerminalRunner:
     polled for the model while ``terminal/wait_for_exit`` waits; on cancellation (cancel, timeout)
     ``terminal/kill``; ``terminal/release`` always."""
 
-    def __init__(self, env: SessionEnvironment, display: ToolDisplay, session: Any) -> None:
+    def __init__(
+        self, env: SessionEnvironment, display: ToolDisplay, session: Any, secrets: Secrets | None = None
+    ) -> None:
         self._env = env
         self._display = display
         self._session: Any = session
         """Holds the ``SessionHandle`` once bound (``.handle``)."""
+        self._secrets = secrets or Secrets.from_env(os.environ)
 
     async def run(self, request: CommandRequest, output: OutputSink) -> int | None:
         conn = self._env.connection
         sid = self._env.session_id
-        env_vars = [{"name": k, "value": v} for k, v in request.env.items()]
+        # The editor starts the terminal with its own environment: blank the credentials this agent holds.
+        extra = {k: v for k, v in request.env.items() if k not in self._secrets.names}
+        merged = {**self._secrets.masked_env(), **extra}
+        env_vars = [{"name": k, "value": v} for k, v in merged.items()]
         command = await _sandboxed(request)
         try:
             created = await conn.request(

@@ -6,6 +6,12 @@ editor when it offers ``fs``/``terminal``; the plan tools; the read-only ``explo
 answering its questions; compaction (automatic near a known context window, ``/compact``); modes, config
 options and slash commands; MCP servers from the session and the configuration, their elicitations asked
 through the editor.
+
+Trust: a project configuration's settings that need trust apply only when the project is trusted; when it
+asks for some the user has not trusted, the session starts without them and asks at the first prompt
+(``_trust.ProjectTrustPrompt``). Secrets: one ``harness.secrets.Secrets`` for the process keeps the API keys
+out of every command's environment and redacts them from every tool result (outermost middleware, also in
+the ``explore`` sub-agent).
 """
 
 from __future__ import annotations
@@ -21,12 +27,14 @@ import anyio.to_thread
 from harness import Decision, Hints, Options, Question, Result, Tools, ToolSpec
 from harness.policy import PermissionStore
 from harness.providers.retry import RetryModel
+from harness.secrets import Secrets
 from harness.tools import Journal, Root, Shell, file_tools
 from harness.tools.plan import Plan, Reminder
 
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session._setup import SessionSetup, ToolDisplay, default_system_prompt
 from ..session._store import SessionStore
+from ..trust import TrustStore
 from ._compact import CHECKPOINTS_FILE, Compaction
 from ._controls import CodingControls, ThoughtLevel, known_context_window
 from ._editor import EditorFileSystem, EditorTerminalRunner
@@ -35,6 +43,7 @@ from ._gate import PermissionGate, RunningMarker, SessionLink
 from ._modes import ModeState, PolicyMiddleware, protected_paths, store_paths
 from ._sandboxing import SandboxGate, SessionSandbox, agent_private_paths, sandbox_support
 from ._tools import LateModel, explore_tool, web_tools
+from ._trust import ProjectRuleStore, ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
 from ._undo import UndoCommand
 
@@ -42,6 +51,7 @@ if TYPE_CHECKING:
     from harness import Call, Model
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
+    from harness.policy import ProtectedPaths
 
     from ..config import Config
     from ..session._setup import SessionEnvironment
@@ -112,19 +122,27 @@ class _ModeNote:
 
 class CodingFactory:
     """A ``SessionFactory``. ``flags`` are the command-line settings (``load_config``'s names); the
-    configuration is loaded per session (its project file depends on the cwd)."""
+    configuration is loaded per session (its project file depends on the cwd). ``secrets``: the process's
+    (keys learnt by any session are kept from every session's commands and output)."""
 
     def __init__(
-        self, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+        self,
+        flags: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+        secrets: Secrets | None = None,
     ) -> None:
         self.flags = dict(flags or {})
         self.environ = dict(os.environ if environ is None else environ)
+        self.secrets = secrets or Secrets()
 
-    async def load_config(self, cwd: Path) -> Config:
+    async def load_config(self, cwd: Path, trust: bool | None = None) -> Config:
         from ..config import ConfigError, load_config
 
+        def load() -> Config:
+            return load_config(cwd, self.flags, self.environ, trust=trust)
+
         try:
-            return await anyio.to_thread.run_sync(load_config, cwd, self.flags, self.environ)
+            config = await anyio.to_thread.run_sync(load)
         except ConfigError as exc:
             problems = [str(p) for p in exc.problems]
             raise RpcError(
@@ -132,9 +150,13 @@ class CodingFactory:
                 "the configuration has problems:\n" + "\n".join(problems),
                 {"errorKind": "configuration_error", "problems": problems},
             ) from exc
+        names = config.secret_names()
+        self.secrets.add(names, [config.api_key, *(self.environ.get(n) for n in names)])
+        return config
 
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
         config = await self.load_config(env.cwd)
+        secrets = self.secrets
         root = Root(list(env.roots))
         display = ToolDisplay(
             roots=tuple(dict.fromkeys([*env.roots, *root.paths])),
@@ -145,21 +167,24 @@ class CodingFactory:
         link = SessionLink()
         fs = EditorFileSystem(env)
         journal = Journal(fs, root=root)
-        project_file, user_file = store_paths(config, env.cwd, self.environ)
-        protected = await anyio.to_thread.run_sync(
-            protected_paths, env.roots, env.home, (project_file, user_file), self.environ
-        )
+        trust_store = TrustStore(config.home)
         modes = ModeState(
             config.default_mode,
             env.roots,
-            [PermissionStore(project_file), PermissionStore(user_file)],
-            protected=protected,
+            self._stores(config, env, trust_store),
+            protected=await self._protected(config, env),
             trusted_servers=_trusted_servers(config, env),
         )
         await modes.load()
         sandbox = await self._sandbox(config, env, modes)
-        runner = EditorTerminalRunner(env, display, link) if display.editor_terminal else None
-        shell = Shell(root, runner=runner, default_timeout_s=config.shell_timeout_s, sandbox=sandbox.for_call)
+        runner = EditorTerminalRunner(env, display, link, secrets) if display.editor_terminal else None
+        shell = Shell(
+            root,
+            runner=runner,
+            default_timeout_s=config.shell_timeout_s,
+            sandbox=sandbox.for_call,
+            secrets=secrets,
+        )
         plan = Plan()
 
         async def plan_changed(p: Plan) -> None:
@@ -177,8 +202,20 @@ class CodingFactory:
         checkpoints = SessionStore(env.home / "sessions").directory(env.session_id) / CHECKPOINTS_FILE
         compaction = Compaction(link, context_window=window, model=current_model, path=checkpoints)
         await compaction.load()
-        mcp = await self._mcp(env, config, link)
+        pending = config.project is not None and bool(config.project.ignored)
+        mcp = await self._mcp(env, config, link, defer=pending)
         gate = PermissionGate(env, modes, link, display, root=root, fs=fs)
+        trust: ProjectTrustPrompt | None = None
+        if pending and config.project is not None:
+
+            async def reload(trusted: bool) -> Config:
+                return await self.load_config(env.cwd, trust=trusted)
+
+            async def apply(trusted: Config) -> None:
+                await self._apply_trusted(trusted, env, modes, mcp, controls, trust_store)
+
+            trust = ProjectTrustPrompt(config.project, trust_store, gate, link, reload, apply)
+
         controls = CodingControls(
             env,
             config,
@@ -194,10 +231,16 @@ class CodingFactory:
                     compaction.command,
                 ),
             },
+            trust=trust,
         )
         link.controls = controls
         explore = explore_tool(
-            root, fs, LateModel(current_model), context_window=window, system_suffix=_roots_note(env)
+            root,
+            fs,
+            LateModel(current_model),
+            context_window=window,
+            system_suffix=_roots_note(env),
+            middleware=[secrets],
         )
         sources: list[Any] = [
             *file_tools(root, journal, fs),
@@ -225,6 +268,7 @@ class CodingFactory:
         return SessionSetup(
             tools=Tools(*sources),
             middleware=[
+                secrets,  # outermost: every result leaves the tools redacted (see harness.secrets)
                 gate,
                 SandboxGate(PolicyMiddleware(modes), sandbox, say),
                 RunningMarker(link),
@@ -243,6 +287,40 @@ class CodingFactory:
             controls=controls,
         )
 
+    def _stores(self, config: Config, env: SessionEnvironment, trust: TrustStore) -> list[PermissionStore]:
+        """The project's rule file (its own allow rules only when trusted) and the user's."""
+        project_file, user_file = store_paths(config, env.cwd, self.environ)
+        trusted = config.project is None or config.project.trusted
+        root = config.project_root or env.cwd
+        return [ProjectRuleStore(project_file, trust, trusted=trusted, root=root), PermissionStore(user_file)]
+
+    async def _protected(self, config: Config, env: SessionEnvironment) -> ProtectedPaths:
+        """The protected list: the standard one below the roots, the agent's own files, the rule files."""
+        stores = store_paths(config, env.cwd, self.environ)
+        return await anyio.to_thread.run_sync(protected_paths, env.roots, env.home, stores, self.environ)
+
+    async def _apply_trusted(
+        self,
+        config: Config,
+        env: SessionEnvironment,
+        modes: ModeState,
+        mcp: Any,
+        controls: CodingControls,
+        trust: TrustStore,
+    ) -> None:
+        """The user trusted the project mid-session (at the first prompt): its settings apply now."""
+        from ..session._mcp import merge_servers
+
+        initial = modes.mode
+        modes.stores = tuple(self._stores(config, env, trust))
+        modes.protected = await self._protected(config, env)  # the trusted rule files are protected too
+        await modes.load()
+        if mcp is not None and not mcp.started:
+            mcp.entries = merge_servers([s.to_acp() for s in config.mcp_servers], env.mcp_servers)
+        controls.apply_config(config)
+        if config.default_mode != initial and config.default_mode in modes.offered:
+            await controls.set_mode(config.default_mode)
+
     async def _sandbox(self, config: Config, env: SessionEnvironment, modes: ModeState) -> SessionSandbox:
         support = await anyio.to_thread.run_sync(sandbox_support, self.environ)
         extra_deny = [Path(p) for p in getattr(config, "sandbox_deny_read", ())]
@@ -258,9 +336,13 @@ class CodingFactory:
             )
         )
 
-    async def _mcp(self, env: SessionEnvironment, config: Config, link: SessionLink) -> Any:
+    async def _mcp(
+        self, env: SessionEnvironment, config: Config, link: SessionLink, *, defer: bool = False
+    ) -> Any:
+        """The session's MCP servers (``defer``: trust is pending, so there may be project servers to add
+        before they start)."""
         servers = [s.to_acp() for s in config.mcp_servers]
-        if not env.mcp_servers and not servers:
+        if not env.mcp_servers and not servers and not defer:
             return None
         from ..session._mcp import SessionMcp
 

@@ -95,7 +95,10 @@ class ModeState:
         if not self.stores:
             return
         for rule in rules:
-            await self.stores[0].add(rule)
+            try:
+                await self.stores[0].add(rule)
+            except OSError as exc:  # not a rule file (PermissionFileError) or not writable: not remembered
+                log.warning("the answer is not remembered: %s", exc)
         await self.load()
 
     def _rebuild(self) -> None:

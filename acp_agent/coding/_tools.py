@@ -9,7 +9,7 @@ open-world, and the modes ask before they run (``_modes``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -86,9 +86,16 @@ def explore_title(tool_input: Mapping[str, Any]) -> str:
 
 
 def explore_tool(
-    root: Root, fs: FileSystem, model: Model, *, context_window: int | None, system_suffix: str = ""
+    root: Root,
+    fs: FileSystem,
+    model: Model,
+    *,
+    context_window: int | None,
+    system_suffix: str = "",
+    middleware: Sequence[Any] = (),
 ) -> Dressed:
-    """The ``explore`` tool: a fresh read-only sub-agent per call (kind ``search``)."""
+    """The ``explore`` tool: a fresh read-only sub-agent per call (kind ``search``); ``middleware`` goes
+    outside its own (the session's secret redaction)."""
     kw: dict[str, Any] = {"fs": fs}
     child = Run(
         model,
@@ -96,7 +103,7 @@ def explore_tool(
         system=EXPLORE_SYSTEM + system_suffix,
         options=Options(context_window=context_window) if context_window else None,
         # Its own Compact: a child's reading grows its context; its checkpoints are not the session's.
-        middleware=[Compact()],
+        middleware=[*middleware, Compact()],
     )
     return Dressed(
         AgentTool(child, "explore", EXPLORE_DESCRIPTION, fresh=True), kind="search", title=explore_title

@@ -26,7 +26,7 @@ import anyio.to_thread
 
 from .._early import AUTH_METHOD_ID as _AUTH_METHOD_ID
 from .._early import PROTOCOL_VERSION, initialize_result
-from ..models import ModelConfigError, how_to_configure
+from ..model_setup import ModelConfigError, how_to_configure
 from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
@@ -39,7 +39,7 @@ from ._store import SessionMeta, SessionStore, now_iso
 if TYPE_CHECKING:
     from harness import Model
 
-    from ..models import ModelSettings
+    from ..model_setup import ModelSettings
     from ..protocol.connection import Connection, RequestContext
 
 __all__ = ["PROTOCOL_VERSION", "ROUTES", "AcpAgent", "Route", "WarmsUp"]
@@ -176,6 +176,7 @@ class AcpAgent:
     # --- initialize / authenticate ----------------------------------------------------------------
 
     async def initialize(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+
         try:
             result = initialize_result(
                 params,
@@ -208,6 +209,7 @@ class AcpAgent:
         if req.method_id != _AUTH_METHOD_ID:
             raise RpcError.invalid_params(f"invalid params: methodId: unknown auth method {req.method_id!r}")
         self._require_model()
+
         return {}
 
     def _require_model(self) -> None:
@@ -361,7 +363,7 @@ class AcpAgent:
             self._model_lock = anyio.Lock()
         async with self._model_lock:
             if self._model is None:
-                from ..models import build_model
+                from ..model_setup import build_model
 
                 if self.settings.provider is None:
                     raise RpcError.auth_required(how_to_configure())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -14,11 +15,13 @@ from ..protocol.connection import Connection
 from ._agent import AcpAgent
 
 if TYPE_CHECKING:
+    from harness.secrets import Secrets
+
     from .._early import EarlyStart
-    from ..cli import AgentConfig
+    from ..model_setup import ModelSettings
     from ._setup import SessionFactory
 
-__all__ = ["ResponseWatch", "serve", "serve_stdio"]
+__all__ = ["ResponseWatch", "ServeConfig", "serve", "serve_stdio"]
 
 log = logging.getLogger(__name__)
 
@@ -89,20 +92,40 @@ async def serve(
         tg.cancel_scope.cancel()
 
 
-def serve_stdio(config: AgentConfig, factory: SessionFactory, early: EarlyStart | None = None) -> int:
+class ServeConfig(Protocol):
+    """What ``serve_stdio`` reads of the resolved configuration (``acp_agent.config.Config``, which this
+    layer does not import)."""
+
+    @property
+    def log_level(self) -> str: ...
+    @property
+    def home(self) -> Path: ...
+    @property
+    def problems(self) -> Sequence[object]: ...
+
+
+def serve_stdio(
+    config: ServeConfig,
+    factory: SessionFactory,
+    settings: ModelSettings,
+    *,
+    secrets: Secrets,
+    early: EarlyStart | None = None,
+) -> int:
     """The ``acp-agent`` process: protocol on stdin/stdout, logs on stderr and the log file; ``factory``
-    equips each session (the composition root, ``acp_agent.cli``, passes the coding agent's). ``early``:
-    stdio was already taken, and perhaps ``initialize`` answered, by ``acp_agent._early``."""
+    equips each session (the composition root, ``acp_agent.cli``, passes the coding agent's, built with the
+    same ``secrets``: the log redacts what the sessions keep from their commands). ``early``: stdio was
+    already taken, and perhaps ``initialize`` answered, by ``acp_agent._early``."""
     from ..logs import configure_logging
-    from ..models import settings_from_env
     from ..protocol.stdio import open_stdio
 
     if early is None:
         receive, send = open_stdio()  # first: nothing may reach the real stdout from here on
     else:
         receive, send = open_stdio((early.in_fd, early.out_fd), early.pending)
-    configure_logging(config.log_level, config.home)
-    settings = settings_from_env(config.provider, config.model, config.base_url)
+    configure_logging(config.log_level, config.home, redact=secrets.redact)
+    for problem in config.problems:
+        log.warning("configuration: %s", problem)
     agent = AcpAgent(home=config.home, settings=settings, factory=factory)
     if early is not None and early.initialized is not None:
         agent.mark_initialized(early.initialized)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..secrets import Secrets
+
 __all__ = [
     "HttpConfig",
     "McpConfigError",
@@ -75,9 +77,11 @@ _SAFE_ENV = (
 )
 
 
-def safe_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The minimal base environment of a stdio server, with ``extra`` (the configured env) on top."""
-    env = {k: v for k in _SAFE_ENV if (v := os.environ.get(k)) is not None and not v.startswith("()")}
+def safe_env(extra: Mapping[str, str] | None = None, secrets: Secrets | None = None) -> dict[str, str]:
+    """The minimal base environment of a stdio server (``Secrets.child_env`` kept to ``_SAFE_ENV``: no
+    credential, whatever its name), with ``extra`` (the env configured for the server) on top."""
+    base = (secrets or Secrets.from_env(os.environ)).child_env(os.environ, keep=_SAFE_ENV)
+    env = {k: v for k, v in base.items() if not v.startswith("()")}  # no exported bash functions
     env.update(extra or {})
     return env
 

@@ -86,17 +86,17 @@ class HttpConfig:
 
 
 class Endpoint:
-    """A model endpoint: base URL, the env var that sets it (for messages), the API key (never shown)."""
+    """A model endpoint: base URL, how the user sets it (``url_hint``, for messages), the API key (never shown)."""
 
-    __slots__ = ("_key", "base_url", "http", "url_env")
+    __slots__ = ("_key", "base_url", "http", "url_hint")
 
-    def __init__(self, base_url: str, url_env: str, api_key: str | None, http: HttpConfig) -> None:
+    def __init__(self, base_url: str, url_hint: str, api_key: str | None, http: HttpConfig) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise HarnessUsageError(
                 f"model base URL {base_url!r} must start with http:// or https:// (e.g. http://127.0.0.1:8080/v1)"
             )
         self.base_url = base_url.rstrip("/")
-        self.url_env = url_env
+        self.url_hint = url_hint
         self._key = api_key
         self.http = http
 
@@ -165,9 +165,11 @@ class Endpoint:
 def transport_error(exc: httpx2.RequestError, ep: Endpoint) -> ModelError:
     base = ep.base_url
     if isinstance(exc, httpx2.ConnectTimeout):
-        msg = f"model endpoint {base} did not accept the connection in time; check the server is running and reachable or set {ep.url_env}"
+        msg = f"model endpoint {base} did not accept the connection in time; check the server is running and reachable or set {ep.url_hint}"
     elif isinstance(exc, httpx2.ConnectError):
-        msg = f"model endpoint {base} refused the connection; check the server is running or set {ep.url_env}"
+        msg = (
+            f"model endpoint {base} refused the connection; check the server is running or set {ep.url_hint}"
+        )
     elif isinstance(exc, httpx2.ReadTimeout):
         msg = f"model endpoint {base} sent nothing for {ep.http.idle_timeout:g} s; the server may be stuck or overloaded (raise the idle timeout for slow models)"
     elif isinstance(exc, httpx2.TimeoutException):
@@ -256,7 +258,7 @@ def classify_error_body(
         or code == "invalid_api_key"
     ):
         return ModelError(
-            f"{where} rejected the credentials ({shown}); check the API key (ACP_AGENT_API_KEY or the provider's key variable)",
+            f"{where} rejected the credentials ({shown}); check the API key given for this provider",
             ErrorKind.MODEL_ERROR,
         )
     lowered = message.lower()
@@ -316,12 +318,12 @@ class HttpModel:
         idle_timeout: float = 300.0,
         headers: Mapping[str, str] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
-        url_env: str = "ACP_AGENT_BASE_URL",
+        url_hint: str = "the base URL",
     ) -> None:
         self.model = model
         self._ep = Endpoint(
             base_url,
-            url_env,
+            url_hint,
             api_key,
             HttpConfig(connect_timeout=connect_timeout, idle_timeout=idle_timeout, transport=transport),
         )

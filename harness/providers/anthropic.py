@@ -82,7 +82,7 @@ class Messages(HttpModel):
         idle_timeout: float = 300.0,
         headers: Mapping[str, str] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
-        url_env: str = "ACP_AGENT_BASE_URL",
+        url_hint: str = "the base URL",
     ) -> None:
         super().__init__(
             base_url,
@@ -92,7 +92,7 @@ class Messages(HttpModel):
             idle_timeout=idle_timeout,
             headers=headers,
             transport=transport,
-            url_env=url_env,
+            url_hint=url_hint,
         )
         self.max_tokens = max_tokens
 

@@ -105,7 +105,7 @@ class ChatCompletions(HttpModel):
         think_tags: bool = True,
         headers: Mapping[str, str] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
-        url_env: str = "ACP_AGENT_BASE_URL",
+        url_hint: str = "the base URL",
     ) -> None:
         super().__init__(
             base_url,
@@ -115,7 +115,7 @@ class ChatCompletions(HttpModel):
             idle_timeout=idle_timeout,
             headers=headers,
             transport=transport,
-            url_env=url_env,
+            url_hint=url_hint,
         )
         host = _host(base_url)
         if continuation == "auto":

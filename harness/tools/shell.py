@@ -18,6 +18,10 @@ to apply, or None to run unsandboxed) the request carries the policy, the local 
 (``harness.sandbox.open_process``), the input schema gains ``sandbox: "off"`` and ``network: true`` (to
 ask for more; whoever calls the tool must have asked the user), and a failure that looks like a sandbox
 denial gets a note saying what the sandbox allows and how to ask to leave it.
+
+Secrets: the local runner starts the command with ``Secrets.child_env`` (no API key, no variable the
+application marks secret), and the streamed output is redacted (``Secrets.redactor``) before it is reported;
+the result is redacted by the ``Secrets`` middleware (see ``harness.secrets``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from .._call import Call
 from .._tools import Hints, Result, ToolSpec
 from ..sandbox import SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
+from ..secrets import Secrets
 from ._root import PathError, Root
 
 __all__ = ["CommandRequest", "CommandRunner", "LocalCommandRunner", "OutputSink", "Shell"]
@@ -78,14 +83,17 @@ class CommandRunner(Protocol):
 
 
 class LocalCommandRunner:
-    """Runs ``bash -c`` locally in a new session (its own process group)."""
+    """Runs ``bash -c`` locally in a new session (its own process group), in the child environment of
+    ``secrets`` (this process's environment without its credentials)."""
 
-    def __init__(self, *, grace_s: float = 2.0, drain_s: float = 0.5) -> None:
+    def __init__(self, *, grace_s: float = 2.0, drain_s: float = 0.5, secrets: Secrets | None = None) -> None:
         self.grace_s = grace_s
         self.drain_s = drain_s
+        self.secrets = secrets or Secrets.from_env(os.environ)
 
     async def run(self, request: CommandRequest, output: OutputSink) -> int | None:
-        env = {**os.environ, **_NONINTERACTIVE, **request.env}
+        extra = {k: v for k, v in request.env.items() if k not in self.secrets.names}
+        env = {**self.secrets.child_env(os.environ), **_NONINTERACTIVE, **extra}
         proc = await _start(["bash", "-c", request.command], request, env)
         code: int | None = None
         try:
@@ -216,9 +224,11 @@ class Shell:
         max_output_chars: int = 30_000,
         cancel_poll_s: float = 0.1,
         sandbox: Callable[[Mapping[str, Any]], SandboxPolicy | None] | None = None,
+        secrets: Secrets | None = None,
     ) -> None:
         self.root = root
-        self.runner: CommandRunner = runner or LocalCommandRunner()
+        self.secrets = secrets or Secrets.from_env(os.environ)
+        self.runner: CommandRunner = runner or LocalCommandRunner(secrets=self.secrets)
         self.default_timeout_s = default_timeout_s
         self.max_timeout_s = max_timeout_s
         self.max_output_chars = max_output_chars
@@ -266,10 +276,13 @@ class Shell:
         capped = timeout > self.max_timeout_s
         timeout = min(timeout, self.max_timeout_s)
         buf = _HeadTail(self.max_output_chars)
+        clean = self.secrets.redactor()
 
         async def sink(chunk: str) -> None:
             buf.add(chunk)
-            await call.progress({"output": chunk})
+            shown = clean.feed(chunk)
+            if shown:
+                await call.progress({"output": shown})
 
         code: int | None = None
         cancelled = call.is_cancelled()
@@ -298,7 +311,10 @@ class Shell:
                 tg.cancel_scope.cancel()
             if failed is not None:
                 return Result.failure(f"shell: cannot run the command: {failed}")
-        output = buf.text()
+        rest = clean.flush()
+        if rest:
+            await call.progress({"output": rest})
+        output = self.secrets.redact(buf.text())
         value = {
             "exit_code": code,
             "output": output,

@@ -20,7 +20,6 @@ from harness.providers import (
     RetryModel,
     build_model,
     list_models,
-    resolve,
 )
 
 pytestmark = pytest.mark.anyio
@@ -103,12 +102,12 @@ async def test_a_refused_connection_says_what_to_check() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    model = build_model("openai", model="m", base_url=f"http://127.0.0.1:{port}/v1", env={})
+    model = build_model("openai", model="m", base_url=f"http://127.0.0.1:{port}/v1")
     with anyio.fail_after(LIMIT_S):
         _, exc = await drain_until_error(model, prompt())
     assert isinstance(exc, ModelError) and exc.kind is ErrorKind.TRANSPORT_ERROR
     assert exc.message == (
-        f"model endpoint http://127.0.0.1:{port}/v1 refused the connection; check the server is running or set --base-url or OPENAI_BASE_URL"
+        f"model endpoint http://127.0.0.1:{port}/v1 refused the connection; check the server is running or set the base URL"
     )
 
 
@@ -228,8 +227,8 @@ async def test_list_models_reads_the_models_endpoint(server: FakeServer) -> None
         Reply.json(200, {"data": [{"id": "claude-sonnet-4-5", "type": "model"}]}),
     )
     with anyio.fail_after(LIMIT_S):
-        assert await list_models("openai", base_url=server.url + "/v1", env={}) == ["qwen3-8b", "gemma"]
-        assert await list_models("anthropic", base_url=server.url + "/anthropic", api_key="k", env={}) == [
+        assert await list_models("openai", base_url=server.url + "/v1") == ["qwen3-8b", "gemma"]
+        assert await list_models("anthropic", base_url=server.url + "/anthropic", api_key="k") == [
             "claude-sonnet-4-5"
         ]
     assert server.requests[1].headers["x-api-key"] == "k"
@@ -237,27 +236,28 @@ async def test_list_models_reads_the_models_endpoint(server: FakeServer) -> None
 
 async def test_list_models_is_empty_where_the_server_has_no_models_endpoint(server: FakeServer) -> None:
     with anyio.fail_after(LIMIT_S):
-        assert await list_models("openai-responses", base_url=server.url + "/v1", env={}) == []
+        assert await list_models("openai-responses", base_url=server.url + "/v1") == []
 
 
-def test_settings_come_from_arguments_then_environment_then_defaults() -> None:
-    env = {
+def test_the_factory_takes_explicit_arguments_and_reads_no_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {
         "OPENAI_API_KEY": "sk-o",
         "ANTHROPIC_API_KEY": "sk-a",
+        "ACP_AGENT_API_KEY": "sk-acp",
         "OPENAI_BASE_URL": "http://10.0.0.2:8000/v1/",
-    }
-    assert resolve("openai", env=env).base_url == "http://10.0.0.2:8000/v1"
-    assert resolve("openai", env=env).api_key == "sk-o"
-    assert resolve("anthropic", env=env).base_url == "https://api.anthropic.com"
-    assert resolve("anthropic", env=env).api_key == "sk-a"
-    assert resolve("openai", env={**env, "ACP_AGENT_API_KEY": "sk-acp"}).api_key == "sk-acp"
-    assert (
-        resolve("openai-responses", base_url="http://x/v1", api_key="explicit", env=env).api_key == "explicit"
-    )
-    assert resolve("openai", env={}).base_url == "https://api.openai.com/v1"
-    assert "sk-o" not in repr(resolve("openai", env=env))
-    assert isinstance(build_model("openai-responses", model="m", env={}), Responses)
-    assert isinstance(build_model("anthropic", model="m", env={}), Messages)
+        "ACP_AGENT_BASE_URL": "http://10.0.0.3/v1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    openai = build_model("openai", model="m")
+    assert openai.base_url == "https://api.openai.com/v1"  # the default, whatever the environment says
+    assert openai._ep.api_key is None  # pyright: ignore[reportPrivateUsage]
+    anthropic = build_model("anthropic", model="m", base_url="http://x/", api_key="explicit")
+    assert anthropic.base_url == "http://x" and anthropic._ep.api_key == "explicit"  # pyright: ignore[reportPrivateUsage]
+    assert "explicit" not in repr(anthropic)
+    assert isinstance(build_model("openai-responses", model="m"), Responses)
+    assert isinstance(build_model("anthropic", model="m"), Messages)
 
 
 async def test_a_server_that_ignores_stream_and_answers_json_gets_an_actionable_error(
@@ -278,4 +278,4 @@ def test_ollama_and_hosted_endpoints_refuse_continuation_by_default() -> None:
     assert ChatCompletions("https://openrouter.ai/api/v1", "m").continuation == "unsupported"
     assert ChatCompletions("http://gpu-box:8000/v1", "m").continuation == "flags"
     with pytest.raises(HarnessUsageError, match="unknown provider"):
-        build_model("script", model="m", env={})
+        build_model("script", model="m")

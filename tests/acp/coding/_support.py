@@ -16,7 +16,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from acp_agent.coding import coding_factory
-from acp_agent.models import ModelSettings
+from acp_agent.model_setup import ModelSettings
 from acp_agent.session import AcpAgent, serve
 from harness import Model
 from harness.testing import FakeModel, Reply

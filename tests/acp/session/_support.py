@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_agent.models import ModelSettings
+from acp_agent.model_setup import ModelSettings
 from acp_agent.session import AcpAgent, SessionFactory, default_factory, serve
 from harness import Model
 from tests.acp_client import AcpClient, memory_pipe

@@ -1,4 +1,4 @@
-"""Command line, model configuration (the script provider) and logging."""
+"""Model set-up (the script provider) and logging; the resolver is tested in tests/product/test_config.py."""
 
 from __future__ import annotations
 
@@ -8,43 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.cli import build_parser, config_from_args
 from acp_agent.logs import configure_logging, log_file_path
-from acp_agent.models import (
+from acp_agent.model_setup import (
     ModelConfigError,
     ModelSettings,
     ScriptModel,
     build_model,
     load_script,
-    settings_from_env,
 )
 from harness import ErrorKind, FinishReason, ModelError, Run, Tools
 from harness.model import Finish, TextChunk, ToolStart
 
 pytestmark = pytest.mark.anyio
-
-
-def test_flags_win_over_environment_and_defaults_fill_the_rest() -> None:
-    args = build_parser().parse_args(["--provider", "anthropic", "--log-level", "debug"])
-    env = {"ACP_AGENT_PROVIDER": "openai", "ACP_AGENT_MODEL": "m1", "OPENAI_BASE_URL": "http://x/v1"}
-    config = config_from_args(args, env)
-    assert (config.provider, config.model, config.base_url, config.log_level) == (
-        "anthropic",
-        "m1",
-        "http://x/v1",
-        "debug",
-    )
-    assert config.home == Path("~/.local/share/acp-agent").expanduser()
-    assert config_from_args(build_parser().parse_args([]), {"ACP_AGENT_HOME": "/h"}).home == Path("/h")
-
-
-def test_keys_come_from_the_agent_variable_then_the_providers_own() -> None:
-    env = {"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "OPENAI_BASE_URL": "http://local/v1"}
-    assert settings_from_env("openai", "m", None, env).api_key == "o"
-    assert settings_from_env("openai", "m", None, env).base_url == "http://local/v1"
-    assert settings_from_env("anthropic", "m", None, env).api_key == "a"
-    assert settings_from_env("anthropic", "m", None, env | {"ACP_AGENT_API_KEY": "k"}).api_key == "k"
-    assert not settings_from_env(None, None, None, {}).configured
 
 
 def test_unknown_provider_and_missing_model_are_explained() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.models import ModelSettings
+from acp_agent.model_setup import ModelSettings
 from acp_agent.session import SessionEnvironment, SessionSetup
 from harness import ErrorKind, ModelError, Result, Tools, tool
 from harness.testing import FakeModel, Reply

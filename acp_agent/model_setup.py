@@ -1,4 +1,5 @@
-"""Model configuration: which ``harness.Model`` the agent talks to.
+"""Model set-up: which ``harness.Model`` the agent talks to (``ModelSettings``, from the resolved
+``Config``), and the ``script`` provider's model.
 
 Provider ``script`` replays the JSON file named by ``ACP_AGENT_SCRIPT``: a list of replies, one per model
 call in order, each ``{"text", "reasoning", "tool_calls": [{"name", "input"}], "finish", "chunks",
@@ -10,29 +11,33 @@ a model is built so start-up stays light.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from harness import Model
     from harness.model import Delta, Prompt
     from harness.testing import Reply
 
+    from .config import Config
+
 __all__ = [
     "HTTP_PROVIDERS",
+    "URL_HINT",
     "ModelConfigError",
     "ModelSettings",
     "ScriptModel",
     "build_model",
+    "how_to_configure",
     "load_script",
-    "settings_from_env",
 ]
 
-HTTP_PROVIDERS = ("openai", "openai-responses", "anthropic")
+HTTP_PROVIDERS: Final = ("openai", "openai-responses", "anthropic")
+URL_HINT: Final = "--base-url, ACP_AGENT_BASE_URL or base_url in config.toml"
+"""How a user sets the model endpoint, for the providers' error messages."""
 
 
 class ModelConfigError(Exception):
@@ -41,11 +46,18 @@ class ModelConfigError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ModelSettings:
+    """What building a model needs: the provider, the model name, the endpoint and key, or the script."""
+
     provider: str | None
     model: str | None = None
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     script: Path | None = None
+
+    @classmethod
+    def from_config(cls, config: Config, model: str | None = None) -> ModelSettings:
+        """The model part of the resolved configuration (``model`` overrides its model name)."""
+        return cls(config.provider, model or config.model, config.base_url, config.api_key, config.script)
 
     @property
     def configured(self) -> bool:
@@ -55,28 +67,12 @@ class ModelSettings:
         return self.provider in HTTP_PROVIDERS and (self.api_key is not None or self.base_url is not None)
 
 
-def settings_from_env(
-    provider: str | None, model: str | None, base_url: str | None, environ: Mapping[str, str] | None = None
-) -> ModelSettings:
-    """Complete flag values from the environment: keys from ``ACP_AGENT_API_KEY`` then the provider's own
-    variable; the base URL also from ``OPENAI_BASE_URL`` for the OpenAI providers."""
-    env = os.environ if environ is None else environ
-    api_key = env.get("ACP_AGENT_API_KEY") or None
-    if api_key is None and provider in ("openai", "openai-responses"):
-        api_key = env.get("OPENAI_API_KEY") or None
-    if api_key is None and provider == "anthropic":
-        api_key = env.get("ANTHROPIC_API_KEY") or None
-    if base_url is None and provider in ("openai", "openai-responses"):
-        base_url = env.get("OPENAI_BASE_URL") or None
-    script = env.get("ACP_AGENT_SCRIPT") or None
-    return ModelSettings(provider, model, base_url, api_key, Path(script) if script else None)
-
-
 def how_to_configure() -> str:
     return (
         "no model is configured: set ACP_AGENT_PROVIDER (openai, openai-responses, anthropic or script), "
         "ACP_AGENT_MODEL, and ACP_AGENT_API_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY); for a local "
-        "OpenAI-compatible server set ACP_AGENT_BASE_URL, e.g. http://127.0.0.1:8080/v1"
+        "OpenAI-compatible server set ACP_AGENT_BASE_URL, e.g. http://127.0.0.1:8080/v1 (or put provider, "
+        "model and base_url in ~/.config/acp-agent/config.toml)"
     )
 
 
@@ -98,7 +94,11 @@ def build_model(settings: ModelSettings) -> Model:
         from harness.providers.factory import build_model as build_http_model  # heavy: httpx2
 
         return build_http_model(
-            settings.provider, model=settings.model, base_url=settings.base_url, api_key=settings.api_key
+            settings.provider,
+            model=settings.model,
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            url_hint=URL_HINT,
         )
     raise ModelConfigError(
         f"unknown provider {settings.provider!r}; use one of: {', '.join((*HTTP_PROVIDERS, 'script'))}"

@@ -1,0 +1,103 @@
+"""The agent's configuration, resolved in one place from one table.
+
+Precedence, per setting: command-line flag > the agent's own variables (``ACP_AGENT_*``) > the project's
+``.acp-agent/config.toml`` (found from the session's cwd up to the repository root) > the user's
+``$XDG_CONFIG_HOME/acp-agent/config.toml`` > variables other tools share (``OPENAI_BASE_URL``, only for the
+OpenAI providers; ``SEARXNG_URL``) > defaults. A Claude-Desktop-style ``mcp.json`` beside either
+``config.toml`` adds MCP servers (the TOML tables win on a name clash). ``Config.origins`` says where each
+value came from, exactly (``flag --base-url``, ``environment OPENAI_BASE_URL``, a file path).
+
+Trust: a project file's settings that can run code, move a credential or widen permissions apply only in
+a trusted project (``acp_agent.trust``); the others apply always. Secrets are never read from a file: the API
+key comes from the environment or from the file ``api_key_file`` names. Every problem found (unknown key, bad
+value, broken file) is reported, all at once, each as one sentence naming the file, the key and the fix.
+
+Standard library only: ``acp-agent`` resolves the configuration before answering ``initialize``.
+
+Adding a setting
+----------------
+Add one ``Setting`` row to ``SETTINGS`` in ``_table.py``; nothing else is needed for it to be read from the
+files (a dotted key such as ``"hooks.pre_tool"`` lives in a ``[hooks]`` table), checked, given its flag and
+variables, reported by ``doctor`` and listed in the trust request. Say honestly whether it needs trust:
+``trust=True`` for anything that runs a command, reaches an endpoint with a credential, names a file the
+agent will read or write, or loosens a permission. ``check`` returns the value (or calls ``at.bad(...)`` and
+returns None); a table of named entries uses ``merge="by_name"``; ``describe`` gives the trust request's
+line. Read it with ``config.get("hooks.pre_tool")`` (add a typed property to ``Config`` if you like) and
+document it in the README's Configuration table (``tests/product/test_config.py`` checks every row is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..trust import ProjectTrust
+from ._checks import ConfigError, ConfigProblem
+from ._files import find_project_config, user_config_dir
+from ._mcp import MCP_TIMEOUT_META, McpServerEntry
+from ._resolve import Config, load_config, missing_key_problem
+from ._table import (
+    DEFAULT_HOME,
+    DEFAULT_MODES,
+    HTTP_PROVIDERS,
+    LOG_LEVELS,
+    NETWORK_MODES,
+    PROVIDERS,
+    SANDBOX_MODES,
+    SETTINGS,
+    Env,
+    Setting,
+    flag_help,
+    flag_settings,
+)
+
+__all__ = [
+    "DEFAULT_HOME",
+    "DEFAULT_MODES",
+    "HTTP_PROVIDERS",
+    "LOG_LEVELS",
+    "MCP_TIMEOUT_META",
+    "NETWORK_MODES",
+    "PROVIDERS",
+    "SANDBOX_MODES",
+    "SETTINGS",
+    "Config",
+    "ConfigError",
+    "ConfigProblem",
+    "Env",
+    "McpServerEntry",
+    "Setting",
+    "add_flags",
+    "find_project_config",
+    "flag_values",
+    "load_config",
+    "missing_key_problem",
+    "trusted_settings",
+    "user_config_dir",
+]
+
+
+def add_flags(parser: Any, *, suppress: bool = False, note: str = "") -> None:
+    """Add every setting's flag to an ``argparse`` parser (``suppress``: absent flags set nothing, so a
+    value given before a subcommand is kept)."""
+    import argparse
+
+    for s in flag_settings():
+        kwargs: dict[str, Any] = {"dest": s.attr, "help": flag_help(s) + note, "metavar": s.attr.upper()}
+        if suppress:
+            kwargs["default"] = argparse.SUPPRESS
+        parser.add_argument(s.flag, **kwargs)
+
+
+def flag_values(args: Any) -> dict[str, Any]:
+    """The flags' values from parsed arguments, by destination (None: not given)."""
+    return {s.attr: getattr(args, s.attr, None) for s in flag_settings()}
+
+
+def trusted_settings(
+    cwd: Path | str, env: Mapping[str, str], flags: Mapping[str, Any] | None = None
+) -> ProjectTrust | None:
+    """The trust state of the project around ``cwd``: what its configuration would do that needs trust,
+    the digest, and whether the user trusts it (None: no project directory). Never raises."""
+    return load_config(cwd, flags or {}, env, strict=False).project

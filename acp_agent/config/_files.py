@@ -1,0 +1,159 @@
+"""Finding and reading the configuration files: the user's and the project's ``config.toml`` and ``mcp.json``.
+
+The project directory (``.acp-agent``) is looked for from the session's cwd upward, stopping at the
+repository root (the first directory holding ``.git``) or the filesystem root. It counts when it holds a
+``config.toml``, an ``mcp.json`` or a ``permissions.jsonl``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from ._checks import At, Problems, listed
+from ._mcp import McpServerEntry, read_mcp_json
+from ._table import SETTINGS, file_keys
+
+__all__ = [
+    "Layer",
+    "find_project_config",
+    "home_dir",
+    "read_dir",
+    "resolve_path",
+    "user_config_dir",
+]
+
+PROJECT_DIR: Final = ".acp-agent"
+_MARKERS: Final = ("config.toml", "mcp.json", "permissions.jsonl")
+
+
+@dataclass(slots=True)
+class Layer:
+    """The settings one configuration directory contributed, by table key (absent: not set there)."""
+
+    kind: Literal["user", "project"]
+    directory: Path
+    source: str
+    values: dict[str, Any] = field(default_factory=dict[str, Any])
+    files: tuple[Path, ...] = ()
+
+
+def home_dir(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def user_config_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_CONFIG_HOME/acp-agent`` or ``~/.config/acp-agent``."""
+    xdg = env.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "acp-agent"
+    return home_dir(env) / ".config" / "acp-agent"
+
+
+def resolve_path(value: str, base: Path, env: Mapping[str, str]) -> Path:
+    """``~`` is the user's home (from ``env``); a relative path is taken from ``base``."""
+    if value == "~" or value.startswith("~/"):
+        return home_dir(env) / value[2:]
+    path = Path(value)
+    return path if path.is_absolute() else base / path
+
+
+def find_project_config(cwd: Path) -> Path | None:
+    """The ``.acp-agent`` directory of the project, searched from ``cwd`` up to the repository root."""
+    here = cwd.resolve() if cwd.exists() else cwd.absolute()
+    for directory in (here, *here.parents):
+        candidate = directory / PROJECT_DIR
+        if any((candidate / name).is_file() for name in _MARKERS):
+            return candidate
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def _load_toml(path: Path, out: Problems) -> dict[str, Any]:
+    source = str(path)
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        out.add(source, "(file)", f"cannot be read ({exc.strerror}); fix its permissions or remove it.")
+    except UnicodeDecodeError:
+        out.add(source, "(file)", "is not UTF-8 text; save it as UTF-8.")
+    except tomllib.TOMLDecodeError as exc:
+        out.add(source, "(file)", f"is not valid TOML ({exc}); fix the syntax.")
+    return {}
+
+
+def _not_in_files(key: str, source: str, out: Problems) -> None:
+    s = SETTINGS[key]
+    if s.secret:
+        out.add(
+            source,
+            key,
+            "secrets are not read from config files; set ACP_AGENT_API_KEY in the environment "
+            "or put the key in a file and name it with api_key_file.",
+        )
+        return
+    how = " or ".join(x for x in (s.flag, *s.env_names()) if x)
+    out.add(source, key, f"is not read from config files; set it with {how}.")
+
+
+def _read_values(data: Mapping[str, Any], source: str, out: Problems) -> dict[str, Any]:
+    """The checked values of a parsed ``config.toml``, by table key; every bad key or value reported."""
+    top = file_keys()
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        s = SETTINGS.get(key)
+        if s is not None and s.files:
+            values[key] = s.check(value, At(source, key, out))
+        elif s is not None:
+            _not_in_files(key, source, out)
+        elif key in top:  # a [section]
+            section = [k.split(".", 1)[1] for k, x in SETTINGS.items() if x.files and k.startswith(key + ".")]
+            if not isinstance(value, Mapping):
+                out.add(source, key, f"must be a table ([{key}]) with keys: {listed(section)}.")
+                continue
+            table: Mapping[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+            for name, item in table.items():
+                full = f"{key}.{name}"
+                if name not in section:
+                    out.add(source, full, f"unknown key; allowed keys in [{key}]: {listed(section)}.")
+                else:
+                    values[full] = SETTINGS[full].check(item, At(source, full, out))
+        else:
+            out.add(source, key, f"unknown key; allowed keys: {listed(top)}.")
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -> Layer | None:
+    """The layer of one ``.acp-agent`` (or user config) directory; None when it holds no config file."""
+    toml_path = directory / "config.toml"
+    json_path = directory / "mcp.json"
+    present = tuple(p for p in (toml_path, json_path) if p.is_file())
+    if not present and not (kind == "project" and directory.is_dir()):
+        return None
+    layer = Layer(kind, directory, str(present[0] if present else directory), files=present)
+    if toml_path.is_file():
+        layer.values = _read_values(_load_toml(toml_path, out), str(toml_path), out)
+    from_json = read_mcp_json(json_path, out)
+    if from_json:
+        servers: dict[str, McpServerEntry] = dict(from_json)
+        servers.update(layer.values.get("mcp_servers", {}))  # the TOML tables win on a name clash
+        layer.values["mcp_servers"] = servers
+    if kind == "project" and "mcp_servers" in layer.values:
+        layer.values["mcp_servers"] = _untrusted(layer.values["mcp_servers"])
+    return layer
+
+
+def _untrusted(servers: Mapping[str, McpServerEntry]) -> dict[str, McpServerEntry]:
+    """A project's servers without ``trusted``: only the user's own file can have a server's annotations
+    believed (a trusted project still runs its servers, their hints are not taken on its word)."""
+    import dataclasses
+
+    return {n: dataclasses.replace(e, trusted=False) if e.trusted else e for n, e in servers.items()}

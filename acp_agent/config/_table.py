@@ -1,0 +1,321 @@
+"""The settings table: every setting named once, with where it may come from and whether it needs trust.
+
+``SETTINGS`` is the single source of truth. The resolver (``_resolve``), the command-line flags of the agent,
+``chat`` and ``doctor`` (``add_flags``), the unknown-key messages and the trust request all derive from it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from ._checks import (
+    At,
+    Choice,
+    check_env_names,
+    check_path,
+    check_paths,
+    check_seconds,
+    check_text,
+    check_url,
+)
+from ._mcp import McpServerEntry, check_mcp_servers
+
+__all__ = [
+    "DEFAULT_HOME",
+    "DEFAULT_MODES",
+    "HTTP_PROVIDERS",
+    "LOG_LEVELS",
+    "OPENAI_PROVIDERS",
+    "NETWORK_MODES",
+    "PROVIDERS",
+    "SANDBOX_MODES",
+    "SETTINGS",
+    "Env",
+    "Setting",
+    "describe",
+    "file_keys",
+    "flag_help",
+    "flag_settings",
+]
+
+PROVIDERS: Final = ("openai", "openai-responses", "anthropic", "script")
+HTTP_PROVIDERS: Final = frozenset({"openai", "openai-responses", "anthropic"})
+OPENAI_PROVIDERS: Final = frozenset({"openai", "openai-responses"})
+DEFAULT_MODES: Final = ("read-only", "default", "accept-edits", "plan", "full-access")
+LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+DEFAULT_HOME: Final = "~/.local/share/acp-agent"
+SANDBOX_MODES: Final = ("workspace-write", "read-only", "off")
+NETWORK_MODES: Final = ("off", "on")
+
+Check = Callable[[Any, At], Any]
+"""Returns the checked value, or None after ``at.bad(...)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """An environment variable that sets a setting.
+
+    ``providers``: it applies only when the provider is one of these (``OPENAI_BASE_URL`` is OpenAI's).
+    ``fallback``: a variable other tools share, consulted after the config files (the agent's own
+    ``ACP_AGENT_*`` variables come before them)."""
+
+    name: str
+    providers: frozenset[str] | None = None
+    fallback: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting. ``key`` is its name in ``config.toml`` (``section.name`` inside a ``[section]``).
+
+    - ``check``: turns a raw value into the setting's value (or reports the problem);
+    - ``env``/``flag``: the variables and the command-line flag that set it; ``files``: whether config
+      files may set it;
+    - ``trust``: a project file's value applies only in a trusted project (it can run code, move a
+      credential or widen permissions); the user's own file, flags and environment are always trusted;
+    - ``providers``: the providers it means something for (None: all);
+    - ``merge``: ``first`` (highest precedence wins), ``union`` (lists add up), ``by_name`` (tables of named
+      entries: the project's entry replaces the user's of the same name);
+    - ``path``: a path, relative to the ``file`` that names it, the ``project`` root, or the ``cwd``;
+      ``confined``: a project file may name only a path inside the project;
+    - ``secret``: a credential: never read from a file, never shown;
+    - ``describe``: what the value does, in a line of the trust request.
+    """
+
+    key: str
+    check: Check
+    help: str
+    env: tuple[Env, ...] = ()
+    flag: str | None = None
+    files: bool = True
+    trust: bool = False
+    default: Any = None
+    providers: frozenset[str] | None = None
+    merge: Literal["first", "union", "by_name"] = "first"
+    path: Literal["file", "project", "cwd"] | None = None
+    confined: bool = False
+    secret: bool = False
+    describe: Callable[[Any], str] | None = None
+
+    @property
+    def attr(self) -> str:
+        """The ``Config`` attribute / flag destination: the key with ``.`` as ``_``."""
+        return self.key.replace(".", "_")
+
+    def env_names(self) -> tuple[str, ...]:
+        return tuple(e.name for e in self.env)
+
+
+def _choices(check: Check) -> tuple[str, ...]:
+    return check.choices if isinstance(check, Choice) else ()
+
+
+SETTINGS: Final[dict[str, Setting]] = {
+    s.key: s
+    for s in (
+        Setting(
+            "provider",
+            Choice(*PROVIDERS),
+            "model provider",
+            env=(Env("ACP_AGENT_PROVIDER"),),
+            flag="--provider",
+            trust=True,
+            describe=lambda v: f"uses the model provider {v}",
+        ),
+        Setting("model", check_text, "model name", env=(Env("ACP_AGENT_MODEL"),), flag="--model"),
+        Setting(
+            "base_url",
+            check_url,
+            "model endpoint base URL, for OpenAI-compatible ones including /v1",
+            env=(Env("ACP_AGENT_BASE_URL"), Env("OPENAI_BASE_URL", OPENAI_PROVIDERS, fallback=True)),
+            flag="--base-url",
+            trust=True,
+            providers=HTTP_PROVIDERS,
+            describe=lambda v: f"sends your prompts and API key to {v}",
+        ),
+        Setting(
+            "api_key_file",
+            check_path,
+            "a file holding only the API key",
+            env=(Env("ACP_AGENT_API_KEY_FILE"),),
+            flag="--api-key-file",
+            trust=True,
+            providers=HTTP_PROVIDERS,
+            path="file",
+            describe=lambda v: f"reads the API key from {v}",
+        ),
+        Setting(
+            "default_mode",
+            Choice(*DEFAULT_MODES),
+            "the mode a session starts in",
+            env=(Env("ACP_AGENT_DEFAULT_MODE"),),
+            flag="--default-mode",
+            trust=True,
+            default="default",
+            describe=lambda v: f"starts sessions in the {v} mode",
+        ),
+        Setting(
+            "log_level",
+            Choice(*LOG_LEVELS, fold=True),
+            "stderr log level",
+            env=(Env("ACP_AGENT_LOG_LEVEL"),),
+            flag="--log-level",
+            default="warning",
+        ),
+        Setting(
+            "mcp_servers",
+            check_mcp_servers,
+            "MCP servers by name",
+            trust=True,
+            merge="by_name",
+            default={},
+        ),
+        Setting(
+            "secret_env",
+            check_env_names,
+            "more environment variables that hold secrets (kept from every child process)",
+            env=(Env("ACP_AGENT_SECRET_ENV"),),
+            merge="union",
+            default=(),
+        ),
+        Setting(
+            "tools.shell_timeout_s",
+            check_seconds,
+            "default shell command timeout in seconds",
+            env=(Env("ACP_AGENT_SHELL_TIMEOUT"),),
+            default=120.0,
+        ),
+        Setting(
+            "tools.searxng_url",
+            check_url,
+            "SearXNG instance for web_search (each search still asks)",
+            env=(Env("ACP_AGENT_SEARXNG_URL"), Env("SEARXNG_URL", fallback=True)),
+        ),
+        Setting(
+            "permissions.project_file",
+            check_path,
+            "the project's remembered rules",
+            trust=True,
+            default=".acp-agent/permissions.jsonl",
+            path="project",
+            confined=True,
+            describe=lambda v: f"keeps the project's permission rules in {v}",
+        ),
+        Setting(
+            "permissions.user_file",
+            check_path,
+            "the user's remembered rules",
+            trust=True,
+            path="project",
+            confined=True,
+            describe=lambda v: f"reads user permission rules from {v}",
+        ),
+        Setting(
+            "sandbox",
+            Choice(*SANDBOX_MODES),
+            "the sandbox shell commands run in",
+            env=(Env("ACP_AGENT_SANDBOX"),),
+            flag="--sandbox",
+            trust=True,
+            default="workspace-write",
+            describe=lambda v: f"sets the command sandbox to {v}",
+        ),
+        Setting(
+            "network",
+            Choice(*NETWORK_MODES),
+            "network access for sandboxed commands",
+            env=(Env("ACP_AGENT_NETWORK"),),
+            flag="--network",
+            trust=True,
+            default="off",
+            describe=lambda v: f"turns the network {v} for sandboxed commands",
+        ),
+        Setting(
+            "sandbox_writable",
+            check_paths,
+            "more folders sandboxed commands may write",
+            trust=True,
+            merge="union",
+            default=(),
+            path="project",
+            describe=lambda v: "lets sandboxed commands write " + ", ".join(str(p) for p in v),
+        ),
+        Setting(
+            "sandbox_deny_read",
+            check_paths,
+            "more paths sandboxed commands may not read",
+            trust=True,
+            merge="union",
+            default=(),
+            path="project",
+            describe=lambda v: "keeps sandboxed commands from reading " + ", ".join(str(p) for p in v),
+        ),
+        Setting(
+            "home",
+            check_path,
+            "sessions, logs and trust decisions",
+            env=(Env("ACP_AGENT_HOME"),),
+            flag="--home",
+            files=False,
+            default=DEFAULT_HOME,
+            path="cwd",
+        ),
+        Setting(
+            "api_key",
+            check_text,
+            "the API key",
+            env=(
+                Env("ACP_AGENT_API_KEY"),
+                Env("OPENAI_API_KEY", OPENAI_PROVIDERS),
+                Env("ANTHROPIC_API_KEY", frozenset({"anthropic"})),
+            ),
+            files=False,
+            providers=HTTP_PROVIDERS,
+            secret=True,
+        ),
+        Setting(
+            "script",
+            check_path,
+            "JSON list of scripted replies (provider script)",
+            env=(Env("ACP_AGENT_SCRIPT"),),
+            files=False,
+            providers=frozenset({"script"}),
+            path="cwd",
+        ),
+    )
+}
+
+
+def flag_settings() -> Iterator[Setting]:
+    """The settings that have a command-line flag, in table order."""
+    return (s for s in SETTINGS.values() if s.flag is not None)
+
+
+def file_keys() -> tuple[str, ...]:
+    """The keys allowed at the top of a ``config.toml`` (sections by their name), in table order."""
+    return tuple(dict.fromkeys(s.key.split(".")[0] for s in SETTINGS.values() if s.files))
+
+
+def flag_help(s: Setting) -> str:
+    """A flag's help text: what it sets, its choices and its variables."""
+    choices = _choices(s.check)
+    parts = [s.help + (f": {', '.join(choices)}" if choices else "")]
+    names = [e.name for e in s.env]
+    if names:
+        parts.append(f"env {', '.join(names)}")
+    if s.default not in (None, {}, ()):
+        parts.append(f"default {s.default}")
+    return f"{parts[0]} ({'; '.join(parts[1:])})" if len(parts) > 1 else parts[0]
+
+
+def describe(s: Setting, value: Any) -> str:
+    """One line of the trust request for ``value`` of ``s``."""
+    if isinstance(value, McpServerEntry):
+        return value.describe()
+    if s.describe is not None:
+        return s.describe(value)
+    shown = shlex.join(value) if isinstance(value, tuple) else str(value)  # pyright: ignore[reportUnknownArgumentType]
+    return f"sets {s.key} = {shown}"
