@@ -2,7 +2,8 @@
 
 The rules live in human-readable JSON-lines files (the project's ``.acp-agent/permissions.jsonl`` and the
 user's ``~/.config/acp-agent/permissions.jsonl`` unless the configuration moves them); this lists them,
-numbered, and forgets the ones the user names.
+numbered, and forgets the ones the user names. In an untrusted project, an allow rule of the project's file
+that the user did not give through the agent is marked: it is ignored until the project is trusted.
 """
 
 from __future__ import annotations
@@ -27,22 +28,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("clear", help="forget every rule of the project")
 
 
-def _paths(cwd: Path) -> tuple[Path, Path]:
-    from .coding._modes import store_paths
-    from .config import ConfigError, load_config
+def _config(cwd: Path) -> Any:
+    from .config import load_config
 
-    try:
-        config: Any = load_config(cwd, {}, os.environ)
-    except ConfigError as exc:
-        print(f"note: the configuration has problems ({exc}); using the default rule files", file=sys.stderr)
-        config = None
-    return store_paths(config, cwd, os.environ)
+    config = load_config(cwd, {}, os.environ, strict=False)
+    for problem in config.problems:
+        print(f"note: the configuration has a problem ({problem}); it is skipped", file=sys.stderr)
+    return config
 
 
 async def _run(action: str, numbers: list[int], cwd: Path) -> int:
-    from harness.policy import PermissionStore, Rule
+    from harness.policy import PermissionStore, Rule, Verdict
 
-    project_path, user_path = _paths(cwd)
+    from .coding._modes import store_paths
+    from .trust import TrustStore, rule_key
+
+    config = _config(cwd)
+    project_path, user_path = store_paths(config, cwd, os.environ)
+    trust = TrustStore(config.home)
+    vouched = trust.vouched(project_path)
+    untrusted = config.project is not None and not config.project.trusted
+
+    def note(store: PermissionStore, rule: Rule) -> str:
+        shipped = rule.verdict is Verdict.ALLOW and rule_key(rule.to_dict()) not in vouched
+        if store.path == project_path and untrusted and shipped:
+            return "  (ignored: it came with the project; `acp-agent trust` to use it)"
+        return ""
+
     stores = [("project", PermissionStore(project_path)), ("user", PermissionStore(user_path))]
     listed: list[tuple[PermissionStore, Rule]] = []
     for _, store in stores:
@@ -54,25 +66,32 @@ async def _run(action: str, numbers: list[int], cwd: Path) -> int:
             print(f"{label} rules ({store.path}):" if rules else f"{label} rules ({store.path}): none")
             for rule in rules:
                 n += 1
-                print(f"  {n}. {rule.describe()}")
+                print(f"  {n}. {rule.describe()}{note(store, rule)}")
         return 0
-    if action == "clear":
-        project = stores[0][1]
-        for rule in [r for s, r in listed if s is project]:
-            await project.remove(rule)
-        print(f"forgot every rule in {project.path}")
-        return 0
-    bad = [k for k in numbers if not 1 <= k <= len(listed)]
-    if bad:
-        print(
-            f"no rule numbered {', '.join(map(str, bad))}; `acp-agent permissions list` shows the numbers",
-            file=sys.stderr,
-        )
+    forget = [r for s, r in listed if s is stores[0][1]] if action == "clear" else []
+    if action != "clear":
+        bad = [k for k in numbers if not 1 <= k <= len(listed)]
+        if bad:
+            print(
+                f"no rule numbered {', '.join(map(str, bad))}; `acp-agent permissions list` shows the numbers",
+                file=sys.stderr,
+            )
+            return 1
+    try:
+        if action == "clear":
+            for rule in forget:
+                await stores[0][1].remove(rule)
+                trust.unvouch(project_path, rule.to_dict())
+            print(f"forgot every rule in {project_path}")
+            return 0
+        for k in sorted(set(numbers)):
+            store, rule = listed[k - 1]
+            await store.remove(rule)
+            trust.unvouch(store.path, rule.to_dict())
+            print(f"forgot: {rule.describe()}")
+    except OSError as exc:  # not a rule file (PermissionFileError), or not writable
+        print(f"acp-agent permissions: {exc}", file=sys.stderr)
         return 1
-    for k in sorted(set(numbers)):
-        store, rule = listed[k - 1]
-        await store.remove(rule)
-        print(f"forgot: {rule.describe()}")
     return 0
 
 
