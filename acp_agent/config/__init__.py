@@ -24,6 +24,9 @@ agent will read or write, or loosens a permission. ``check`` returns the value (
 returns None); a table of named entries uses ``merge="by_name"``; ``describe`` gives the trust request's
 line. Read it with ``config.get("hooks.pre_tool")`` (add a typed property to ``Config`` if you like) and
 document it in the README's Configuration table (``tests/product/test_config.py`` checks every row is).
+
+Writing the user's file (``acp-agent setup``): ``write_user_config(values, env)`` checks the values with the
+same table and merges them into ``config.toml``; ``check_user_settings`` only checks.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from ._table import (
     flag_help,
     flag_settings,
 )
+from ._user import check_user_settings, render_toml, user_config_file, write_user_config
 
 __all__ = [
     "DEFAULT_HOME",
@@ -69,12 +73,16 @@ __all__ = [
     "McpServerEntry",
     "Setting",
     "add_flags",
+    "check_user_settings",
     "find_project_config",
     "flag_values",
     "load_config",
     "missing_key_problem",
+    "render_toml",
     "trusted_settings",
     "user_config_dir",
+    "user_config_file",
+    "write_user_config",
 ]
 
 

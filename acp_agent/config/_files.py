@@ -23,6 +23,7 @@ __all__ = [
     "find_project_config",
     "home_dir",
     "read_dir",
+    "read_values",
     "resolve_path",
     "user_config_dir",
 ]
@@ -104,7 +105,7 @@ def _not_in_files(key: str, source: str, out: Problems) -> None:
     out.add(source, key, f"is not read from config files; set it with {how}.")
 
 
-def _read_values(data: Mapping[str, Any], source: str, out: Problems) -> dict[str, Any]:
+def read_values(data: Mapping[str, Any], source: str, out: Problems) -> dict[str, Any]:
     """The checked values of a parsed ``config.toml``, by table key; every bad key or value reported."""
     top = file_keys()
     values: dict[str, Any] = {}
@@ -140,7 +141,7 @@ def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -
         return None
     layer = Layer(kind, directory, str(present[0] if present else directory), files=present)
     if toml_path.is_file():
-        layer.values = _read_values(_load_toml(toml_path, out), str(toml_path), out)
+        layer.values = read_values(_load_toml(toml_path, out), str(toml_path), out)
     from_json = read_mcp_json(json_path, out)
     if from_json:
         servers: dict[str, McpServerEntry] = dict(from_json)

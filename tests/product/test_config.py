@@ -428,3 +428,36 @@ def test_allow_rules_that_came_with_the_project_need_trust_and_the_users_own_do_
     assert project is not None and not project.trusted
     assert [item.value for item in project.items] == [shipped]
     assert "allows shell commands starting with `curl` without asking" in project.summary()
+
+
+# --- writing the user's file ----------------------------------------------------------------------------
+
+
+def test_the_user_config_is_written_checked_merged_and_read_back(tree: dict[str, Path]) -> None:
+    from acp_agent.config import check_user_settings, write_user_config
+
+    env = env_for(tree)
+    write(tree["user"] / "config.toml", 'log_level = "info"\n[mcp_servers.time]\ncommand = "uvx"\n')
+    assert check_user_settings({"provider": "gpt"})[0].key == "provider"
+    with pytest.raises(ConfigError, match="api_key"):
+        write_user_config({"api_key": "sk-x"}, env)
+    with pytest.raises(ConfigError, match=r"tools\.shell_timeout_s"):
+        write_user_config({"tools.shell_timeout_s": -1}, env)
+    path = write_user_config(
+        {
+            "provider": "openai",
+            "model": "qwen 3",
+            "base_url": "http://127.0.0.1:8080/v1",
+            "tools.shell_timeout_s": 30,
+        },
+        env,
+    )
+    assert path == tree["user"] / "config.toml" and (path.stat().st_mode & 0o777) == 0o600
+    cfg = load_config(tree["sub"], {}, env)
+    assert (cfg.provider, cfg.model, cfg.base_url, cfg.log_level) == (
+        "openai",
+        "qwen 3",
+        "http://127.0.0.1:8080/v1",
+        "info",
+    )
+    assert cfg.shell_timeout_s == 30.0 and [s.name for s in cfg.mcp_servers] == ["time"]
