@@ -21,9 +21,7 @@ replace ``trust.json`` atomically; a broken file reads as "nothing trusted".
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import logging
 import os
 import time
 from collections.abc import Generator, Sequence
@@ -41,8 +39,6 @@ __all__ = [
     "rule_key",
     "settings_digest",
 ]
-
-log = logging.getLogger(__name__)
 
 TRUST_FILE: Final = "trust.json"
 _VERSION: Final = 1
@@ -199,7 +195,11 @@ class TrustStore:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            log.warning("cannot read %s (%s); treating every project as untrusted", self.path, exc)
+            import logging  # here: this module is loaded before initialize is answered
+
+            logging.getLogger(__name__).warning(
+                "cannot read %s (%s); treating every project as untrusted", self.path, exc
+            )
             return {}
         if not isinstance(data, dict) or data.get("version") != _VERSION:  # pyright: ignore[reportUnknownMemberType]
             return {}
@@ -208,6 +208,7 @@ class TrustStore:
     @contextlib.contextmanager
     def _editing(self) -> Generator[dict[str, Any]]:
         """Read, let the caller change, write back atomically: under a lock, so processes do not race."""
+        import fcntl
         import tempfile
 
         self.path.parent.mkdir(parents=True, exist_ok=True)

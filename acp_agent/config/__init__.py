@@ -33,12 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..trust import ProjectTrust
 from ._checks import ConfigError, ConfigProblem
 from ._files import find_project_config, user_config_dir
-from ._mcp import MCP_TIMEOUT_META, McpServerEntry
 from ._resolve import Config, load_config, missing_key_problem
 from ._table import (
     DEFAULT_HOME,
@@ -54,7 +52,11 @@ from ._table import (
     flag_help,
     flag_settings,
 )
-from ._user import check_user_settings, render_toml, user_config_file, write_user_config
+
+if TYPE_CHECKING:
+    from ..trust import ProjectTrust
+    from ._mcp import MCP_TIMEOUT_META, McpServerEntry
+    from ._user import check_user_settings, render_toml, user_config_file, write_user_config
 
 __all__ = [
     "DEFAULT_HOME",
@@ -109,3 +111,23 @@ def trusted_settings(
     """The trust state of the project around ``cwd``: what its configuration would do that needs trust,
     the digest, and whether the user trusts it (None: no project directory). Never raises."""
     return load_config(cwd, flags or {}, env, strict=False).project
+
+
+_LAZY = {
+    "MCP_TIMEOUT_META": "._mcp",
+    "McpServerEntry": "._mcp",
+    "check_user_settings": "._user",
+    "render_toml": "._user",
+    "user_config_file": "._user",
+    "write_user_config": "._user",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: the agent resolves its configuration before answering initialize.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)

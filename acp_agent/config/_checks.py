@@ -3,7 +3,6 @@ it came from, and returns the checked value or ``None`` after recording one sent
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ConfigProblem:
     """One problem: where (a file, ``environment``, ``command line``), which key, and a sentence with the fix."""
 
@@ -56,13 +55,15 @@ class Problems:
         self.items.append(ConfigProblem(source, key, message))
 
 
-@dataclass(frozen=True, slots=True)
 class At:
     """Where a value being checked came from: its source, the name it was given there, the collector."""
 
-    source: str
-    key: str
-    out: Problems
+    __slots__ = ("key", "out", "source")
+
+    def __init__(self, source: str, key: str, out: Problems) -> None:
+        self.source = source
+        self.key = key
+        self.out = out
 
     def bad(self, message: str) -> None:
         self.out.add(self.source, self.key, message)
@@ -137,9 +138,6 @@ def check_seconds(value: Any, at: At) -> float | None:
     return None
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
 def check_env_names(value: Any, at: At) -> tuple[str, ...] | None:
     """Environment variable names: a list in a file, comma-separated in the environment."""
     items: list[Any] = []
@@ -149,7 +147,7 @@ def check_env_names(value: Any, at: At) -> tuple[str, ...] | None:
         items = list(value)  # pyright: ignore[reportUnknownArgumentType]
     else:
         items = [value]
-    if all(isinstance(v, str) and _ENV_NAME.fullmatch(v) for v in items):
+    if all(isinstance(v, str) and v.isascii() and v.isidentifier() for v in items):
         return tuple(str(v) for v in items)
     at.bad(f'{value!r} is not allowed; give variable names, e.g. ["GITHUB_TOKEN", "NPM_TOKEN"].')
     return None

@@ -8,15 +8,16 @@ repository root (the first directory holding ``.git``) or the filesystem root. I
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ._checks import At, Problems, listed
-from ._mcp import McpServerEntry, read_mcp_json
 from ._table import SETTINGS, file_keys
+
+if TYPE_CHECKING:
+    from ._mcp import McpServerEntry
 
 __all__ = [
     "Layer",
@@ -32,7 +33,7 @@ PROJECT_DIR: Final = ".acp-agent"
 _MARKERS: Final = ("config.toml", "mcp.json", "permissions.jsonl")
 
 
-@dataclass(slots=True)
+@dataclass(eq=False)
 class Layer:
     """The settings one configuration directory contributed, by table key (absent: not set there)."""
 
@@ -77,6 +78,8 @@ def find_project_config(cwd: Path) -> Path | None:
 
 
 def _load_toml(path: Path, out: Problems) -> dict[str, Any]:
+    import tomllib  # only when there is a file to read (start-up budget)
+
     source = str(path)
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
@@ -142,7 +145,11 @@ def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -
     layer = Layer(kind, directory, str(present[0] if present else directory), files=present)
     if toml_path.is_file():
         layer.values = read_values(_load_toml(toml_path, out), str(toml_path), out)
-    from_json = read_mcp_json(json_path, out)
+    from_json: dict[str, McpServerEntry] = {}
+    if json_path.is_file():
+        from ._mcp import read_mcp_json
+
+        from_json = read_mcp_json(json_path, out)
     if from_json:
         servers: dict[str, McpServerEntry] = dict(from_json)
         servers.update(layer.values.get("mcp_servers", {}))  # the TOML tables win on a name clash

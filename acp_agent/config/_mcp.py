@@ -4,7 +4,6 @@ of a Claude-Desktop-style ``mcp.json`` (lenient: ``disabled`` entries are skippe
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +64,8 @@ class McpServerEntry:
 
     def describe(self) -> str:
         """What starting this server does, in one line (the trust request lists it)."""
+        import shlex
+
         if self.type == "stdio":
             line = shlex.join([self.command or "", *self.args])
             env = f" with {', '.join(sorted(self.env))} set" if self.env else ""

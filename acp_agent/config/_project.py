@@ -9,7 +9,6 @@ leads out (``~/.bashrc``, ``../x``, a symlink out) is refused whether or not the
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -119,6 +118,8 @@ def project_trust(
         vouched = store.vouched(rule_file)
         for rule in project_rules(rule_file):
             if rule_key(rule) not in vouched:
+                import shlex
+
                 where = shlex.quote(
                     str(rule_file.relative_to(root)) if rule_file.is_relative_to(root) else str(rule_file)
                 )

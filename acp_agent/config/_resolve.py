@@ -11,19 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from ..trust import ProjectTrust
 from ._checks import At, ConfigError, ConfigProblem, Problems
 from ._files import Layer, find_project_config, read_dir, resolve_path, user_config_dir
-from ._mcp import McpServerEntry
-from ._project import project_trust
 from ._table import SETTINGS, Setting
+
+if TYPE_CHECKING:
+    from ..trust import ProjectTrust
+    from ._mcp import McpServerEntry
 
 __all__ = ["Config", "load_config", "missing_key_problem"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False)
 class Config:
     """The resolved configuration: ``values`` by table key, ``origins`` saying where each came from
     (``flag --base-url``, ``environment OPENAI_BASE_URL``, a file path). Read a setting with ``get(key)``
@@ -247,6 +248,8 @@ def load_config(
     home = Path(values.get("home") or resolve_path(SETTINGS["home"].default, cwd_path, env))
     trust_state: ProjectTrust | None = None
     if project is not None and root is not None:
+        from ._project import project_trust  # only with a project directory (start-up budget)
+
         trust_state = project_trust(project, user, root, env, home, trust, out)
         if not trust_state.trusted:
             project.values = {k: v for k, v in project.values.items() if not SETTINGS[k].trust}

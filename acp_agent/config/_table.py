@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -21,7 +20,6 @@ from ._checks import (
     check_text,
     check_url,
 )
-from ._mcp import McpServerEntry, check_mcp_servers
 
 __all__ = [
     "DEFAULT_HOME",
@@ -54,7 +52,8 @@ Check = Callable[[Any, At], Any]
 """Returns the checked value, or None after ``at.bad(...)``."""
 
 
-@dataclass(frozen=True, slots=True)
+# Without slots, eq or hash: building these classes is on the path to the initialize answer.
+@dataclass(frozen=True, eq=False)
 class Env:
     """An environment variable that sets a setting.
 
@@ -67,7 +66,7 @@ class Env:
     fallback: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False)
 class Setting:
     """One setting. ``key`` is its name in ``config.toml`` (``section.name`` inside a ``[section]``).
 
@@ -107,6 +106,12 @@ class Setting:
 
     def env_names(self) -> tuple[str, ...]:
         return tuple(e.name for e in self.env)
+
+
+def _check_mcp_servers(value: Any, at: At) -> Any:
+    from ._mcp import check_mcp_servers  # only when a file has servers (start-up budget)
+
+    return check_mcp_servers(value, at)
 
 
 def _choices(check: Check) -> tuple[str, ...]:
@@ -167,7 +172,7 @@ SETTINGS: Final[dict[str, Setting]] = {
         ),
         Setting(
             "mcp_servers",
-            check_mcp_servers,
+            _check_mcp_servers,
             "MCP servers by name",
             trust=True,
             merge="by_name",
@@ -313,9 +318,13 @@ def flag_help(s: Setting) -> str:
 
 def describe(s: Setting, value: Any) -> str:
     """One line of the trust request for ``value`` of ``s``."""
+    from ._mcp import McpServerEntry
+
     if isinstance(value, McpServerEntry):
         return value.describe()
     if s.describe is not None:
         return s.describe(value)
+    import shlex
+
     shown = shlex.join(value) if isinstance(value, tuple) else str(value)  # pyright: ignore[reportUnknownArgumentType]
     return f"sets {s.key} = {shown}"

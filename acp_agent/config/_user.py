@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -99,6 +98,8 @@ def render_toml(data: Mapping[str, Any]) -> str:
 def write_user_config(values: Mapping[str, Any], env: Mapping[str, str]) -> Path:
     """Merge ``values`` (by table key) into the user's ``config.toml`` and write it; returns its path.
     Raises ``ConfigError`` (nothing written) when the result would have any problem."""
+    import tomllib
+
     path = user_config_file(env)
     existing: dict[str, Any] = {}
     if path.is_file():
