@@ -208,7 +208,7 @@ class CodingFactory:
         trust: ProjectTrustPrompt | None = None
         if pending and config.project is not None:
 
-            async def reload(trusted: bool) -> Config:
+            async def reload(trusted: bool | None) -> Config:
                 return await self.load_config(env.cwd, trust=trusted)
 
             async def apply(trusted: Config) -> None:

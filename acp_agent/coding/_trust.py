@@ -85,7 +85,7 @@ class ProjectRuleStore(PermissionStore):
 
 class ProjectTrustPrompt:
     """Asks once per session (see the module docstring). ``reload(trust)`` resolves the configuration
-    again; ``apply(config)`` puts a trusted one into effect."""
+    again (``None``: as the trust store says); ``apply(config)`` puts a trusted one into effect."""
 
     def __init__(
         self,
@@ -93,7 +93,7 @@ class ProjectTrustPrompt:
         store: TrustStore,
         gate: PermissionGate,
         link: SessionLink,
-        reload: Callable[[bool], Awaitable[Config]],
+        reload: Callable[[bool | None], Awaitable[Config]],
         apply: Callable[[Config], Awaitable[None]],
     ) -> None:
         self.project = project
@@ -110,6 +110,11 @@ class ProjectTrustPrompt:
             return
         from ._gate import Cancelled
 
+        current = await self._reload(None)  # trusted meanwhile (another session, `acp-agent trust`)?
+        if current.project is not None and current.project.trusted:
+            self.pending = False
+            await self._apply(current)
+            return
         call_id = f"trust_{uuid.uuid4().hex[:12]}"
         try:
             chosen = await self._gate.request_permission(self._tool_call(call_id), list(_OPTIONS))

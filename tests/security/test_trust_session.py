@@ -1,0 +1,109 @@
+"""The trust question at the first prompt, in memory: what each answer does to the session (its mode, its
+rules, its MCP servers) and what is recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_agent.trust import TrustStore
+from harness.testing import Reply
+from tests.acp.coding._support import Editor, editor_agent, fake, prompt, select
+
+pytestmark = pytest.mark.anyio
+
+CONFIG = 'default_mode = "accept-edits"\nmodel = "project-model"\n'
+
+
+def _project(tmp_path: Path, text: str = CONFIG) -> Path:
+    config = tmp_path / "project" / ".acp-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(text)
+    return config
+
+
+def _trust_requests(editor: Editor) -> list[dict[str, object]]:
+    return [
+        p
+        for p in editor.requests_of("session/request_permission")
+        if str(p["toolCall"]["toolCallId"]).startswith("trust_")
+    ]
+
+
+def _store(tmp_path: Path) -> TrustStore:
+    return TrustStore(tmp_path / "user" / ".local" / "share" / "acp-agent")
+
+
+async def test_allow_once_applies_the_project_settings_to_this_session_only(tmp_path: Path) -> None:
+    _project(tmp_path)
+    async with editor_agent(tmp_path, fake(Reply(text="ok"), Reply(text="ok"))) as (editor, sid, _):
+        editor.permission = select("allow_once")
+        with anyio.fail_after(30):
+            assert (await prompt(editor, sid, "hi"))["stopReason"] == "end_turn"
+        (asked,) = _trust_requests(editor)
+        assert [o["kind"] for o in asked["options"]] == ["allow_once", "allow_always", "reject_once"]  # type: ignore[index]
+        assert "starts sessions in the accept-edits mode" in json.dumps(asked["toolCall"])
+        modes = [
+            u["currentModeId"] for u in editor.updates(sid) if u.get("sessionUpdate") == "current_mode_update"
+        ]
+        assert modes == ["accept-edits"]
+        ended = [u for u in editor.updates(sid) if u.get("toolCallId") == asked["toolCall"]["toolCallId"]]  # type: ignore[index]
+        assert ended[-1]["status"] == "completed"
+        with anyio.fail_after(30):
+            await prompt(editor, sid, "again")
+        assert len(_trust_requests(editor)) == 1  # asked once per session
+    assert _store(tmp_path).records() == []  # "once" records nothing
+
+
+async def test_reject_keeps_the_settings_off_and_says_so_once(tmp_path: Path) -> None:
+    _project(tmp_path)
+    async with editor_agent(tmp_path, fake(Reply(text="ok"), Reply(text="ok"))) as (editor, sid, project):
+        editor.permission = select("reject_once")
+        with anyio.fail_after(30):
+            await prompt(editor, sid, "hi")
+            await prompt(editor, sid, "again")
+        told = "".join(
+            u["content"]["text"]
+            for u in editor.updates(sid)
+            if u.get("sessionUpdate") == "agent_message_chunk"
+        )
+        assert told.count("was not applied") == 1
+        assert f"acp-agent trust {project}" in told and "starts sessions in the accept-edits mode" in told
+        assert not [u for u in editor.updates(sid) if u.get("sessionUpdate") == "current_mode_update"]
+
+
+async def test_always_records_the_trust_and_the_next_session_does_not_ask(tmp_path: Path) -> None:
+    _project(tmp_path)
+    async with editor_agent(tmp_path, fake(Reply(text="ok"))) as (editor, sid, project):
+        editor.permission = select("allow_always")
+        with anyio.fail_after(30):
+            await prompt(editor, sid, "hi")
+    (record,) = _store(tmp_path).records()
+    assert record.root == str(project.resolve()) and record.digest.startswith("sha256:")
+    async with editor_agent(tmp_path, fake(Reply(text="ok"))) as (editor, sid, _):
+        with anyio.fail_after(30):
+            await prompt(editor, sid, "hi")
+        assert _trust_requests(editor) == []
+        new = [m for m in editor.messages if m.get("result", {}).get("sessionId") == sid]
+        assert new[0]["result"]["modes"]["currentModeId"] == "accept-edits"  # applied from session/new
+
+
+async def test_a_project_trusted_meanwhile_is_not_asked_about(tmp_path: Path) -> None:
+    _project(tmp_path)
+    async with editor_agent(tmp_path, fake(Reply(text="ok"))) as (editor, sid, project):
+        from acp_agent.config import load_config
+
+        env = {"HOME": str(tmp_path / "user"), "XDG_CONFIG_HOME": str(tmp_path / "user" / ".config")}
+        state = load_config(project, {}, env).project
+        assert state is not None and not state.trusted
+        _store(tmp_path).grant(state.root, state.digest, [])  # `acp-agent trust` in a terminal
+        with anyio.fail_after(30):
+            await prompt(editor, sid, "hi")
+        assert _trust_requests(editor) == []
+        modes = [
+            u["currentModeId"] for u in editor.updates(sid) if u.get("sessionUpdate") == "current_mode_update"
+        ]
+        assert modes == ["accept-edits"]
