@@ -154,6 +154,15 @@ def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -
         servers: dict[str, McpServerEntry] = dict(from_json)
         servers.update(layer.values.get("mcp_servers", {}))  # the TOML tables win on a name clash
         layer.values["mcp_servers"] = servers
+    if "mcp_servers" in layer.values:  # a server's relative cwd is taken from the project folder
+        import dataclasses
+
+        layer.values["mcp_servers"] = {
+            name: entry
+            if entry.cwd is None or os.path.isabs(entry.cwd)
+            else dataclasses.replace(entry, cwd=str(directory.parent / entry.cwd))
+            for name, entry in layer.values["mcp_servers"].items()
+        }
     if kind == "project" and "mcp_servers" in layer.values:
         layer.values["mcp_servers"] = _untrusted(layer.values["mcp_servers"])
     return layer

@@ -183,3 +183,31 @@ def test_an_mcp_server_that_does_not_start_is_named_with_the_file(tmp_path: Path
     assert "\n" not in check
     assert lines(result)["model"].startswith("ok")
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_each_setting_is_shown_with_where_it_came_from(tmp_path: Path, fake_server: str) -> None:
+    user_config(tmp_path, 'model = "tiny"\n')
+    result = doctor(tmp_path, "--provider", "openai", OPENAI_BASE_URL=fake_server)
+    settings = lines(result)["settings"]
+    assert "provider = openai (flag --provider)" in settings
+    assert f"base_url = {fake_server} (environment OPENAI_BASE_URL)" in settings
+    assert f"model = tiny ({tmp_path / 'xdg' / 'acp-agent' / 'config.toml'})" in settings
+    assert lines(result)["model completion"].startswith("ok")
+
+
+def test_an_untrusted_projects_server_is_reported_and_not_started(tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    config = tmp_path / "project" / ".acp-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    code = f"open({str(canary)!r}, 'w').write('ran')"
+    config.write_text(
+        f'[mcp_servers.evil]\ncommand = {json.dumps(sys.executable)}\nargs = ["-c", {json.dumps(code)}]\n'
+    )
+    script = tmp_path / "script.json"
+    script.write_text("[]", encoding="utf-8")
+    result = doctor(tmp_path, "--provider", "script", ACP_AGENT_SCRIPT=str(script))
+    check = lines(result)["project trust"]
+    assert check.startswith("warn") and "is not trusted" in check and "(MCP server evil)" in check
+    assert "acp-agent trust" in check
+    assert "mcp server evil" not in lines(result)
+    assert not canary.exists()
