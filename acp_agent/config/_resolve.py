@@ -192,13 +192,14 @@ def _merge(
 
 
 def _base_for(s: Setting, origin: str, layers: list[Layer], root: Path | None, cwd: Path) -> Path:
+    """What a relative path is taken from: the file naming it, the project, or (for a flag, a variable
+    and the ``process`` settings) the directory the agent was started in, whatever the session's cwd."""
+    from_file = next((layer.directory for layer in layers if origin == layer.source), None)
     if s.path == "project":
         return root or cwd
-    if s.path == "file":
-        for layer in layers:
-            if origin == layer.source:
-                return layer.directory
-    return cwd
+    if s.path == "file" and from_file is not None:
+        return from_file
+    return Path.cwd()
 
 
 def load_config(
@@ -245,7 +246,7 @@ def load_config(
         values[s.key], origins[s.key] = picked
 
     resolve(SETTINGS["home"])  # first: the trust store lives there
-    home = Path(values.get("home") or resolve_path(SETTINGS["home"].default, cwd_path, env))
+    home = Path(values.get("home") or resolve_path(SETTINGS["home"].default, Path.cwd(), env))
     trust_state: ProjectTrust | None = None
     if project is not None and root is not None:
         from ._project import project_trust  # only with a project directory (start-up budget)

@@ -78,7 +78,8 @@ class Setting:
     - ``providers``: the providers it means something for (None: all);
     - ``merge``: ``first`` (highest precedence wins), ``union`` (lists add up), ``by_name`` (tables of named
       entries: the project's entry replaces the user's of the same name);
-    - ``path``: a path, relative to the ``file`` that names it, the ``project`` root, or the ``cwd``;
+    - ``path``: a path, relative to the ``file`` that names it, the ``project`` root, or the agent
+      ``process``'s directory (a flag's or a variable's relative path is always the process's);
       ``confined``: a project file may name only a path inside the project;
     - ``secret``: a credential: never read from a file, never shown;
     - ``describe``: what the value does, in a line of the trust request.
@@ -94,7 +95,7 @@ class Setting:
     default: Any = None
     providers: frozenset[str] | None = None
     merge: Literal["first", "union", "by_name"] = "first"
-    path: Literal["file", "project", "cwd"] | None = None
+    path: Literal["file", "project", "process"] | None = None
     confined: bool = False
     secret: bool = False
     describe: Callable[[Any], str] | None = None
@@ -266,7 +267,7 @@ SETTINGS: Final[dict[str, Setting]] = {
             flag="--home",
             files=False,
             default=DEFAULT_HOME,
-            path="cwd",
+            path="process",
         ),
         Setting(
             "api_key",
@@ -288,7 +289,7 @@ SETTINGS: Final[dict[str, Setting]] = {
             env=(Env("ACP_AGENT_SCRIPT"),),
             files=False,
             providers=frozenset({"script"}),
-            path="cwd",
+            path="process",
         ),
     )
 }

@@ -461,3 +461,13 @@ def test_the_user_config_is_written_checked_merged_and_read_back(tree: dict[str,
         "info",
     )
     assert cfg.shell_timeout_s == 30.0 and [s.name for s in cfg.mcp_servers] == ["time"]
+
+
+def test_a_relative_path_from_a_flag_or_variable_is_the_processs_whatever_the_session(
+    tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tree["home"])
+    write(tree["home"] / "key.txt", "sk-relative-key-file\n")
+    cfg = load_config(tree["sub"], {"api_key_file": "key.txt"}, env_for(tree, ACP_AGENT_HOME="agent-home"))
+    assert cfg.home == tree["home"] / "agent-home"  # one trust store and session folder for every session
+    assert cfg.api_key == "sk-relative-key-file"
