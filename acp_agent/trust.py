@@ -38,6 +38,7 @@ __all__ = [
     "canonical",
     "rule_key",
     "settings_digest",
+    "write_private",
 ]
 
 TRUST_FILE: Final = "trust.json"
@@ -209,7 +210,6 @@ class TrustStore:
     def _editing(self) -> Generator[dict[str, Any]]:
         """Read, let the caller change, write back atomically: under a lock, so processes do not race."""
         import fcntl
-        import tempfile
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock_fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -218,20 +218,28 @@ class TrustStore:
             data = self._load()
             data["version"] = _VERSION
             yield data
-            text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".trust.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            write_private(self.path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         finally:
             os.close(lock_fd)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (a temporary file beside it, then a rename), readable by
+    the user only."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _root_key(root: Path | str) -> str:

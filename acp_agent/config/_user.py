@@ -9,7 +9,6 @@ existing file are not kept (the standard library reads TOML but does not edit it
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -114,17 +113,7 @@ def write_user_config(values: Mapping[str, Any], env: Mapping[str, str]) -> Path
     read_values(data, str(path), out)
     if out.items:
         raise ConfigError(out.items)
-    text = render_toml(data)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    from ..trust import write_private
+
+    write_private(path, render_toml(data))
     return path
