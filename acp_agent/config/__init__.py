@@ -8,7 +8,8 @@ OpenAI providers; ``SEARXNG_URL``) > defaults. A Claude-Desktop-style ``mcp.json
 value came from, exactly (``flag --base-url``, ``environment OPENAI_BASE_URL``, a file path).
 
 Trust: a project file's settings that can run code, move a credential or widen permissions apply only in
-a trusted project (``acp_agent.trust``); the others apply always. Secrets are never read from a file: the API
+a trusted project (``acp_agent.trust``); the others apply always. A ``narrows`` setting (the sandbox) is both:
+a project's narrower value applies always (over every other source), a wider one only when trusted. Secrets are never read from a file: the API
 key comes from the environment or from the file ``api_key_file`` names. Every problem found (unknown key, bad
 value, broken file) is reported, all at once, each as one sentence naming the file, the key and the fix.
 
@@ -22,7 +23,9 @@ variables, reported by ``doctor`` and listed in the trust request. Say honestly 
 ``trust=True`` for anything that runs a command, reaches an endpoint with a credential, names a file the
 agent will read or write, or loosens a permission. ``check`` returns the value (or calls ``at.bad(...)`` and
 returns None); a table of named entries uses ``merge="by_name"``; ``describe`` gives the trust request's
-line. Read it with ``config.get("hooks.pre_tool")`` (add a typed property to ``Config`` if you like) and
+line. A choice a project may tighten but only widen with trust (``sandbox``, ``network``) lists its choices
+from narrowest to widest in ``narrows`` (with ``trust=True``): a narrower project value then applies without
+trust, over flags and variables too. Read it with ``config.get("hooks.pre_tool")`` (add a typed property to ``Config`` if you like) and
 document it in the README's Configuration table (``tests/product/test_config.py`` checks every row is).
 
 Writing the user's file (``acp-agent setup``): ``write_user_config(values, env)`` checks the values with the

@@ -3,7 +3,8 @@
 ``load_config`` walks ``SETTINGS`` once per setting, collecting the candidates in precedence order and taking
 the first valid one (``first``), all of them (``union``) or the user's entries overridden by name by the
 project's (``by_name``). The project's settings that need trust are dropped first unless the project is
-trusted (``_project``). Every problem is collected; ``strict`` raises them as one ``ConfigError``.
+trusted (``_project``); a project's value of a ``narrows`` setting that tightens what the other sources give
+is set apart before that and applies over them all (``_narrowing``). Every problem is collected; ``strict`` raises them as one ``ConfigError``.
 """
 
 from __future__ import annotations
@@ -229,6 +230,7 @@ def load_config(
 
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
+    narrowing: dict[str, Any] = {}  # a project's tightening of a ``narrows`` setting (see _narrowing)
 
     def place(s: Setting, value: Any, origin: str) -> Any:
         if s.path is None:
@@ -241,6 +243,10 @@ def load_config(
     def resolve(s: Setting) -> None:
         found = _candidates(s, flags, env, layers, values.get("provider"))
         picked = _merge(s, found, layers, out, lambda value, origin: place(s, value, origin))
+        if s.key in narrowing and project is not None:
+            current = s.default if picked is None else picked[0]
+            if s.narrower(narrowing[s.key], current):
+                picked = (narrowing[s.key], project.source)
         if picked is None:
             return
         values[s.key], origins[s.key] = picked
@@ -249,6 +255,7 @@ def load_config(
     home = Path(values.get("home") or resolve_path(SETTINGS["home"].default, Path.cwd(), env))
     trust_state: ProjectTrust | None = None
     if project is not None and root is not None:
+        narrowing.update(_narrowing(project, user, flags, env))
         from ._project import project_trust  # only with a project directory (start-up budget)
 
         trust_state = project_trust(project, user, root, env, home, trust, out)
@@ -272,6 +279,22 @@ def load_config(
         project=trust_state,
         problems=tuple(out.items),
     )
+
+
+def _narrowing(
+    project: Layer, user: Layer | None, flags: Mapping[str, Any], env: Mapping[str, str]
+) -> dict[str, Any]:
+    """The project's values of ``narrows`` settings that are at least as narrow as what the other sources
+    give, taken out of the project layer: they need no trust and apply over every source. A wider value
+    stays in the layer, so it needs trust like any other."""
+    taken: dict[str, Any] = {}
+    others = [user] if user is not None else []
+    for key in [k for k in project.values if SETTINGS[k].narrows]:
+        s = SETTINGS[key]
+        picked = _merge(s, _candidates(s, flags, env, others, None), others, Problems(), lambda v, _o: v)
+        if s.narrower(project.values[key], s.default if picked is None else picked[0]):
+            taken[key] = project.values.pop(key)
+    return taken
 
 
 def _read_api_key(values: dict[str, Any], origins: dict[str, str], out: Problems) -> None:

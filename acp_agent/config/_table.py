@@ -82,7 +82,11 @@ class Setting:
       ``process``'s directory (a flag's or a variable's relative path is always the process's);
       ``confined``: a project file may name only a path inside the project;
     - ``secret``: a credential: never read from a file, never shown;
-    - ``describe``: what the value does, in a line of the trust request.
+    - ``describe``: what the value does, in a line of the trust request;
+    - ``narrows``: the choices from narrowest to widest (with ``trust``): a project file may always pick a
+      value at least as narrow as the one the other sources give, and it then applies over all of them,
+      flags included (a repository may tighten the sandbox, needing no trust and asking nothing); a wider
+      value is an item needing trust, and in a trusted project takes the project's usual place.
     """
 
     key: str
@@ -99,6 +103,11 @@ class Setting:
     confined: bool = False
     secret: bool = False
     describe: Callable[[Any], str] | None = None
+    narrows: tuple[str, ...] = ()
+
+    def narrower(self, a: Any, b: Any) -> bool:
+        """Whether ``a`` is at least as narrow as ``b`` (``narrows`` settings only)."""
+        return self.narrows.index(a) <= self.narrows.index(b)
 
     @property
     def attr(self) -> str:
@@ -228,6 +237,7 @@ SETTINGS: Final[dict[str, Setting]] = {
             trust=True,
             default="workspace-write",
             describe=lambda v: f"sets the command sandbox to {v}",
+            narrows=("read-only", "workspace-write", "off"),
         ),
         Setting(
             "network",
@@ -238,6 +248,7 @@ SETTINGS: Final[dict[str, Setting]] = {
             trust=True,
             default="off",
             describe=lambda v: f"turns the network {v} for sandboxed commands",
+            narrows=("off", "on"),
         ),
         Setting(
             "sandbox_writable",

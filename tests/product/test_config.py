@@ -334,6 +334,7 @@ def test_every_setting_is_in_the_readme_configuration_table() -> None:
         for env in s.env_names():
             assert env in section, f"{env} ({s.key}) is not in the README's Configuration table"
         assert ("needs trust" in row) == (s.trust and s.files), f"the trust mark of {s.key} is wrong"
+        assert ("needs trust to widen" in row) == bool(s.narrows), f"{s.key}: say a project may narrow it"
 
 
 def test_resolving_the_configuration_imports_neither_pydantic_nor_anyio_nor_harness(tmp_path: Path) -> None:
@@ -428,6 +429,61 @@ def test_allow_rules_that_came_with_the_project_need_trust_and_the_users_own_do_
     assert project is not None and not project.trusted
     assert [item.value for item in project.items] == [shipped]
     assert "allows shell commands starting with `curl` without asking" in project.summary()
+
+
+# --- settings a project may only narrow (the sandbox) -----------------------------------------------------
+
+
+def test_a_narrowing_setting_orders_all_its_choices_and_needs_trust_to_widen() -> None:
+    from acp_agent.config import SETTINGS
+    from acp_agent.config._checks import Choice
+
+    narrowing = [s for s in SETTINGS.values() if s.narrows]
+    assert {s.key for s in narrowing} == {"sandbox", "network"}
+    for s in narrowing:
+        assert s.trust and isinstance(s.check, Choice) and sorted(s.check.choices) == sorted(s.narrows)
+        assert s.narrower(s.narrows[0], s.narrows[-1]) and not s.narrower(s.narrows[-1], s.narrows[0])
+
+
+def test_an_untrusted_project_narrows_the_sandbox_over_every_source_without_asking(
+    tree: dict[str, Path],
+) -> None:
+    write(tree["user"] / "config.toml", 'sandbox = "off"\nnetwork = "on"\n')
+    project_file = write(
+        tree["repo"] / ".acp-agent" / "config.toml", 'sandbox = "read-only"\nnetwork = "off"\n'
+    )
+    cfg = load_config(tree["sub"], {}, env_for(tree))
+    assert (cfg.sandbox, cfg.network) == ("read-only", "off")
+    assert cfg.origins["sandbox"] == cfg.origins["network"] == str(project_file)
+    assert cfg.project is not None and cfg.project.items == ()  # nothing to trust: it only tightens
+    flags_and_env = load_config(
+        tree["sub"], {"sandbox": "off"}, env_for(tree, ACP_AGENT_NETWORK="on"), trust=True
+    )
+    assert (flags_and_env.sandbox, flags_and_env.network) == ("read-only", "off")
+
+
+def test_a_project_that_widens_the_sandbox_needs_trust_and_then_takes_its_usual_place(
+    tree: dict[str, Path],
+) -> None:
+    write(tree["user"] / "config.toml", 'sandbox = "read-only"\nsandbox_writable = ["~/.cache"]\n')
+    write(
+        tree["repo"] / ".acp-agent" / "config.toml",
+        'sandbox = "off"\nnetwork = "on"\nsandbox_writable = ["/"]\nsandbox_deny_read = ["secrets"]\n',
+    )
+    cfg = load_config(tree["sub"], {}, env_for(tree))
+    assert (cfg.sandbox, cfg.network) == ("read-only", "off")
+    assert cfg.sandbox_writable == (tree["home"] / ".cache",) and cfg.sandbox_deny_read == ()
+    assert cfg.project is not None and not cfg.project.trusted
+    keys = sorted(item.key for item in cfg.project.ignored)
+    assert keys == ["network", "sandbox", "sandbox_deny_read", "sandbox_writable"]
+    assert "sets the command sandbox to off" in cfg.project.summary()
+    assert "lets sandboxed commands write /" in cfg.project.summary()
+    trusted = load_config(tree["sub"], {}, env_for(tree), trust=True)
+    assert (trusted.sandbox, trusted.network) == ("off", "on")
+    assert trusted.sandbox_writable == (Path("/"), tree["home"] / ".cache")  # the lists add up
+    assert trusted.sandbox_deny_read == (tree["repo"] / "secrets",)  # relative: the project's
+    flagged = load_config(tree["sub"], {"sandbox": "workspace-write"}, env_for(tree), trust=True)
+    assert flagged.sandbox == "workspace-write"  # a trusted widening is a project value: the flag wins
 
 
 # --- writing the user's file ----------------------------------------------------------------------------
