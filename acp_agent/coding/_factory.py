@@ -41,7 +41,7 @@ from ._editor import EditorFileSystem, EditorTerminalRunner
 from ._elicit import McpElicitor
 from ._gate import PermissionGate, RunningMarker, SessionLink
 from ._modes import ModeState, PolicyMiddleware, protected_paths, store_paths
-from ._sandboxing import SandboxGate, SessionSandbox, agent_private_paths, sandbox_support
+from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._tools import LateModel, explore_tool, web_tools
 from ._trust import ProjectRuleStore, ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
@@ -212,7 +212,7 @@ class CodingFactory:
                 return await self.load_config(env.cwd, trust=trusted)
 
             async def apply(trusted: Config) -> None:
-                await self._apply_trusted(trusted, env, modes, mcp, controls, trust_store)
+                await self._apply_trusted(trusted, env, modes, mcp, controls, trust_store, sandbox)
 
             trust = ProjectTrustPrompt(config.project, trust_store, gate, link, reload, apply)
 
@@ -307,10 +307,12 @@ class CodingFactory:
         mcp: Any,
         controls: CodingControls,
         trust: TrustStore,
+        sandbox: SessionSandbox,
     ) -> None:
         """The user trusted the project mid-session (at the first prompt): its settings apply now."""
         from ..session._mcp import merge_servers
 
+        await anyio.to_thread.run_sync(sandbox.configure, config, self.environ)
         initial = modes.mode
         modes.stores = tuple(self._stores(config, env, trust))
         modes.protected = await self._protected(config, env)  # the trusted rule files are protected too
@@ -323,18 +325,13 @@ class CodingFactory:
 
     async def _sandbox(self, config: Config, env: SessionEnvironment, modes: ModeState) -> SessionSandbox:
         support = await anyio.to_thread.run_sync(sandbox_support, self.environ)
-        extra_deny = [Path(p) for p in getattr(config, "sandbox_deny_read", ())]
-        return await anyio.to_thread.run_sync(
-            lambda: SessionSandbox(
-                modes,
-                env.roots,
-                setting=getattr(config, "sandbox", "workspace-write"),
-                network=getattr(config, "network", "off") == "on",
-                support=support,
-                writable=[Path(p) for p in getattr(config, "sandbox_writable", ())],
-                deny_read=[*agent_private_paths(config, self.environ), *extra_deny],
-            )
-        )
+
+        def make() -> SessionSandbox:
+            sandbox = SessionSandbox(modes, env.roots, support=support)
+            sandbox.configure(config, self.environ)
+            return sandbox
+
+        return await anyio.to_thread.run_sync(make)
 
     async def _mcp(
         self, env: SessionEnvironment, config: Config, link: SessionLink, *, defer: bool = False

@@ -1,8 +1,9 @@
 """The session's sandbox: which policy each shell call runs under, and which calls need the user's yes.
 
-- ``SessionSandbox`` holds the session's policy (the ``sandbox`` and ``network`` settings, the session's
-  roots, a private temp folder, the protected paths, the agent's own files denied to reads) and what the
-  machine supports. ``for_call`` gives the policy of one ``shell`` call: none in ``full-access`` or when
+- ``SessionSandbox`` holds the session's policy (the ``sandbox``, ``network``, ``sandbox_writable`` and
+  ``sandbox_deny_read`` settings of the resolved ``Config``, the session's roots, a private temp folder, the
+  protected paths, the agent's own files denied to reads) and what the machine supports; ``configure``
+  takes the settings again when the user trusts the project mid-session. ``for_call`` gives the policy of one ``shell`` call: none in ``full-access`` or when
   the call asks ``sandbox: "off"``; writes narrowed to the temp folder in ``read-only`` and ``plan``.
 - ``SandboxGate`` wraps the mode's policy middleware for ``shell``: in ``accept-edits``, ``read-only`` and
   ``plan`` a command that will run sandboxed needs no prompt (a remembered "always reject" still
@@ -18,6 +19,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from harness import Call, ToolCall
     from harness.middleware import NextTool
 
+    from ..config import Config
     from ._modes import ModeState, PolicyMiddleware
 
 __all__ = [
@@ -70,28 +73,29 @@ def escalation_title(tool_name: str, tool_input: Mapping[str, Any]) -> str | Non
     return None
 
 
-def sandbox_status(config: Any, environ: Mapping[str, str]) -> tuple[bool | None, str]:
+def sandbox_status(config: Config, environ: Mapping[str, str]) -> tuple[bool | None, str]:
     """``acp-agent doctor``'s line: (ok, message); a warning where the sandbox is wanted but missing."""
-    setting = getattr(config, "sandbox", "workspace-write")
-    network = getattr(config, "network", "off")
     support = sandbox_support(environ)
-    if setting == "off":
+    if config.sandbox == "off":
         return None, f"off by configuration; commands ask before they run ({support.describe()} available)"
     if not support.available:
         return None, f"{support.describe()}; commands ask before they run"
-    if network == "off" and not support.network_enforced:
+    if config.network == "off" and not support.network_enforced:
         return None, f"{support.describe()}, but the network cannot be kept off; commands ask"
-    return True, f"{setting}, network {network}: {support.describe()}"
+    return True, f"{config.sandbox}, network {config.network}: {support.describe()}"
 
 
-def agent_private_paths(config: Any, environ: Mapping[str, str]) -> list[Path]:
+def agent_private_paths(config: Config, environ: Mapping[str, str]) -> list[Path]:
     """The agent's own files a command may not read nor write: the user configuration folder (rules,
     settings), the agent's home (sessions, logs, trust decisions) and the configured key file."""
     from ..config import user_config_dir
 
-    paths = [user_config_dir(environ), Path(getattr(config, "home", "~/.local/share/acp-agent")).expanduser()]
-    key_source = getattr(config, "api_key_source", None)
-    if isinstance(key_source, str) and os.path.isabs(key_source):
+    paths = [user_config_dir(environ), config.home]
+    key_file = config.get("api_key_file")
+    if key_file is not None:
+        paths.append(Path(key_file))
+    key_source = config.api_key_source
+    if key_source is not None and os.path.isabs(key_source) and Path(key_source) not in paths:
         paths.append(Path(key_source))
     return paths
 
@@ -129,6 +133,17 @@ class SessionSandbox:
             state_dir=self._dir / "specs",
         )
         self._noticed = False
+
+    def configure(self, config: Config, environ: Mapping[str, str]) -> None:
+        """Take the sandbox settings of ``config`` (blocking: it may stat paths)."""
+        self.setting = config.sandbox
+        self.base = replace(
+            self.base,
+            mode="read-only" if config.sandbox == "read-only" else "workspace-write",
+            network=config.network == "on",
+            writable=tuple(config.sandbox_writable),
+            deny_read=(*agent_private_paths(config, environ), *config.sandbox_deny_read),
+        )
 
     @property
     def active(self) -> bool:

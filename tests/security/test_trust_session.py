@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -107,3 +108,31 @@ async def test_a_project_trusted_meanwhile_is_not_asked_about(tmp_path: Path) ->
             u["currentModeId"] for u in editor.updates(sid) if u.get("sessionUpdate") == "current_mode_update"
         ]
         assert modes == ["accept-edits"]
+
+
+@pytest.mark.parametrize("answer", ["allow_once", "reject_once"])
+async def test_trusting_mid_session_applies_the_projects_sandbox_paths_to_the_next_command(
+    tmp_path: Path, answer: str
+) -> None:
+    from tests.acp.coding._support import calls
+    from tests.sandbox.conftest import require_landlock
+
+    require_landlock()
+    _project(tmp_path, 'sandbox_writable = ["../cache"]\n')
+    (tmp_path / "cache").mkdir()
+    model = fake(calls(("shell", {"command": "echo hi > ../cache/x"})), Reply(text="done"))
+    async with editor_agent(tmp_path, model, capabilities={}) as (editor, sid, _):
+
+        def answers(params: dict[str, Any]) -> dict[str, Any]:  # the trust question; the command: yes
+            trusting = str(params["toolCall"]["toolCallId"]).startswith("trust_")
+            return select(answer if trusting else "allow_once")(params)
+
+        editor.permission = answers
+        with anyio.fail_after(60):
+            await prompt(editor, sid, "go")
+        (asked,) = _trust_requests(editor)
+        assert "lets sandboxed commands write ../cache" in json.dumps(asked["toolCall"])
+        ran = editor.requests_of("session/request_permission")[-1]
+        assert ran["toolCall"]["rawInput"]["command"] == "echo hi > ../cache/x"  # the command was allowed
+    written = (tmp_path / "cache" / "x").exists()
+    assert written == (answer == "allow_once")  # the sandbox took the trusted path, and only then
