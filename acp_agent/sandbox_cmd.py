@@ -58,7 +58,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         print("acp-agent sandbox: give the command after --", file=sys.stderr)
         return 2
     from harness.sandbox import compile_spec, probe, seatbelt_profile
-    from harness.sandbox._landlock import apply_spec
+    from harness.sandbox._landlock import apply_spec, spec_environ
 
     try:
         policy = _policy(args)
@@ -70,10 +70,10 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         if support.mechanism == "landlock":
             spec = compile_spec(policy, support.abi, netns=support.netns)
             apply_spec(spec)
-            os.environ.update(spec["env"])
+            environ = spec_environ(spec, os.environ)
         elif support.mechanism == "seatbelt":
             argv = ["/usr/bin/sandbox-exec", "-p", seatbelt_profile(policy), *argv]
-            os.environ.update(policy.env())
+            environ = policy.child_env(os.environ)
         else:
             print(f"acp-agent sandbox: {support.describe()}; not running the command", file=sys.stderr)
             return 126
@@ -81,7 +81,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         print(f"acp-agent sandbox: cannot apply the sandbox, not running the command: {exc}", file=sys.stderr)
         return 126
     try:
-        os.execvp(argv[0], argv)
+        os.execvpe(argv[0], argv, environ)
     except OSError as exc:
         print(f"acp-agent sandbox: {argv[0]}: {exc.strerror}", file=sys.stderr)
         return 127

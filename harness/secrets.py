@@ -4,7 +4,8 @@ The child environment (one function for every process the application starts: th
 servers, hooks, the sandbox): ``child_env(base)`` is ``base`` without the secret variables and without any
 variable whose value holds a secret value (a key copied under another name). A terminal the editor starts
 cannot be given an environment without a variable, only values on top of its own: ``masked_env()`` sets
-every secret variable this process holds to the empty string there.
+every secret variable this process holds to the empty string there, and a sandboxed command there removes
+``hidden_names()`` itself (``harness.sandbox.SandboxPolicy.unset_env``, applied by the launcher).
 
 The redaction seam: ``Secrets`` is a tool middleware. Put it outermost in every run (and in every
 sub-agent's run): each ``Result`` passing through it has every secret value replaced by ``[redacted]`` in its
@@ -81,11 +82,19 @@ class Secrets:
             if (allowed is None or k in allowed) and k not in self._names and not self._holds_secret(v)
         }
 
-    def masked_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The secret variables this process holds (set in ``base``, default its environment), each set
-        to ``""``: for a process that someone else starts with their own environment."""
+    def hidden_names(self, base: Mapping[str, str] | None = None) -> frozenset[str]:
+        """The names ``child_env`` drops from ``base`` (default: this process's environment), and every
+        secret name besides: what to remove from an environment someone else built (the sandbox launcher
+        in an editor's terminal removes them from the editor's)."""
         source = os.environ if base is None else base
-        return dict.fromkeys(sorted(n for n in self._names if source.get(n)), "")
+        return frozenset({*self._names, *(k for k, v in source.items() if self._holds_secret(v))})
+
+    def masked_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The secret variables this process holds (set in ``base``, default its environment, by a secret
+        name or holding a secret value), each set to ``""``: for a process that someone else starts with
+        their own environment."""
+        source = os.environ if base is None else base
+        return dict.fromkeys(sorted(n for n in self.hidden_names(source) if source.get(n)), "")
 
     def _holds_secret(self, value: str) -> bool:
         return any(secret in value for secret in self._values)

@@ -150,8 +150,9 @@ def sandbox_argv(
     """``argv`` wrapped so that it runs under ``policy`` whoever starts it (blocking: lists folders and
     writes the spec). Raises ``SandboxUnavailable`` where there is no sandbox."""
     found = support or probe()
-    if found.mechanism == "seatbelt":
-        return seatbelt_argv(policy, argv)
+    if found.mechanism == "seatbelt":  # no launcher: env(1) drops the unset variables
+        unset = [f"-u{name}" for name in policy.unset_env if name.isidentifier()]
+        return seatbelt_argv(policy, ["/usr/bin/env", *unset, *argv] if unset else list(argv))
     if found.mechanism != "landlock":
         raise SandboxUnavailable(f"no sandbox here: {found.reason}")
     spec = compile_spec(policy, found.abi, netns=found.netns)
@@ -187,7 +188,7 @@ async def open_process(
         return await anyio.open_process(
             seatbelt_argv(policy, argv),
             cwd=cwd,
-            env={**env, **policy.env()},
+            env=policy.child_env(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -14,7 +14,8 @@ Kernel interface (``linux/landlock.h``, ``Documentation/userspace-api/landlock.r
   starts later; it needs ``no_new_privs`` (``prctl(PR_SET_NO_NEW_PRIVS)``), also per thread.
 
 A spec (see ``harness.sandbox._policy.compile_spec``) is a plain dict:
-``{"handled_fs", "handled_net", "scoped", "rules": [[path, access], ...], "netns", "env"}``. It crosses
+``{"handled_fs", "handled_net", "scoped", "rules": [[path, access], ...], "netns", "env", "unset"}``
+(``env``: variables to set, ``unset``: names to remove before the command starts). It crosses
 to the launcher as text (``format_spec``/``parse_spec``: one item a line; importing ``json`` would
 cost the launcher more than the rest of its work).
 """
@@ -44,6 +45,7 @@ __all__ = [
     "parse_spec",
     "restrict",
     "scope_rights",
+    "spec_environ",
 ]
 
 _SYS_CREATE_RULESET = 444
@@ -201,6 +203,15 @@ def enter_network_namespace() -> None:
             f.write(text)
 
 
+def spec_environ(spec: dict[str, Any], base: Any) -> dict[str, str]:
+    """``base`` (a mapping of variables) as the sandboxed command gets it: the spec's ``unset`` names
+    removed, its ``env`` set."""
+    hidden = frozenset(str(n) for n in spec.get("unset", []))
+    out = {str(k): str(v) for k, v in dict(base).items() if k not in hidden}
+    out.update({str(k): str(v) for k, v in dict(spec.get("env", {})).items()})
+    return out
+
+
 def apply_spec(spec: dict[str, Any], *, netns: bool | None = None) -> None:
     """Apply a compiled spec to this thread: the network namespace first (when asked and ``netns`` is
     not False), then Landlock."""
@@ -214,8 +225,9 @@ _MAGIC = "acp-agent-sandbox 1"
 
 
 def format_spec(spec: dict[str, Any]) -> str:
-    """The spec as text: a header, then ``env NAME VALUE`` and ``rule ACCESS PATH`` lines. A path or
-    value holding a newline is left out (its rule then grants nothing: the sandbox only narrows)."""
+    """The spec as text: a header, then ``env NAME VALUE``, ``unset NAME`` and ``rule ACCESS PATH`` lines.
+    A path or value holding a newline is left out (its rule then grants nothing: the sandbox only
+    narrows); so is a name that cannot be a variable's."""
     lines = [
         _MAGIC,
         f"ruleset {int(spec['handled_fs'])} {int(spec.get('handled_net', 0))} "
@@ -224,6 +236,9 @@ def format_spec(spec: dict[str, Any]) -> str:
     for name, value in dict(spec.get("env", {})).items():
         if "\n" not in f"{name}{value}" and " " not in str(name):
             lines.append(f"env {name} {value}")
+    for name in spec.get("unset", []):
+        if str(name).isidentifier():
+            lines.append(f"unset {name}")
     for path, access in spec.get("rules", []):
         if "\n" not in str(path):
             lines.append(f"rule {int(access)} {path}")
@@ -237,6 +252,7 @@ def parse_spec(text: str) -> dict[str, Any]:
         raise ValueError("not an acp-agent sandbox spec")
     fs, net, scoped, netns = (int(x) for x in lines[1].split(" ")[1:5])
     env: dict[str, str] = {}
+    unset: list[str] = []
     rules: list[list[Any]] = []
     for line in lines[2:]:
         if line.startswith("rule "):
@@ -245,6 +261,8 @@ def parse_spec(text: str) -> dict[str, Any]:
         elif line.startswith("env "):
             _, name, value = line.split(" ", 2)
             env[name] = value
+        elif line.startswith("unset "):
+            unset.append(line[len("unset ") :])
         elif line:
             raise ValueError(f"unexpected line in the sandbox spec: {line[:80]!r}")
     return {
@@ -254,4 +272,5 @@ def parse_spec(text: str) -> dict[str, Any]:
         "netns": bool(netns),
         "rules": rules,
         "env": env,
+        "unset": unset,
     }

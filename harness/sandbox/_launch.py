@@ -1,5 +1,6 @@
 """The sandbox launcher: ``python -I -S _launch.py SPEC -- CMD [ARG...]`` applies the compiled
-spec (a network namespace if asked, then Landlock) to itself and execs ``CMD``.
+spec (a network namespace if asked, then Landlock) to itself and execs ``CMD`` (without the variables the
+spec unsets: the credentials the agent holds, which the editor's own environment may carry too).
 
 It wraps what the agent starts in processes it does not spawn itself (a command in the editor's
 terminal, a hook, an MCP server). Standard library only and run without ``site`` so it starts in a few
@@ -33,10 +34,10 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"acp-agent sandbox: cannot apply the sandbox, not running the command: {exc}", file=sys.stderr)
         return 126
-    os.environ.update({str(k): str(v) for k, v in spec.get("env", {}).items()})
+    environ = _landlock.spec_environ(spec, os.environ)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     command = argv[2:]
     try:
-        os.execvp(command[0], command)
+        os.execvpe(command[0], command, environ)  # pyright: ignore[reportUnknownArgumentType]
     except OSError as exc:
         print(f"acp-agent sandbox: {command[0]}: {exc.strerror}", file=sys.stderr)
         return 127

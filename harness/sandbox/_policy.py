@@ -64,6 +64,9 @@ class SandboxPolicy:
     deny_read: tuple[Path, ...] = ()
     protected: tuple[str, ...] = DEFAULT_PROTECTED
     extra_env: Mapping[str, str] = field(default_factory=dict[str, str])
+    unset_env: tuple[str, ...] = ()
+    """Variables removed from the command's environment, whoever starts it (the credentials the caller
+    holds: an editor's terminal starts the launcher with the editor's own environment)."""
     state_dir: Path | None = None
     """Where compiled specs for the launcher go: a folder the sandbox itself cannot write."""
 
@@ -85,6 +88,15 @@ class SandboxPolicy:
         if self.temp is not None:
             out["TMPDIR"] = str(self.temp)
         return out
+
+    def child_env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` as the command gets it: without ``unset_env``, with ``env()``."""
+        hidden = frozenset(self.unset_env)
+        return {**{k: v for k, v in base.items() if k not in hidden}, **self.env()}
+
+    def without_env(self, names: Iterable[str]) -> SandboxPolicy:
+        """This policy with ``names`` also removed from the command's environment."""
+        return replace(self, unset_env=tuple(sorted({*self.unset_env, *names})))
 
     def describe(self) -> str:
         """One sentence for people and the model: what the command may do."""
@@ -110,6 +122,7 @@ class SandboxPolicy:
             "deny_read": [str(p) for p in self.deny_read],
             "protected": list(self.protected),
             "env": dict(self.extra_env),
+            "unset_env": list(self.unset_env),
         }
 
     @classmethod
@@ -129,8 +142,9 @@ class SandboxPolicy:
         temp = data.get("temp")
         protected = data.get("protected", list(DEFAULT_PROTECTED))
         env = data.get("env", {})
-        if not isinstance(protected, list) or not isinstance(env, dict):
-            raise ValueError("sandbox policy protected must be a list and env an object")
+        unset = data.get("unset_env", [])
+        if not isinstance(protected, list) or not isinstance(env, dict) or not isinstance(unset, list):
+            raise ValueError("sandbox policy protected and unset_env must be lists and env an object")
         return cls(
             mode=mode,
             network=bool(data.get("network", False)),
@@ -140,6 +154,7 @@ class SandboxPolicy:
             deny_read=paths("deny_read"),
             protected=tuple(str(p) for p in protected),  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
             extra_env={str(k): str(v) for k, v in env.items()},  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            unset_env=tuple(str(n) for n in unset),  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
         )
 
 
@@ -227,6 +242,7 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
         "rules": _dedupe(rules),
         "netns": bool(netns and not policy.network),
         "env": policy.env(),
+        "unset": sorted(set(policy.unset_env)),
     }
 
 

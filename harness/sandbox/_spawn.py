@@ -133,7 +133,7 @@ async def open_sandboxed_process(
     read_fd, write_fd = os.pipe()
     try:
         os.set_blocking(read_fd, False)
-        merged = {**env, **{str(k): str(v) for k, v in dict(spec.get("env", {})).items()}}
+        merged = ll.spec_environ(dict(spec), env)
         popen = await anyio.to_thread.run_sync(_start, full, spec, cwd, merged, write_fd)
     except BaseException:
         os.close(read_fd)

@@ -20,7 +20,9 @@ ask for more; whoever calls the tool must have asked the user), and a failure th
 denial gets a note saying what the sandbox allows and how to ask to leave it.
 
 Secrets: the local runner starts the command with ``Secrets.child_env`` (no API key, no variable the
-application marks secret), and the streamed output is redacted (``Secrets.redactor``) before it is reported;
+application marks secret), a sandbox policy also removes them (``unset_env``: a runner such as the editor's
+terminal starts the command in an environment of its own, the sandbox launcher drops them there), and the
+streamed output is redacted (``Secrets.redactor``) before it is reported;
 the result is redacted by the ``Secrets`` middleware (see ``harness.secrets``).
 """
 
@@ -288,6 +290,8 @@ class Shell:
         cancelled = call.is_cancelled()
         timed_out = False
         policy = self.sandbox(input) if self.sandbox is not None else None
+        if policy is not None:  # whoever starts it (the editor's terminal too), it sees no credential
+            policy = policy.without_env(self.secrets.hidden_names(os.environ))
         if not cancelled:
             request = CommandRequest(command, cwd, call.id, sandbox=policy)
             failed: OSError | None = None

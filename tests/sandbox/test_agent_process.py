@@ -167,3 +167,37 @@ async def test_without_a_sandbox_accept_edits_asks_and_the_editor_is_told_once(t
     ]
     assert len(notices) == 1
     assert (project / "src" / "two.txt").exists()
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local-runner"])
+async def test_a_sandboxed_env_shows_no_credential_even_where_the_editor_starts_it_with_its_own(
+    tmp_path: Path, terminal: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import acp
+
+    key = "sk-sandbox-test-key-0123456789"
+    # The editor's own environment holds the key (and a copy under another name), as an editor started
+    # from a shell that exported it would; this test editor starts terminals with it and ignores the
+    # agent's `env` list, so only the sandbox launcher stands between the key and the command.
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("COPIED_KEY", key)
+    project = _project(tmp_path)
+    script = [_shell(command="env; echo key-check: ${OPENAI_API_KEY:-unset}"), {"text": "done"}]
+    editor = Editor([])
+    env = _env(tmp_path, script, "k") | {
+        "ACP_AGENT_DEFAULT_MODE": "accept-edits",
+        "OPENAI_API_KEY": key,
+        "COPIED_KEY": key,
+    }
+    async with await _open(editor, env, project) as (conn, _proc):
+        sid = await _session(conn, project, terminal=terminal)
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
+    assert editor.permissions == []  # it ran sandboxed, unasked
+    output = "\n".join(_results(editor))
+    assert "PATH=" in output and "TMPDIR=" in output  # the command ran, in the sandbox's temp folder
+    assert "key-check: unset" in output
+    for leaked in ("OPENAI_API_KEY=", "COPIED_KEY=", key):
+        assert leaked not in output, f"{leaked} reached a sandboxed command"
+    assert "'sandbox': 'sandboxed" in output, "the command did not run sandboxed"
+    if terminal:
+        assert editor.calls[0] == "create"

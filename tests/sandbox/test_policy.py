@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import SandboxPolicy, compile_spec, explain_denial, seatbelt_profile
+from harness.sandbox import (
+    SandboxPolicy,
+    Support,
+    compile_spec,
+    explain_denial,
+    sandbox_argv,
+    seatbelt_profile,
+)
 from harness.sandbox import _landlock as ll
 
 WRITE_FILE = ll.ACCESS_FS["write_file"][0]
@@ -111,6 +118,20 @@ def test_a_policy_round_trips_through_its_dict_and_refuses_relative_paths(projec
         SandboxPolicy.from_dict({"roots": ["relative"]})
     with pytest.raises(ValueError):
         SandboxPolicy.from_dict({"mode": "wide-open"})
+
+
+def test_unset_variables_cross_the_spec_text_and_leave_the_commands_environment(project: Path) -> None:
+    policy = SandboxPolicy(roots=(project,), temp=project / "src").without_env(["OPENAI_API_KEY", "BAD NAME"])
+    policy = policy.without_env(["COPIED_KEY", "OPENAI_API_KEY"])
+    assert policy.unset_env == ("BAD NAME", "COPIED_KEY", "OPENAI_API_KEY")
+    assert SandboxPolicy.from_dict(policy.to_dict()) == policy
+    back = ll.parse_spec(ll.format_spec(compile_spec(policy, 7)))
+    assert back["unset"] == ["COPIED_KEY", "OPENAI_API_KEY"]  # a name no variable can have is left out
+    base = {"PATH": "/bin", "OPENAI_API_KEY": "sk-x", "COPIED_KEY": "sk-x", "TMPDIR": "/tmp"}
+    expected = {"PATH": "/bin", "TMPDIR": str(project / "src")}
+    assert ll.spec_environ(back, base) == expected == policy.child_env(base)
+    mac = sandbox_argv(policy, ["bash", "-c", "env"], spec_dir=project, support=Support("seatbelt"))
+    assert mac[3:] == ["/usr/bin/env", "-uCOPIED_KEY", "-uOPENAI_API_KEY", "bash", "-c", "env"]
 
 
 def test_the_seatbelt_profile_allows_the_project_but_not_its_protected_paths(project: Path) -> None:

@@ -34,7 +34,9 @@ def test_the_child_environment_has_no_secret_variable_and_no_copied_secret_value
     }
     assert secrets.child_env(base) == {"PATH": "/bin", "SHORT": "1"}
     assert secrets.child_env(base, keep=["PATH", "COPY"]) == {"PATH": "/bin"}
-    assert secrets.masked_env(base) == {"ACP_AGENT_API_KEY": "", "GITHUB_TOKEN": "", "OPENAI_API_KEY": ""}
+    masked = {"ACP_AGENT_API_KEY": "", "COPY": "", "GITHUB_TOKEN": "", "OPENAI_API_KEY": ""}
+    assert secrets.masked_env(base) == masked
+    assert secrets.hidden_names(base) == {*masked, "ANTHROPIC_API_KEY"}  # every secret name, set or not
 
 
 def test_short_values_are_not_treated_as_secrets() -> None:
