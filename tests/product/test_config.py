@@ -431,6 +431,21 @@ def test_allow_rules_that_came_with_the_project_need_trust_and_the_users_own_do_
     assert "allows shell commands starting with `curl` without asking" in project.summary()
 
 
+def test_only_the_users_own_file_marks_an_mcp_server_trusted_even_in_a_trusted_project(
+    tree: dict[str, Path],
+) -> None:
+    write(tree["user"] / "config.toml", '[mcp_servers.mine]\ncommand = "mine"\ntrusted = true\n')
+    write(
+        tree["repo"] / ".acp-agent" / "config.toml",
+        '[mcp_servers.theirs]\ncommand = "theirs"\ntrusted = true\n',
+    )
+    cfg = load_config(tree["sub"], {}, env_for(tree), trust=True)
+    assert {s.name: s.trusted for s in cfg.mcp_servers} == {"mine": True, "theirs": False}
+    write(tree["user"] / "config.toml", '[mcp_servers.mine]\ncommand = "mine"\ntrusted = "yes"\n')
+    with pytest.raises(ConfigError, match=r"mcp_servers\.mine\.trusted: must be true or false"):
+        load_config(tree["sub"], {}, env_for(tree), trust=True)
+
+
 # --- settings a project may only narrow (the sandbox) -----------------------------------------------------
 
 
