@@ -53,7 +53,7 @@ def describe_rule(rule: Mapping[str, Any]) -> str:
         return f"{tool} under {rule.get('path')}"
     if kind == "hints":
         hints: Any = rule.get("hints")
-        shown = ", ".join(f"{k}={v}" for k, v in hints.items()) if isinstance(hints, dict) else "?"  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
+        shown = ", ".join(f"{k}={v}" for k, v in hints.items()) if isinstance(hints, dict) else "?"  # pyright: ignore[reportUnknownVariableType]
         return f"tools with {shown}"
     return "every tool" if tool == "*" else f"tool {tool}"
 

@@ -34,10 +34,10 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"acp-agent sandbox: cannot apply the sandbox, not running the command: {exc}", file=sys.stderr)
         return 126
-    environ = _landlock.spec_environ(spec, os.environ)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    environ = _landlock.spec_environ(spec, os.environ)
     command = argv[2:]
     try:
-        os.execvpe(command[0], command, environ)  # pyright: ignore[reportUnknownArgumentType]
+        os.execvpe(command[0], command, environ)
     except OSError as exc:
         print(f"acp-agent sandbox: {command[0]}: {exc.strerror}", file=sys.stderr)
         return 127

@@ -176,7 +176,7 @@ async def client(home: Path, env: Mapping[str, str]) -> AsyncIterator[Client]:
     try:
         assert process.stdout is not None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(agent._read_loop, BufferedByteReceiveStream(process.stdout))  # pyright: ignore[reportPrivateUsage]
+            tg.start_soon(agent._read_loop, BufferedByteReceiveStream(process.stdout))
             tg.start_soon(agent.answer_requests)
             with anyio.fail_after(60):
                 await initialized(agent)
