@@ -13,7 +13,6 @@ request as the test says (by default: rejects it).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from tests.providers.fake_server import FakeServer, Recorded, Reply
-from tests.reliability._reliability_support import REPO, AgentProcess, agent_env, initialized
+from tests.reliability._reliability_support import AgentProcess, agent_env, agent_process, initialized
 
 __all__ = [
     "KEY",
@@ -167,32 +165,15 @@ class Client(AgentProcess):
 @asynccontextmanager
 async def client(home: Path, env: Mapping[str, str]) -> AsyncIterator[Client]:
     """The agent (``python -m acp_agent``) with ``env``, initialized; closed (and reaped) at the end."""
-    stderr_path = home.parent / f"{home.name}-stderr.txt"
-    with stderr_path.open("ab") as stderr_file:
-        process = await anyio.open_process(
-            [sys.executable, "-m", "acp_agent"], env=dict(env), cwd=str(REPO), stderr=stderr_file
-        )
-    agent = Client(process, home, stderr_path, keep_stdout=True)
-    try:
-        assert process.stdout is not None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(agent._read_loop, BufferedByteReceiveStream(process.stdout))
-            tg.start_soon(agent.answer_requests)
-            with anyio.fail_after(60):
-                await initialized(agent)
-            try:
-                yield agent
-            finally:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(15):
-                    assert process.stdin is not None
-                    await process.stdin.aclose()
-                    await process.wait()
-                tg.cancel_scope.cancel()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with anyio.CancelScope(shield=True):
-                await process.wait()
+    async with (
+        agent_process(home, env, keep_stdout=True, kind=Client) as agent,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(agent.answer_requests)
+        with anyio.fail_after(60):
+            await initialized(agent)
+        yield agent
+        tg.cancel_scope.cancel()
 
 
 async def open_session(agent: Client, cwd: Path) -> str:
