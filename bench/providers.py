@@ -23,10 +23,8 @@ import anyio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "providers"))
 
-from fake_server import FakeServer, Recorded, Reply, Stall  # noqa: E402  # pyright: ignore[reportMissingImports]
-
+from acp_conformance.fake_model import FakeServer, Recorded, Reply, Stall  # noqa: E402
 from harness import Message  # noqa: E402
 from harness.model import Model, Prompt, TextChunk  # noqa: E402
 from harness.providers import ChatCompletions, Messages  # noqa: E402

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from fake_server import FakeServer
 
+from acp_conformance.fake_model import FakeServer
 from harness import Message, Options, ToolSpec
 from harness.model import Delta, Model, Prompt
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import anyio
 import pytest
-from fake_server import FakeServer, Reply, fixture
+from sse_fixtures import fixture
 
+from acp_conformance.fake_model import FakeServer, Reply
 from tests.reliability._reliability_support import agent_env, agent_process, initialized
 
 pytestmark = pytest.mark.anyio

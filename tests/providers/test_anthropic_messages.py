@@ -5,8 +5,9 @@ from __future__ import annotations
 import anyio
 import pytest
 from conftest import LIMIT_S, drain, drain_until_error, prompt, weather_tool
-from fake_server import FakeServer, Reply, fixture
+from sse_fixtures import fixture
 
+from acp_conformance.fake_model import FakeServer, Reply
 from harness import (
     ErrorKind,
     FinishReason,

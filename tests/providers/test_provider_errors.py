@@ -7,8 +7,8 @@ from typing import Any
 import anyio
 import pytest
 from conftest import LIMIT_S, drain_until_error, prompt
-from fake_server import FakeServer, Reply
 
+from acp_conformance.fake_model import FakeServer, Reply
 from harness import ErrorKind, ModelError
 from harness.model import Model
 from harness.providers import ChatCompletions, Messages, Responses

@@ -9,8 +9,9 @@ from typing import Any
 import anyio
 import pytest
 from conftest import LIMIT_S, drain, drain_until_error, prompt
-from fake_server import Drop, FakeServer, Reply, Stall, fixture
+from sse_fixtures import fixture
 
+from acp_conformance.fake_model import Drop, FakeServer, Reply, Stall
 from harness import ErrorKind, FinishReason, ModelError
 from harness.model import Delta, Finish, Prompt, TextChunk
 from harness.providers import (

@@ -25,7 +25,7 @@ import pytest
 from _reliability_support import agent_env, initialized, write_script
 from _tool_agent_support import ToolAgent, is_update, tool_agent
 
-from tests.providers.fake_server import Drop, FakeServer, Reply
+from acp_conformance.fake_model import Drop, FakeServer, Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 

@@ -1,9 +1,10 @@
-"""A real HTTP/1.1 server on 127.0.0.1 that replays scripted responses, for provider tests and benches.
+"""A real HTTP/1.1 server on 127.0.0.1 that replays scripted responses: the conformance kit's fake model,
+and the project's provider tests and benches.
 
 Runs in its own thread (plain sockets), so it serves asyncio, trio and other processes alike.
 
     with FakeServer() as server:
-        server.route("POST", "/v1/chat/completions", Reply.sse(fixture("chat_openai_text.sse"), every=7))
+        server.route("POST", "/v1/chat/completions", Reply.sse(stream_bytes, every=7))
         model = ChatCompletions(server.url + "/v1", "m")
         ...
         server.requests[0].json        # the body the client sent
@@ -17,7 +18,10 @@ API:
   ended by closing the connection.
 - ``Reply.sse(data, split_at=..., every=...)`` splits a byte-exact stream at chosen offsets or every n
   bytes; ``Reply.json(status, obj, headers)`` is a plain JSON response.
-- ``server.requests``: every ``Recorded`` request (method, path, headers lower-cased, body bytes, ``json``).
+- ``FakeServer(fallback=...)``: a callable ``(Recorded) -> Reply`` that answers requests no route matches
+  (default: a 404 JSON error).
+- ``server.requests``: every ``Recorded`` request (method, path, headers lower-cased, body bytes, ``json``,
+  ``query``).
 """
 
 from __future__ import annotations
@@ -28,16 +32,9 @@ import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-__all__ = ["FIXTURES", "Drop", "FakeServer", "Recorded", "Reply", "Stall", "fixture"]
-
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def fixture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
+__all__ = ["Drop", "FakeServer", "Recorded", "Reply", "ReplySource", "Stall"]
 
 
 @dataclass
@@ -101,6 +98,7 @@ class Recorded:
     path: str
     headers: Mapping[str, str]
     body: bytes
+    query: str = ""
 
     @property
     def json(self) -> Any:
@@ -111,7 +109,8 @@ ReplySource = Reply | Callable[[Recorded], Reply]
 
 
 class FakeServer:
-    def __init__(self) -> None:
+    def __init__(self, fallback: Callable[[Recorded], Reply] | None = None) -> None:
+        self._fallback = fallback
         self._sock = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -173,13 +172,17 @@ class FakeServer:
     def _next_reply(self, req: Recorded) -> Reply:
         with self._lock:
             queue = self._routes.get((req.method, req.path))
-            if not queue:
+            if not queue and self._fallback is not None:
+                fallback = self._fallback
+            elif not queue:
                 return Reply.json(
                     404,
                     {"error": {"message": f"no route {req.method} {req.path}", "type": "not_found_error"}},
                 )
-            source = queue.pop(0) if len(queue) > 1 else queue[0]
-        return source(req) if callable(source) else source
+            else:
+                source = queue.pop(0) if len(queue) > 1 else queue[0]
+                return source(req) if callable(source) else source
+        return fallback(req)
 
     def _handle(self, conn: socket.socket) -> None:
         buf = b""
@@ -204,7 +207,8 @@ class FakeServer:
                         return
                     buf += data
                 body, buf = buf[:length], buf[length:]
-                req = Recorded(method.upper(), target.split("?", 1)[0], headers, body)
+                path, _, query = target.partition("?")
+                req = Recorded(method.upper(), path, headers, body, query)
                 with self._lock:
                     self.requests.append(req)
                 if not self._respond(conn, self._next_reply(req)):
@@ -229,6 +233,9 @@ class FakeServer:
             401: "Unauthorized",
             404: "Not Found",
             429: "Too Many Requests",
+            500: "Internal Server Error",
+            503: "Service Unavailable",
+            529: "Overloaded",
         }
         head = [f"HTTP/1.1 {reply.status} {status_text.get(reply.status, 'Status')}"]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]

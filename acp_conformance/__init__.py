@@ -1,0 +1,1 @@
+"""acp-conformance."""
