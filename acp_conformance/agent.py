@@ -73,7 +73,9 @@ class AgentProcess:
         tg.start_soon(self._read_stdout, self.process, send, self.eof)
         tg.start_soon(self._read_stderr, self.process)
 
-    async def _read_stdout(self, process: Process, out: MemoryObjectSendStream[Line | None], eof: anyio.Event) -> None:
+    async def _read_stdout(
+        self, process: Process, out: MemoryObjectSendStream[Line | None], eof: anyio.Event
+    ) -> None:
         assert process.stdout is not None
         buffer = bytearray()
         async with out:

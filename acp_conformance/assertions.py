@@ -62,7 +62,9 @@ def _tool_problem(step: Mapping[str, Any], items: Sequence[Any]) -> str | None:
     if step.get("announced") and not status:
         return "no tool_call update in the turn"
     if "final_status" in step:
-        wanted = set(step["final_status"]) if isinstance(step["final_status"], list) else {step["final_status"]}
+        wanted = (
+            set(step["final_status"]) if isinstance(step["final_status"], list) else {step["final_status"]}
+        )
         wrong = {k: v for k, v in status.items() if v not in wanted}
         if not status or wrong:
             return f"tool calls should end {sorted(wanted)}; last statuses: {status or 'no tool calls'}"
@@ -74,7 +76,9 @@ def _tool_problem(step: Mapping[str, Any], items: Sequence[Any]) -> str | None:
     return None
 
 
-def check_collected(step: Mapping[str, Any], items: Sequence[Any], variables: Mapping[str, Any]) -> str | None:
+def check_collected(
+    step: Mapping[str, Any], items: Sequence[Any], variables: Mapping[str, Any]
+) -> str | None:
     """None when every assertion of ``step`` holds for ``items``; else the first problem."""
     if "min" in step and len(items) < int(step["min"]):
         return f"collected {len(items)} messages, expected at least {step['min']}"

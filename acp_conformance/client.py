@@ -86,7 +86,9 @@ def _resolve(params: dict[str, Any], root: Path) -> Path | dict[str, Any]:
         return {"error": {"code": -32602, "message": f"path must be absolute: {path}"}}
     resolved = path.resolve()
     if not resolved.is_relative_to(root.resolve()):
-        return {"error": {"code": -32002, "message": f"outside the project: {path}", "data": {"uri": str(path)}}}
+        return {
+            "error": {"code": -32002, "message": f"outside the project: {path}", "data": {"uri": str(path)}}
+        }
     return resolved
 
 
@@ -97,7 +99,13 @@ def _read_text_file(params: dict[str, Any], root: Path) -> dict[str, Any]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     except OSError as exc:
-        return {"error": {"code": -32002, "message": f"cannot read {path}: {exc.strerror}", "data": {"uri": str(path)}}}
+        return {
+            "error": {
+                "code": -32002,
+                "message": f"cannot read {path}: {exc.strerror}",
+                "data": {"uri": str(path)},
+            }
+        }
     start = max(int(params.get("line") or 1), 1) - 1
     limit = params.get("limit")
     chosen = lines[start : start + int(limit)] if isinstance(limit, int) else lines[start:]

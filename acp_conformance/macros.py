@@ -33,16 +33,34 @@ def _carry(spec: Mapping[str, Any], step: dict[str, Any]) -> dict[str, Any]:
 
 def _initialize(spec: Mapping[str, Any], client: Mapping[str, Any], auth_method: str) -> list[dict[str, Any]]:
     rid = spec.get("id", 0)
-    params: dict[str, Any] = {"protocolVersion": 1, "clientCapabilities": dict(client), "clientInfo": CLIENT_INFO}
+    params: dict[str, Any] = {
+        "protocolVersion": 1,
+        "clientCapabilities": dict(client),
+        "clientInfo": CLIENT_INFO,
+    }
     params.update(spec.get("params") or {})
-    expect: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1}, "error": "<absent>"}
+    expect: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "result": {"protocolVersion": 1},
+        "error": "<absent>",
+    }
     steps = [
         {"send": {"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}},
         _carry(spec, {"expect": expect, "capture": dict(spec.get("capture") or {})}),
     ]
     if auth_method:
         aid = f"auth-{rid}"
-        steps.append({"send": {"jsonrpc": "2.0", "id": aid, "method": "authenticate", "params": {"methodId": auth_method}}})
+        steps.append(
+            {
+                "send": {
+                    "jsonrpc": "2.0",
+                    "id": aid,
+                    "method": "authenticate",
+                    "params": {"methodId": auth_method},
+                }
+            }
+        )
         steps.append({"expect": {"id": aid, "result": "<object>"}})
     return steps
 

@@ -65,7 +65,9 @@ def mismatch(pattern: Any, value: Any, path: str = "$") -> str | None:
             if problem:
                 return problem
         return None
-    numbers = isinstance(pattern, int | float) and isinstance(value, int | float) and not isinstance(value, bool)
+    numbers = (
+        isinstance(pattern, int | float) and isinstance(value, int | float) and not isinstance(value, bool)
+    )
     if type(pattern) is not type(value) and not numbers:
         return f"{path}: expected {short(pattern)}, got {short(value)}"
     return None if pattern == value else f"{path}: expected {short(pattern)}, got {short(value)}"
@@ -90,7 +92,9 @@ def _special(pattern: dict[str, Any], value: Any, path: str) -> Any:
         hits = [v for v in value if mismatch(arg, v, path) is None]  # pyright: ignore[reportUnknownVariableType]
         if key == "$any":
             return None if hits else f"{path}: no element matches {short(arg)} in {short(value)}"
-        return None if not hits else f"{path}: expected no element matching {short(arg)}, got {short(hits[0])}"
+        return (
+            None if not hits else f"{path}: expected no element matching {short(arg)}, got {short(hits[0])}"
+        )
     return _NOT_SPECIAL
 
 

@@ -69,7 +69,7 @@ class StepFailure(AssertionError):
         self.lenient_ok = lenient_ok
 
 
-class NotApplicable(Exception):  # noqa: N818 - an outcome, not an error
+class NotApplicable(Exception):
     """The scenario cannot go on here (``require_var``): its checks are reported as not applicable."""
 
 
@@ -125,7 +125,10 @@ class Player:
                     return None
                 self.count += 1
                 if line.problems:
-                    self.wire_problems.append("; ".join(line.problems) + f"\n    line: {short(line.msg if line.parsed else line.raw)}")
+                    self.wire_problems.append(
+                        "; ".join(line.problems)
+                        + f"\n    line: {short(line.msg if line.parsed else line.raw)}"
+                    )
                 if not line.parsed:
                     continue
                 if self._is_transparent(line.msg):
@@ -158,7 +161,9 @@ class Player:
         if not _is_request(msg):
             return False
         method = str(msg["method"])
-        reply, violation = answer_agent_request(method, msg.get("params"), self.client_caps, self.permission, self.root)
+        reply, violation = answer_agent_request(
+            method, msg.get("params"), self.client_caps, self.permission, self.root
+        )
         if violation:
             self.violations.append(violation)
         self.collected.setdefault("_requests", []).append(msg)
@@ -217,7 +222,9 @@ class Player:
     def _handlers(self) -> dict[str, Callable[[Mapping[str, Any]], Any]]:
         return {
             "send": lambda s: self.send_obj(s["send"], s.get("pad")),
-            "send_raw": lambda s: self.write_bytes(str(substitute(s["send_raw"], self.vars)).encode() + b"\n"),
+            "send_raw": lambda s: self.write_bytes(
+                str(substitute(s["send_raw"], self.vars)).encode() + b"\n"
+            ),
             "send_hex": lambda s: self.write_bytes(bytes.fromhex(s["send_hex"]) + b"\n"),
             "expect": self._expect,
             "expect_until": self._expect_until,
@@ -345,14 +352,13 @@ class Player:
     async def _await_model(self, step: Mapping[str, Any]) -> None:
         what = str(step["await_model"])
         if self.model is None:
-            if what == "stalled":
+            if what == "stalled":  # an agent without a model: give its long turn a moment to begin
                 await anyio.sleep(0.3)
                 return
             raise StepFailure("no fake model in this run")
-        probe = self.model.stalled if what == "stalled" else self.model.stall_abandoned
-        with anyio.move_on_after(self.timeout(step) / 1000):
-            while not probe():
-                await anyio.sleep(0.01)  # the fake model's threads set these flags; poll them
+        event = self.model.stall_reached if what == "stalled" else self.model.stall_closed
+        timeout = self.timeout(step) / 1000
+        if await anyio.to_thread.run_sync(event.wait, timeout, abandon_on_cancel=True):
             return
         detail = "no stalled turn reached" if what == "stalled" else "the agent kept the model's stream open"
         raise StepFailure(f"{detail} ({self.model.summary()})")
@@ -375,19 +381,19 @@ class Player:
 
     async def _write_file(self, step: Mapping[str, Any]) -> None:
         spec = substitute(step["write_file"], self.vars)
-        target = Path(self.vars["CWD"], str(spec["path"]))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        await anyio.Path(target).write_text(str(spec["text"]), encoding="utf-8")
+        target = anyio.Path(self.vars["CWD"], str(spec["path"]))
+        await target.parent.mkdir(parents=True, exist_ok=True)
+        await target.write_text(str(spec["text"]), encoding="utf-8")
 
     async def _check_file(self, step: Mapping[str, Any]) -> None:
         spec = substitute(step["check_file"], self.vars)
-        target = Path(self.vars["CWD"], str(spec["path"]))
+        target = anyio.Path(self.vars["CWD"], str(spec["path"]))
         if spec.get("absent"):
-            if target.exists():
+            if await target.exists():
                 raise StepFailure(f"{spec['path']} exists, expected it absent")
             return
         try:
-            text = target.read_text(encoding="utf-8")
+            text = await target.read_text(encoding="utf-8")
         except OSError as exc:
             raise StepFailure(f"cannot read {spec['path']}: {exc}") from None
         if text != spec["text"]:

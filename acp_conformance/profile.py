@@ -64,7 +64,17 @@ __all__ = [
 FAKE_API_KEY = "sk-acp-conformance-fake-key"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|_KEY$)", re.IGNORECASE)
-_PROVIDER_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "CODEX_", "CLAUDE_", "ACP_AGENT_", "AWS_", "AZURE_")
+_PROVIDER_PREFIXES = (
+    "OPENAI_",
+    "ANTHROPIC_",
+    "GEMINI_",
+    "GOOGLE_",
+    "CODEX_",
+    "CLAUDE_",
+    "ACP_AGENT_",
+    "AWS_",
+    "AZURE_",
+)
 
 
 class ProfileError(Exception):
@@ -113,7 +123,9 @@ class Profile:
             raise ProfileError(f"--api {api!r}: use one of {', '.join(API_NAMES)}")
         return replace(self, api=api)
 
-    def variables(self, *, base_url: str, home: str, project: str, tmp: str, script: str = "") -> dict[str, str]:
+    def variables(
+        self, *, base_url: str, home: str, project: str, tmp: str, script: str = ""
+    ) -> dict[str, str]:
         return {
             "base_url": base_url,
             "model": self.model,
@@ -131,7 +143,11 @@ def expand(value: Any, variables: Mapping[str, Any]) -> Any:
     """``${name}`` replaced throughout strings, lists and tables; unknown names kept."""
     if isinstance(value, str):
         whole = _VAR.fullmatch(value)
-        if whole is not None and whole.group(1) in variables and not isinstance(variables[whole.group(1)], str):
+        if (
+            whole is not None
+            and whole.group(1) in variables
+            and not isinstance(variables[whole.group(1)], str)
+        ):
             return variables[whole.group(1)]
         return _VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), value)
     if isinstance(value, list):
@@ -175,14 +191,16 @@ _KEYS = {
 def _from_table(data: dict[str, Any], source: str) -> Profile:
     unknown = sorted(set(data) - _KEYS)
     if unknown:
-        raise ProfileError(f"{source}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
+        raise ProfileError(
+            f"{source}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}"
+        )
     api = data.get("api")
     if api is not None and api not in API_NAMES:
         raise ProfileError(f"{source}: api = {api!r}: use one of {', '.join(API_NAMES)}")
     tools: dict[str, ToolMap] = {}
     for role, spec in dict(data.get("tools") or {}).items():
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-            raise ProfileError(f"{source}: [tools.{role}] needs name = \"...\" and an input table")
+            raise ProfileError(f'{source}: [tools.{role}] needs name = "..." and an input table')
         tools[str(role)] = ToolMap(str(spec["name"]), dict(spec.get("input") or {}))
     script = dict(data.get("script") or {})
     return Profile(
@@ -200,7 +218,8 @@ def _from_table(data: dict[str, Any], source: str) -> Profile:
         pass_env=tuple(str(n) for n in data.get("pass_env") or ()),
         env={str(k): str(v) for k, v in dict(data.get("env") or {}).items()},
         api_env={
-            str(api): {str(k): str(v) for k, v in dict(table).items()} for api, table in dict(data.get("api_env") or {}).items()
+            str(api): {str(k): str(v) for k, v in dict(table).items()}
+            for api, table in dict(data.get("api_env") or {}).items()
         },
         files={str(k): str(v) for k, v in dict(data.get("files") or {}).items()},
         tools=tools,

@@ -60,7 +60,11 @@ def _agent_line(run: SuiteResult) -> str:
     if run.init is None:
         return "agent: initialize failed"
     info = run.init.get("agentInfo")
-    name = f"{info.get('name', '?')} {info.get('version', '')}".strip() if isinstance(info, dict) else "(no agentInfo)"
+    name = (
+        f"{info.get('name', '?')} {info.get('version', '')}".strip()
+        if isinstance(info, dict)
+        else "(no agentInfo)"
+    )
     return f"agent: {name} · advertises: {', '.join(advertised(run.init)) or 'nothing optional'}"
 
 
@@ -84,7 +88,9 @@ def to_table(run: SuiteResult, *, verbose: bool = False, strict: bool = False) -
                 lines += [f"{'':<19}{s}" for s in r.stderr_tail.splitlines()[-15:]]
     s = summary(run.results)
     lines += ["", f"{'':<12} {'passed':>7} {'failed':>7}"]
-    lines += [f"{level.value:<12} {s[level.value]['passed']:>7} {s[level.value]['failed']:>7}" for level in Level]
+    lines += [
+        f"{level.value:<12} {s[level.value]['passed']:>7} {s[level.value]['failed']:>7}" for level in Level
+    ]
     lines.append(
         f"not advertised {s['not_advertised']} · not applicable {s['not_applicable']} · not run {s['not_run']}"
         f" · {run.duration_s:.0f} s"
@@ -132,15 +138,24 @@ def to_junit(run: SuiteResult) -> str:
     for r in run.results:
         counts["tests"] += 1
         case = ET.SubElement(
-            suite, "testcase", classname=f"acp-conformance.{r.check.level.value}", name=f"{r.check.id}: {r.check.title}"
+            suite,
+            "testcase",
+            classname=f"acp-conformance.{r.check.level.value}",
+            name=f"{r.check.id}: {r.check.title}",
         )
         case.set("time", f"{r.duration_s:.3f}")
         props = ET.SubElement(case, "properties")
-        for key, value in (("level", r.check.level.value), ("source", r.check.source), ("scenario", r.scenario)):
+        for key, value in (
+            ("level", r.check.level.value),
+            ("source", r.check.source),
+            ("scenario", r.scenario),
+        ):
             ET.SubElement(props, "property", name=key, value=value)
         if r.outcome is Outcome.FAILED:
             counts["failures"] += 1
-            failure = ET.SubElement(case, "failure", message=(r.detail.splitlines() or [""])[0][:500], type=r.check.level.value)
+            failure = ET.SubElement(
+                case, "failure", message=(r.detail.splitlines() or [""])[0][:500], type=r.check.level.value
+            )
             failure.text = r.detail
         elif r.outcome is not Outcome.PASSED:
             counts["skipped"] += 1

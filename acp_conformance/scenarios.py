@@ -32,7 +32,15 @@ from typing import Any
 from .checks import Check, Level, Outcome
 from .profile import Profile
 
-__all__ = ["CAPABILITY_TOKENS", "Scenario", "kit_scenario_dir", "load_scenarios", "requirement_gap", "scenario_from_data", "tokens_gap"]
+__all__ = [
+    "CAPABILITY_TOKENS",
+    "Scenario",
+    "kit_scenario_dir",
+    "load_scenarios",
+    "requirement_gap",
+    "scenario_from_data",
+    "tokens_gap",
+]
 
 CAPABILITY_TOKENS: dict[str, tuple[str, ...]] = {
     "loadSession": ("loadSession",),
@@ -71,17 +79,23 @@ def _check(spec: Mapping[str, Any], where: str, default_id: str) -> Check:
     try:
         level = Level(str(spec.get("level", "")).upper())
     except ValueError:
-        raise ValueError(f"{where}: level must be MUST, SHOULD or RECOMMENDED, got {spec.get('level')!r}") from None
+        raise ValueError(
+            f"{where}: level must be MUST, SHOULD or RECOMMENDED, got {spec.get('level')!r}"
+        ) from None
     source = str(spec.get("source") or "")
     if not source:
-        raise ValueError(f"{where}: every check names its source (a docs/*.mdx section, schema.json, JSON-RPC 2.0)")
+        raise ValueError(
+            f"{where}: every check names its source (a docs/*.mdx section, schema.json, JSON-RPC 2.0)"
+        )
     return Check(str(spec.get("id") or default_id), str(spec.get("title") or default_id), level, source)
 
 
 def _subs(steps: Iterable[Mapping[str, Any]], where: str) -> list[Check]:
     out: list[Check] = []
     for i, step in enumerate(steps):
-        nested = next((step[k] for k in ("initialize", "new_session", "prompt") if isinstance(step.get(k), dict)), {})
+        nested = next(
+            (step[k] for k in ("initialize", "new_session", "prompt") if isinstance(step.get(k), dict)), {}
+        )
         spec = step.get("as") or nested.get("as")
         if spec is not None:
             out.append(_check(spec, f"{where} step {i + 1}", f"{where}.{i + 1}"))
@@ -117,12 +131,16 @@ def _capability(init: Mapping[str, Any], token: str) -> bool:
     return value is not None and value is not False
 
 
-def requirement_gap(scenario: Scenario, init: Mapping[str, Any] | None, profile: Profile) -> tuple[Outcome, str] | None:
+def requirement_gap(
+    scenario: Scenario, init: Mapping[str, Any] | None, profile: Profile
+) -> tuple[Outcome, str] | None:
     """Why ``scenario`` cannot run here (an outcome and a reason), or None when it can."""
     return tokens_gap(scenario.requires, init, profile)
 
 
-def tokens_gap(tokens: Iterable[str], init: Mapping[str, Any] | None, profile: Profile) -> tuple[Outcome, str] | None:
+def tokens_gap(
+    tokens: Iterable[str], init: Mapping[str, Any] | None, profile: Profile
+) -> tuple[Outcome, str] | None:
     """Why a run with this ``initialize`` answer and profile lacks one of ``tokens``, or None."""
     for token in tokens:
         negated = token.startswith("!")

@@ -27,7 +27,12 @@ from .validate import MessageValidator
 __all__ = ["ScenarioRun", "SuiteResult", "probe", "run_scenario", "run_suite"]
 
 LONG_PROMPT = "Tell me a very long story."
-_PROBE = {"id": "probe", "level": "MUST", "source": "docs/initialization.mdx", "steps": [{"initialize": {"capture": {"INIT": "result"}}}]}
+_PROBE = {
+    "id": "probe",
+    "level": "MUST",
+    "source": "docs/initialization.mdx",
+    "steps": [{"initialize": {"capture": {"INIT": "result"}}}],
+}
 
 
 @dataclass
@@ -55,9 +60,15 @@ def _turns(data: Mapping[str, Any], profile: Profile, variables: Mapping[str, An
             if "tool" in call:
                 mapping = profile.tools[call["tool"]]
                 args = {**variables, **dict(call.get("args") or {})}
-                calls.append(ToolCall(mapping.name, dict(expand(dict(mapping.input), args)), f"call_conformance_{i}_{j}"))
+                calls.append(
+                    ToolCall(
+                        mapping.name, dict(expand(dict(mapping.input), args)), f"call_conformance_{i}_{j}"
+                    )
+                )
             else:
-                calls.append(ToolCall(str(call["name"]), dict(call.get("input") or {}), f"call_conformance_{i}_{j}"))
+                calls.append(
+                    ToolCall(str(call["name"]), dict(call.get("input") or {}), f"call_conformance_{i}_{j}")
+                )
         turns.append(
             Turn(
                 text=str(raw.get("text") or ""),
@@ -73,15 +84,19 @@ def _turns(data: Mapping[str, Any], profile: Profile, variables: Mapping[str, An
 
 
 def _environment(
-    data: Mapping[str, Any], profile: Profile, variables: dict[str, str], tmp: str, base_env: Mapping[str, str] | None
+    data: Mapping[str, Any],
+    profile: Profile,
+    variables: dict[str, str],
+    tmp: str,
+    base_env: Mapping[str, str] | None,
 ) -> dict[str, str]:
     env = clean_environment(os.environ if base_env is None else base_env, profile.pass_env)
-    if "script" in data and profile.script_env:
+    env.update(expand(profile.environment(), variables))
+    if "script" in data and profile.script_env:  # the agent's own scripted model replaces the fake one
         script = Path(tmp, "script.json")
         script.write_text(json.dumps(data["script"]), encoding="utf-8")
         variables["script"] = str(script)
         env.update(expand(dict(profile.script_env), variables))
-    env.update(expand(profile.environment(), variables))
     for path_template, text_template in profile.files.items():
         target = Path(expand(path_template, variables))
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -89,17 +104,34 @@ def _environment(
     return env
 
 
-def _outcomes(scenario: Scenario, player: Player | None, failure: str | None, stderr: str, took: float) -> list[CheckResult]:
-    results = [CheckResult(scenario.main, scenario.name, Outcome.FAILED if failure else Outcome.PASSED, failure or "", stderr if failure else "", took)]
+def _outcomes(
+    scenario: Scenario, player: Player | None, failure: str | None, stderr: str, took: float
+) -> list[CheckResult]:
+    results = [
+        CheckResult(
+            scenario.main,
+            scenario.name,
+            Outcome.FAILED if failure else Outcome.PASSED,
+            failure or "",
+            stderr if failure else "",
+            took,
+        )
+    ]
     reached: dict[str, tuple[bool, str]] = {}
     for spec, ok, detail in player.sub_results if player else []:
         reached.setdefault(str(spec.get("id")), (ok, detail))
     for sub in scenario.subs:
         if sub.id in reached:
             ok, detail = reached[sub.id]
-            results.append(CheckResult(sub, scenario.name, Outcome.PASSED if ok else Outcome.FAILED, detail, "" if ok else stderr))
+            results.append(
+                CheckResult(
+                    sub, scenario.name, Outcome.PASSED if ok else Outcome.FAILED, detail, "" if ok else stderr
+                )
+            )
         else:
-            results.append(CheckResult(sub, scenario.name, Outcome.NOT_RUN, "an earlier step of the scenario failed"))
+            results.append(
+                CheckResult(sub, scenario.name, Outcome.NOT_RUN, "an earlier step of the scenario failed")
+            )
     return results
 
 
@@ -121,15 +153,22 @@ async def run_scenario(
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="acp-conformance-") as tmp:
         home, project = Path(tmp, "home"), Path(tmp, "project")
-        home.mkdir()
-        project.mkdir()
+        await anyio.Path(home).mkdir()
+        await anyio.Path(project).mkdir()
         variables: dict[str, Any] = {"CWD": str(project), "HOME": str(home), "TMP": tmp}
         variables["PROMPT_LONG"] = LONG_PROMPT if profile.has_model else profile.long_prompt
-        model = FakeModel(_turns(data, profile, variables), model=profile.model, side_models=profile.side_models) if profile.has_model else None
-        env_vars = profile.variables(base_url=model.url if model else "", home=str(home), project=str(project), tmp=tmp)
+        model = (
+            FakeModel(_turns(data, profile, variables), model=profile.model, side_models=profile.side_models)
+            if profile.has_model
+            else None
+        )
+        env_vars = profile.variables(
+            base_url=model.url if model else "", home=str(home), project=str(project), tmp=tmp
+        )
         agent: AgentProcess | None = None
         player: Player | None = None
         failure: str | None = None
+        skipped: dict[str, tuple[Outcome, str]] = {}
         try:
             if model is not None:
                 model.start()
@@ -154,7 +193,12 @@ async def run_scenario(
         except Exception as exc:  # every failure of the agent or the scenario becomes the check's detail
             leaf = _leaf(exc)
             if isinstance(leaf, NotApplicable):
-                return ScenarioRun([CheckResult(c, scenario.name, Outcome.NOT_APPLICABLE, str(leaf)) for c in scenario.checks])
+                return ScenarioRun(
+                    [
+                        CheckResult(c, scenario.name, Outcome.NOT_APPLICABLE, str(leaf))
+                        for c in scenario.checks
+                    ]
+                )
             failure = _describe(leaf, agent)
         finally:
             if model is not None:
@@ -162,7 +206,9 @@ async def run_scenario(
         if failure and model is not None:
             failure += f"\n  ({model.summary()})"
         stderr = agent.stderr_tail() if agent is not None else ""
-        run = ScenarioRun(_outcomes(scenario, player, failure, stderr, time.monotonic() - started), variables=variables)
+        run = ScenarioRun(
+            _outcomes(scenario, player, failure, stderr, time.monotonic() - started), variables=variables
+        )
         for result in run.results:
             if result.check.id in skipped:
                 result.outcome, result.detail = skipped[result.check.id]
@@ -204,9 +250,13 @@ def _describe(exc: BaseException, agent: AgentProcess | None) -> str:
     return f"{type(exc).__name__}: {str(exc)[:1000]}"
 
 
-async def probe(command: Sequence[str], profile: Profile, validator: MessageValidator, base_env: Mapping[str, str] | None) -> tuple[Mapping[str, Any] | None, str]:
+async def probe(
+    command: Sequence[str], profile: Profile, validator: MessageValidator, base_env: Mapping[str, str] | None
+) -> tuple[Mapping[str, Any] | None, str]:
     """The agent's ``initialize`` result (None if it gave none) and why not."""
-    run = await run_scenario(scenario_from_data("probe", _PROBE), command, profile, validator=validator, base_env=base_env)
+    run = await run_scenario(
+        scenario_from_data("probe", _PROBE), command, profile, validator=validator, base_env=base_env
+    )
     init = run.variables.get("INIT")
     return (init if isinstance(init, dict) else None), run.results[0].detail
 
@@ -228,7 +278,9 @@ async def run_suite(
 
     async def one(index: int, scenario: Scenario) -> None:
         async with limiter:
-            run = await run_scenario(scenario, command, profile, init=init, validator=validator, base_env=base_env)
+            run = await run_scenario(
+                scenario, command, profile, init=init, validator=validator, base_env=base_env
+            )
             for r in run.results:
                 if init is None and r.outcome is Outcome.NOT_RUN:
                     r.detail = f"{r.detail}: {why.splitlines()[0] if why else ''}"
@@ -243,9 +295,14 @@ async def run_suite(
     results = [r for run in runs if run is not None for r in run.results]
     wire = [p for run in runs if run is not None for p in run.wire_problems]
     violations = [v for run in runs if run is not None for v in run.violations]
-    for check_id, problems in (("wire.only-acp-on-stdout", wire), ("client.capabilities-respected", violations)):
+    for check_id, problems in (
+        ("wire.only-acp-on-stdout", wire),
+        ("client.capabilities-respected", violations),
+    ):
         outcome = Outcome.FAILED if problems else Outcome.PASSED
-        detail = "\n".join(problems[:5]) + (f"\n  … and {len(problems) - 5} more" if len(problems) > 5 else "")
+        detail = "\n".join(problems[:5]) + (
+            f"\n  … and {len(problems) - 5} more" if len(problems) > 5 else ""
+        )
         result = CheckResult(GLOBAL_CHECKS[check_id], "(every scenario)", outcome, detail)
         results.append(result)
         if on_result is not None:

@@ -54,7 +54,10 @@ class FakeModel:
         self.model_requests: list[Recorded] = []
         self.side_requests: list[Recorded] = []
         self.unknown_requests: list[Recorded] = []
-        self.stalls: list[Stall] = []
+        self.stall_reached = threading.Event()
+        """Set once a stalled turn has sent its text and holds its stream open."""
+        self.stall_closed = threading.Event()
+        """Set once the agent closed a stalled stream (it stopped the model request)."""
         self._lock = threading.Lock()
         self._next = 0
         self.server = FakeServer(fallback=self._answer)
@@ -77,16 +80,6 @@ class FakeModel:
         self.close()
 
     # -- what the scenario can wait for --------------------------------------------------------
-
-    def stalled(self) -> bool:
-        """Whether a stalled turn has sent its text and is now holding the stream open."""
-        with self._lock:
-            return any(s.reached.is_set() for s in self.stalls)
-
-    def stall_abandoned(self) -> bool:
-        """Whether the agent closed a stalled stream (it stopped the model request)."""
-        with self._lock:
-            return any(s.client_closed.is_set() for s in self.stalls)
 
     def summary(self) -> str:
         """The requests seen, for a failure's detail."""
@@ -130,9 +123,7 @@ class FakeModel:
             return Reply.json(200, render_json(api, turn, model))
         head, tail = render_stream(api, turn, model)
         if turn.stall:
-            stall = Stall()
-            with self._lock:
-                self.stalls.append(stall)
+            stall = Stall(reached=self.stall_reached, client_closed=self.stall_closed)
             return Reply(200, dict(_SSE), [*head, stall, *tail])
         return Reply(200, dict(_SSE), [*head, *tail])
 

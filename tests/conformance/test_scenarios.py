@@ -1,5 +1,7 @@
-"""Every conformance scenario against the real ``acp-agent`` process (script provider, temp home), and
-one conversation driven by the official ACP Python SDK's client side."""
+"""The conformance kit (``acp_conformance``) against the real ``acp-agent`` process: every kit scenario through
+the ``acp-agent`` profile (the agent pointed at the kit's fake model), this project's own scenarios
+(``scenarios/``, its contract beyond the spec), the prompt-turn scenarios once per fake-model API (the
+profile mechanism end to end), and one conversation driven by the official ACP Python SDK's client side."""
 
 from __future__ import annotations
 
@@ -9,18 +11,35 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
 import pytest
 
-from tests.conftest import ACP_SCHEMA, REPO, require_shared
-
-from .runner import load_scenarios, run_scenario
-from .validate import MessageValidator
+from acp_conformance import Outcome, load_profile, load_scenarios
+from acp_conformance.suite import probe, run_scenario
+from acp_conformance.validate import MessageValidator
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.anyio
 
 AGENT = [sys.executable, "-m", "acp_agent"]
-FEATURES = {"core", "script", "persist", "coding"}
-SCENARIOS = load_scenarios()
+KIT = load_scenarios()
+PROJECT = load_scenarios([Path(__file__).parent / "scenarios"])
+PROMPT_TURNS = [
+    s
+    for s in KIT
+    if s.name
+    in ("6p01_prompt_turn", "7x01_cancel_mid_stream", "8t01_tool_call_lifecycle", "5s06_load_replays_history")
+]
+# What the agent does not advertise, so the kit reports it apart (asserted, so a change is noticed).
+EXPECTED_GAPS = {
+    "caps.logout-advertised-is-implemented": Outcome.NOT_ADVERTISED,
+    "caps.list-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,
+    "caps.resume-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,
+    "caps.close-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,
+    "caps.delete-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,
+    "caps.load-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,
+    "prompt.unadvertised-image-rejected": Outcome.NOT_APPLICABLE,
+}
 
 
 def _env() -> dict[str, str]:
@@ -34,40 +53,49 @@ def validator() -> MessageValidator:
     return MessageValidator()
 
 
-def test_the_suite_covers_at_least_forty_reference_scenarios() -> None:
-    refs = {r for s in SCENARIOS for r in s.get("refs", [])}
+@pytest.fixture(scope="module")
+def init(validator: MessageValidator) -> dict[str, Any]:
+    result, why = anyio.run(probe, AGENT, load_profile("acp-agent"), validator, _env())
+    assert result is not None, why
+    return dict(result)
+
+
+async def _run(
+    scenario: Any, init: dict[str, Any], validator: MessageValidator, api: str | None = None
+) -> None:
+    profile = load_profile("acp-agent").with_api(api)
+    run = await run_scenario(scenario, AGENT, profile, init=init, validator=validator, base_env=_env())
+    assert not run.wire_problems, run.wire_problems
+    assert not run.violations, run.violations
+    for result in run.results:
+        expected = EXPECTED_GAPS.get(result.check.id, Outcome.PASSED)
+        assert result.outcome is expected, (
+            f"{result.check.id} ({result.check.level}): {result.outcome.value}\n{result.detail}\n"
+            f"--- agent stderr (tail) ---\n{result.stderr_tail}"
+        )
+
+
+def test_the_kit_and_project_scenarios_cover_at_least_forty_reference_scenarios() -> None:
+    refs = {r for s in KIT + PROJECT for r in s.data.get("refs", [])}
     assert len(refs) >= 40, sorted(refs)
 
 
-def test_jsonschema_validation_is_active_when_the_spec_is_present(validator: MessageValidator) -> None:
-    require_shared(ACP_SCHEMA)
-    assert validator.jsonschema_skipped is None
+@pytest.mark.parametrize("scenario", KIT, ids=[s.name for s in KIT])
+async def test_kit_scenario(scenario: Any, init: dict[str, Any], validator: MessageValidator) -> None:
+    await _run(scenario, init, validator)
 
 
-def test_the_validator_rejects_a_malformed_update(validator: MessageValidator) -> None:
-    bad = {
-        "jsonrpc": "2.0",
-        "method": "session/update",
-        "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}},
-    }
-    assert validator.check(bad, {})
-    unstable = {
-        "jsonrpc": "2.0",
-        "method": "session/update",
-        "params": {
-            "sessionId": "s",
-            "update": {"sessionUpdate": "notice", "content": {"type": "text", "text": "x"}},
-        },
-    }
-    assert validator.check(unstable, {})
+@pytest.mark.parametrize("scenario", PROJECT, ids=[s.name for s in PROJECT])
+async def test_project_scenario(scenario: Any, init: dict[str, Any], validator: MessageValidator) -> None:
+    await _run(scenario, init, validator)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
-async def test_scenario(scenario: dict[str, Any], validator: MessageValidator) -> None:
-    result = await run_scenario(scenario, AGENT, features=FEATURES, base_env=_env(), validator=validator)
-    if result.skipped:
-        pytest.skip(result.skipped)
-    assert result.ok, f"{result.detail}\n--- agent stderr (tail) ---\n{result.stderr_tail}"
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+@pytest.mark.parametrize("scenario", PROMPT_TURNS, ids=[s.name for s in PROMPT_TURNS])
+async def test_prompt_turns_through_each_fake_model_api(
+    scenario: Any, api: str, init: dict[str, Any], validator: MessageValidator
+) -> None:
+    await _run(scenario, init, validator, api)
 
 
 async def test_official_sdk_client_drives_a_conversation(tmp_path: Path) -> None:
@@ -95,8 +123,6 @@ async def test_official_sdk_client_drives_a_conversation(tmp_path: Path) -> None
 
         async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
             raise AssertionError("no permission requests expected")
-
-    import anyio
 
     with anyio.fail_after(30):
         async with acp.spawn_agent_process(
