@@ -104,18 +104,21 @@ async def test_a_stalled_turn_holds_the_stream_until_the_client_leaves() -> None
     with FakeModel([Turn(text="Once upon a time", stall=True)]) as fake:
         model = _model("chat", fake.url)
         got: list[Any] = []
+        all_text = anyio.Event()
 
         async def consume() -> None:
             async for delta in model.stream(_prompt()):
                 got.append(delta)
+                if _text(got, TextChunk) == "Once upon a time":
+                    all_text.set()
 
         with anyio.fail_after(LIMIT_S):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(consume)
-                assert await anyio.to_thread.run_sync(fake.stall_reached.wait, LIMIT_S)
+                await all_text.wait()
+                assert fake.stall_reached.is_set() and not fake.stall_closed.is_set()
                 tg.cancel_scope.cancel()
             assert await anyio.to_thread.run_sync(fake.stall_closed.wait, LIMIT_S)
-    assert _text(got, TextChunk) == "Once upon a time"
     assert not any(isinstance(d, Finish) for d in got)
 
 
