@@ -54,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--strict", action="store_true", help="fail on SHOULD and RECOMMENDED checks too")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
     parser.add_argument(
+        "--save-model-requests",
+        type=Path,
+        metavar="DIR",
+        help="write every request the agent sent the fake model here",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="details of skips, and the agent's stderr"
     )
     return parser
@@ -99,7 +105,14 @@ def main(argv: list[str] | None = None) -> int:
         print("acp-conformance: --agent is required (the profile names no command)", file=sys.stderr)
         return 2
     run = anyio.run(
-        lambda: run_suite(scenarios, split_command(command), profile, jobs=args.jobs, on_result=_progress)
+        lambda: run_suite(
+            scenarios,
+            split_command(command),
+            profile,
+            jobs=args.jobs,
+            on_result=_progress,
+            save_requests=args.save_model_requests,
+        )
     )
     print(file=sys.stderr)
     print(

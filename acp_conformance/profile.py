@@ -4,9 +4,11 @@ A profile is a TOML file (built-in ones live in ``acp_conformance/profiles/``)::
 
     name = "my-agent"
     command = "my-agent --acp"        # used when --agent is not given
+    args = ["--config", "${home}/my.toml"]   # appended to the command, whichever it is
     api = "chat"                      # the fake model's API: chat | responses | anthropic | gemini
     model = "fake-model"              # the model name the agent is told to use
     side_models = ["fake-small"]      # requests for these get a short answer and take no scripted turn
+    side_markers = ["[SUGGESTION MODE"]   # nor do requests whose body holds one of these
     features = []                     # agent-specific scenario features this agent has
     model_free = false                # true: the agent answers prompts itself, without a model
     long_prompt = ""                  # model_free: a prompt whose turn runs until cancelled
@@ -28,7 +30,7 @@ A profile is a TOML file (built-in ones live in ``acp_conformance/profiles/``)::
     name = "read_file"
     input = { path = "${path}" }
 
-``${name}`` is replaced in ``command``, ``env``, ``files`` and tool inputs: ``base_url`` (the fake model,
+``${name}`` is replaced in ``args``, ``env``, ``files`` and tool inputs: ``base_url`` (the fake model,
 ``http://127.0.0.1:PORT``), ``model``, ``side_model``, ``api_key`` (a fake key), ``home`` (a fresh temporary
 directory), ``project`` (the session's cwd), ``tmp``, ``python`` (this interpreter), ``script`` (for
 ``[script]``), and a tool call's own arguments (``path``...). Unknown names are left as they are.
@@ -91,10 +93,12 @@ class ToolMap:
 class Profile:
     name: str
     command: str = ""
+    args: tuple[str, ...] = ()
     description: str = ""
     api: str | None = None
     model: str = "fake-model"
     side_models: tuple[str, ...] = ()
+    side_markers: tuple[str, ...] = ()
     features: frozenset[str] = frozenset()
     model_free: bool = False
     long_prompt: str = ""
@@ -183,7 +187,7 @@ def load_profile(name_or_path: str | None) -> Profile:
 
 
 _KEYS = {
-    "name", "command", "description", "api", "model", "side_models", "features", "model_free", "long_prompt",
+    "name", "command", "args", "description", "api", "model", "side_models", "side_markers", "features", "model_free", "long_prompt",
     "timeout_scale", "auth_method", "pass_env", "env", "api_env", "files", "tools", "script", "notes",
 }  # fmt: skip
 
@@ -206,10 +210,12 @@ def _from_table(data: dict[str, Any], source: str) -> Profile:
     return Profile(
         name=str(data.get("name") or Path(source).stem),
         command=str(data.get("command") or ""),
+        args=tuple(str(a) for a in data.get("args") or ()),
         description=str(data.get("description") or ""),
         api=api,
         model=str(data.get("model") or "fake-model"),
         side_models=tuple(str(m) for m in data.get("side_models") or ()),
+        side_markers=tuple(str(m) for m in data.get("side_markers") or ()),
         features=frozenset(str(f) for f in data.get("features") or ()),
         model_free=bool(data.get("model_free", False)),
         long_prompt=str(data.get("long_prompt") or ""),

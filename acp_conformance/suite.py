@@ -143,8 +143,10 @@ async def run_scenario(
     init: Mapping[str, Any] | None = None,
     validator: MessageValidator | None = None,
     base_env: Mapping[str, str] | None = None,
+    save_requests: Path | None = None,
 ) -> ScenarioRun:
-    """Run one scenario against a fresh agent; never raises for the agent's faults."""
+    """Run one scenario against a fresh agent; never raises for the agent's faults. ``save_requests``: a
+    folder that receives every request the agent sent the fake model (to write a profile's tool map)."""
     gap = requirement_gap(scenario, init, profile)
     if gap is not None:
         return ScenarioRun([CheckResult(c, scenario.name, gap[0], gap[1]) for c in scenario.checks])
@@ -158,7 +160,12 @@ async def run_scenario(
         variables: dict[str, Any] = {"CWD": str(project), "HOME": str(home), "TMP": tmp}
         variables["PROMPT_LONG"] = LONG_PROMPT if profile.has_model else profile.long_prompt
         model = (
-            FakeModel(_turns(data, profile, variables), model=profile.model, side_models=profile.side_models)
+            FakeModel(
+                _turns(data, profile, variables),
+                model=profile.model,
+                side_models=profile.side_models,
+                side_markers=profile.side_markers,
+            )
             if profile.has_model
             else None
         )
@@ -173,7 +180,8 @@ async def run_scenario(
             if model is not None:
                 model.start()
             env = _environment(data, profile, env_vars, tmp, base_env)
-            agent = AgentProcess(command, env, str(project), validator or MessageValidator(), {})
+            argv = [*command, *expand(list(profile.args), env_vars)]
+            agent = AgentProcess(argv, env, str(project), validator or MessageValidator(), {})
             steps, skipped = _applicable_steps(data["steps"], init, profile)
             steps = expand_macros(steps, client=client, auth_method=profile.auth_method)
             with anyio.fail_after(float(data.get("timeout_s", 60)) * profile.timeout_scale):
@@ -203,6 +211,8 @@ async def run_scenario(
         finally:
             if model is not None:
                 model.close()
+                if save_requests is not None:
+                    _save_requests(model, save_requests / scenario.name)
         if failure and model is not None:
             failure += f"\n  ({model.summary()})"
         stderr = agent.stderr_tail() if agent is not None else ""
@@ -216,6 +226,18 @@ async def run_scenario(
             run.wire_problems = [f"{scenario.name}: {p}" for p in player.wire_problems]
             run.violations = [f"{scenario.name}: {v}" for v in player.violations]
         return run
+
+
+def _save_requests(model: FakeModel, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    seen = [*model.model_requests, *model.side_requests, *model.unknown_requests]
+    for n, request in enumerate(seen, start=1):
+        name = request.path.strip("/").replace("/", "_").replace(":", "_") or "root"
+        body = (
+            request.json if request.body.startswith((b"{", b"[")) else request.body.decode("utf-8", "replace")
+        )
+        record = {"method": request.method, "path": request.path, "query": request.query, "body": body}
+        (folder / f"{n:02d}-{name}.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -269,6 +291,7 @@ async def run_suite(
     base_env: Mapping[str, str] | None = None,
     jobs: int = 1,
     on_result: Callable[[CheckResult], None] | None = None,
+    save_requests: Path | None = None,
 ) -> SuiteResult:
     started = time.monotonic()
     validator = MessageValidator()
@@ -279,7 +302,13 @@ async def run_suite(
     async def one(index: int, scenario: Scenario) -> None:
         async with limiter:
             run = await run_scenario(
-                scenario, command, profile, init=init, validator=validator, base_env=base_env
+                scenario,
+                command,
+                profile,
+                init=init,
+                validator=validator,
+                base_env=base_env,
+                save_requests=save_requests,
             )
             for r in run.results:
                 if init is None and r.outcome is Outcome.NOT_RUN:

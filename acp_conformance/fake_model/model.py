@@ -3,7 +3,8 @@ Responses, Anthropic Messages and Gemini requests with the scenario's scripted t
 
 Each model request (a POST whose model is not a side model) takes the next turn; once the script is spent
 every request gets ``default_text``. Requests for a side model (the small model an agent uses for titles or
-routing) get a short answer and take no turn. Listing, counting and model-info requests are answered too,
+routing), and requests whose body holds one of ``side_markers`` (an agent's own side task on its main model,
+such as Claude Code's prompt suggestions), get a short answer and take no turn. Listing, counting and model-info requests are answered too,
 so an agent that checks its model first finds it.
 """
 
@@ -45,11 +46,13 @@ class FakeModel:
         *,
         model: str = "fake-model",
         side_models: Sequence[str] = (),
+        side_markers: Sequence[str] = (),
         default_text: str = "Done.",
     ) -> None:
         self.turns = list(turns)
         self.model = model
         self.side_models = frozenset(side_models)
+        self.side_markers = tuple(m.encode() for m in side_markers)
         self.default_text = default_text
         self.model_requests: list[Recorded] = []
         self.side_requests: list[Recorded] = []
@@ -111,7 +114,8 @@ class FakeModel:
         stream = api == "gemini" and ":streamGenerateContent" in request.path
         if api != "gemini":
             stream = isinstance(body, dict) and bool(body.get("stream"))  # pyright: ignore[reportUnknownMemberType]
-        if model in self.side_models:
+        other = "*" in self.side_models and model != self.model  # "*": every model but the main one
+        if other or model in self.side_models or any(m in request.body for m in self.side_markers):
             with self._lock:
                 self.side_requests.append(request)
             turn = Turn(text="ok", index=900 + len(self.side_requests))
