@@ -170,3 +170,15 @@ def test_the_validator_rejects_a_malformed_update_and_an_unstable_one() -> None:
     assert validator.check(no_id, {})
     good = {"jsonrpc": "2.0", "id": 3, "result": {"sessionId": "s"}}
     assert validator.check(good, {("int", 3): "session/new"}) == []
+
+
+def test_the_kit_imports_neither_the_agent_nor_the_harness_nor_pydantic() -> None:
+    import subprocess
+
+    code = (
+        "import sys, acp_conformance, acp_conformance.cli, acp_conformance.suite\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('harness', 'acp_agent', 'pydantic', 'acp', 'mcp'))\n"
+        "print(bad); sys.exit(1 if bad else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
