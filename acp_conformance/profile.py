@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from .fake_model import API_NAMES
+from .patterns import substitute
 
 __all__ = [
     "FAKE_API_KEY",
@@ -143,22 +144,8 @@ class Profile:
         }
 
 
-def expand(value: Any, variables: Mapping[str, Any]) -> Any:
-    """``${name}`` replaced throughout strings, lists and tables; unknown names kept."""
-    if isinstance(value, str):
-        whole = _VAR.fullmatch(value)
-        if (
-            whole is not None
-            and whole.group(1) in variables
-            and not isinstance(variables[whole.group(1)], str)
-        ):
-            return variables[whole.group(1)]
-        return _VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), value)
-    if isinstance(value, list):
-        return [expand(v, variables) for v in value]  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, dict):
-        return {k: expand(v, variables) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
-    return value
+expand = substitute
+"""``${name}`` replaced throughout strings, lists and tables; unknown names kept (the scenarios' own rule)."""
 
 
 def builtin_profiles() -> dict[str, Path]:

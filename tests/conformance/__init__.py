@@ -1,1 +1,2 @@
-"""ACP conformance scenarios and their runner: ``python -m tests.conformance --agent "cmd ..."``."""
+"""Tests of the ACP conformance kit (acp_conformance) and of this agent through it; scenarios/ holds this
+project's own scenarios (its contract beyond the spec)."""
