@@ -6,7 +6,8 @@ Steps (after ``macros.expand_macros``):
   ``{"send_raw": "text"}`` / ``{"send_hex": "ff00"}`` a raw line.
 - ``{"expect": pattern, "capture": {"VAR": "result.sessionId"}}``: the next message matches. When the
   pattern names an ``id`` (a response is awaited), notifications before it are passed over and agent
-  requests answered (``client.answer_agent_request``).
+  requests answered (``client.answer_agent_request``), unless ``"strict": true``. ``capture_optional``
+  captures what may be absent.
 - ``{"expect_until": pattern, "collect": "NAME", "allow": pattern}``: read until a message matches; every
   notification before it must match ``allow`` (default: any notification) and is kept under NAME.
 - ``{"expect_all": [patterns], "allow": pattern, "collect": "NAME"}``: several messages, in any order.

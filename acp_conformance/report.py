@@ -46,11 +46,11 @@ def exit_status(results: Iterable[CheckResult], *, strict: bool = False) -> int:
 
 def advertised(init: Mapping[str, Any] | None) -> list[str]:
     """The capability tokens the agent advertised (as scenarios name them)."""
-    from .scenarios import CAPABILITY_TOKENS, _capability  # pyright: ignore[reportPrivateUsage]
+    from .scenarios import CAPABILITY_TOKENS, advertises
 
     if init is None:
         return []
-    tokens = [t for t in CAPABILITY_TOKENS if _capability(init, t)]
+    tokens = [t for t in CAPABILITY_TOKENS if advertises(init, t)]
     if init.get("authMethods"):
         tokens.append("authMethods")
     return tokens

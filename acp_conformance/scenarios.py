@@ -120,7 +120,8 @@ def scenario_from_data(name: str, data: Mapping[str, Any]) -> Scenario:
     return Scenario(name, main, tuple(subs), tuple(data.get("requires", [])), data)
 
 
-def _capability(init: Mapping[str, Any], token: str) -> bool:
+def advertises(init: Mapping[str, Any], token: str) -> bool:
+    """Whether the ``initialize`` result advertises the capability ``token`` names."""
     if token == "authMethods":
         return bool(init.get("authMethods"))
     value: Any = init.get("agentCapabilities") or {}
@@ -148,7 +149,7 @@ def tokens_gap(
         if name in CAPABILITY_TOKENS or name == "authMethods":
             if init is None:
                 return Outcome.NOT_RUN, "initialize did not answer, so capabilities are unknown"
-            if _capability(init, name) == negated:
+            if advertises(init, name) == negated:
                 if negated:
                     return Outcome.NOT_APPLICABLE, f"the agent advertises {name}"
                 return Outcome.NOT_ADVERTISED, f"the agent does not advertise {name}"
