@@ -71,6 +71,14 @@ def _progress(result: CheckResult) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
+        sys.stderr.close()
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         profile = load_profile(args.profile).with_api(args.api)
