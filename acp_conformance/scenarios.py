@@ -4,6 +4,7 @@ A scenario is a JSON file::
 
     {"id": "prompt.end-turn", "title": "...", "level": "MUST", "source": "docs/prompt-turn.mdx §4 ...",
      "refs": [44], "requires": ["turn"], "client": {clientCapabilities}, "permission": "allow",
+     "env": {variables set for the agent (after the profile's)},
      "model": [turns], "script": [agent-native script], "transparent": [...], "timeout_s": 60,
      "steps": [...]}
 

@@ -92,6 +92,9 @@ def _environment(
 ) -> dict[str, str]:
     env = clean_environment(os.environ if base_env is None else base_env, profile.pass_env)
     env.update(expand(profile.environment(), variables))
+    env.update(
+        {str(k): str(v) for k, v in expand(dict(data.get("env") or {}), variables).items()}
+    )  # the scenario's
     if "script" in data and profile.script_env:  # the agent's own scripted model replaces the fake one
         script = Path(tmp, "script.json")
         script.write_text(json.dumps(data["script"]), encoding="utf-8")
