@@ -21,6 +21,7 @@ Steps (after ``macros.expand_macros``):
   answers prompts itself), ``stalled`` waits 300 ms.
 - ``{"model_request": {"index": 1, "contains": "text"}}``: the fake model's request number ``index`` (from
   0) carries the text (a tool result sent back to the model, say).
+- ``{"check_var": "NAME", "pattern": p}``: a captured value matches ``p``.
 - ``{"require_var": "NAME", "reason": "..."}``: stop here, reporting the scenario not applicable, unless a
   ``capture_optional`` of an earlier step captured NAME.
 - ``{"write_file": {"path", "text"}}``, ``{"check_file": {"path", "text" | "absent": true}}`` in ``${CWD}``.
@@ -227,6 +228,7 @@ class Player(OtherSteps):
             "await_model": self._await_model,
             "model_request": self._model_request,
             "require_var": self._require_var,
+            "check_var": self._check_var,
             "write_file": self._write_file,
             "check_file": self._check_file,
             "kill": self._kill,

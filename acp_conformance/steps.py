@@ -104,6 +104,15 @@ class OtherSteps:
         if leftovers and not spec.get("allow_output", False):
             raise StepFailure(f"unexpected output before exit: {short(leftovers[0])}")
 
+    async def _check_var(self, step: Mapping[str, Any]) -> None:
+        from .patterns import mismatch
+
+        if step["check_var"] not in self.vars:
+            raise StepFailure(f"{step['check_var']} was not captured")
+        problem = mismatch(substitute(step["pattern"], self.vars), self.vars[step["check_var"]])
+        if problem:
+            raise StepFailure(f"{problem}\n  in: {short(self.vars[step['check_var']])}")
+
     async def _kill(self, step: Mapping[str, Any]) -> None:
         await self.agent.kill()
         await self.drain_after_exit()

@@ -95,6 +95,8 @@ class MessageValidator:
         if not isinstance(msg, dict):
             return ["not a JSON object"]
         obj: dict[str, Any] = msg  # pyright: ignore[reportUnknownVariableType]
+        if _other_version(obj, sent_methods):
+            return []  # the agent chose another protocol version: its answer follows that version's schema
         problems = self._check("#/$defs/_AgentMessage", obj, "message")
         if "method" in obj:
             return problems + self._check_call(obj)
@@ -106,8 +108,12 @@ class MessageValidator:
             return problems
         method = sent_methods.get(id_key(obj["id"]))
         name = CLIENT_TO_AGENT.get(method) if method is not None else None
+        result = obj["result"]
+        if method == "initialize" and isinstance(result, dict) and result.get("protocolVersion") != 1:  # pyright: ignore[reportUnknownMemberType]
+            return (
+                problems  # the agent chose another protocol version: its answer follows that version's schema
+            )
         if name is not None:
-            result = obj["result"]
             if not isinstance(result, dict):
                 problems.append(f"{method} result must be an object, got {json.dumps(result)[:80]}")
             problems += self._check(f"#/$defs/{name}", result, f"{method} result")
@@ -127,3 +133,11 @@ class MessageValidator:
             kind = "request" if "id" in obj else "notification"
             problems.append(f"agent {kind} of a method ACP does not define: {method!r}")
         return problems
+
+
+def _other_version(obj: dict[str, Any], sent_methods: dict[Any, str]) -> bool:
+    """An ``initialize`` answer choosing a protocol version other than 1 (a v2 agent asked for 999)."""
+    if "result" not in obj or "id" not in obj or sent_methods.get(id_key(obj["id"])) != "initialize":
+        return False
+    result: Any = obj["result"]
+    return isinstance(result, dict) and result.get("protocolVersion") != 1  # pyright: ignore[reportUnknownMemberType]
