@@ -24,7 +24,7 @@ def choose_permission(params: Any, policy: str) -> dict[str, Any]:
     """The ``RequestPermissionResponse`` for ``policy``: ``allow``, ``allow_always``, ``reject``, ``cancel``."""
     if policy == "cancel":
         return {"outcome": {"outcome": "cancelled"}}
-    options: list[Any] = list(params.get("options") or []) if isinstance(params, dict) else []  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+    options: list[Any] = list(params.get("options") or []) if isinstance(params, dict) else []
     prefs = {
         "allow": ("allow_once", "allow_always"),
         "allow_always": ("allow_always", "allow_once"),
@@ -32,10 +32,10 @@ def choose_permission(params: Any, policy: str) -> dict[str, Any]:
     }.get(policy, ("allow_once", "allow_always"))
     for kind in prefs:
         for option in options:
-            if isinstance(option, dict) and option.get("kind") == kind:  # pyright: ignore[reportUnknownMemberType]
-                return {"outcome": {"outcome": "selected", "optionId": option.get("optionId")}}  # pyright: ignore[reportUnknownMemberType]
+            if isinstance(option, dict) and option.get("kind") == kind:
+                return {"outcome": {"outcome": "selected", "optionId": option.get("optionId")}}
     if options and isinstance(options[0], dict):
-        return {"outcome": {"outcome": "selected", "optionId": options[0].get("optionId")}}  # pyright: ignore[reportUnknownMemberType]
+        return {"outcome": {"outcome": "selected", "optionId": options[0].get("optionId")}}
     return {"outcome": {"outcome": "cancelled"}}
 
 
@@ -44,7 +44,7 @@ def _advertised(caps: Mapping[str, Any], *path: str) -> bool:
     for part in path:
         if not isinstance(value, dict):
             return False
-        value = value.get(part)  # pyright: ignore[reportUnknownMemberType]
+        value = value.get(part)
     return value is not None and value is not False
 
 
@@ -57,7 +57,7 @@ def answer_agent_request(
 ) -> ClientAnswer:
     """How the conformance client answers ``method``; ``caps`` are the client capabilities it sent, ``root``
     the only directory its file system serves."""
-    p: dict[str, Any] = params if isinstance(params, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    p: dict[str, Any] = params if isinstance(params, dict) else {}
     if method == "session/request_permission":
         return {"result": choose_permission(p, policy)}, None
     if method == "fs/read_text_file":

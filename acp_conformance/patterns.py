@@ -41,9 +41,9 @@ def substitute(value: Any, variables: Mapping[str, Any]) -> Any:
             return variables[whole.group(1)]
         return _VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), value)
     if isinstance(value, list):
-        return [substitute(v, variables) for v in value]  # pyright: ignore[reportUnknownVariableType]
+        return [substitute(v, variables) for v in value]
     if isinstance(value, dict):
-        return {k: substitute(v, variables) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+        return {k: substitute(v, variables) for k, v in value.items()}
     return value
 
 
@@ -51,16 +51,16 @@ def mismatch(pattern: Any, value: Any, path: str = "$") -> str | None:
     """None when ``value`` matches ``pattern``; else where and why not."""
     if isinstance(pattern, str) and pattern in _TYPES:
         return None if _TYPES[pattern](value) else f"{path}: expected {pattern}, got {short(value)}"
-    if isinstance(pattern, dict) and len(pattern) == 1:  # pyright: ignore[reportUnknownArgumentType]
-        special = _special(pattern, value, path)  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(pattern, dict) and len(pattern) == 1:
+        special = _special(pattern, value, path)
         if special is not _NOT_SPECIAL:
             return special
     if isinstance(pattern, dict):
-        return _mismatch_object(pattern, value, path)  # pyright: ignore[reportUnknownArgumentType]
+        return _mismatch_object(pattern, value, path)
     if isinstance(pattern, list):
-        if not isinstance(value, list) or len(value) != len(pattern):  # pyright: ignore[reportUnknownArgumentType]
-            return f"{path}: expected a list of {len(pattern)}, got {short(value)}"  # pyright: ignore[reportUnknownArgumentType]
-        for i, (p, v) in enumerate(zip(pattern, value, strict=True)):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        if not isinstance(value, list) or len(value) != len(pattern):
+            return f"{path}: expected a list of {len(pattern)}, got {short(value)}"
+        for i, (p, v) in enumerate(zip(pattern, value, strict=True)):
             problem = mismatch(p, v, f"{path}[{i}]")
             if problem:
                 return problem
@@ -89,7 +89,7 @@ def _special(pattern: dict[str, Any], value: Any, path: str) -> Any:
     if key in ("$any", "$none"):
         if not isinstance(value, list):
             return f"{path}: expected a list, got {short(value)}"
-        hits = [v for v in value if mismatch(arg, v, path) is None]  # pyright: ignore[reportUnknownVariableType]
+        hits = [v for v in value if mismatch(arg, v, path) is None]
         if key == "$any":
             return None if hits else f"{path}: no element matches {short(arg)} in {short(value)}"
         return (
@@ -101,7 +101,7 @@ def _special(pattern: dict[str, Any], value: Any, path: str) -> Any:
 def _mismatch_object(pattern: dict[str, Any], value: Any, path: str) -> str | None:
     if not isinstance(value, dict):
         return f"{path}: expected an object, got {short(value)}"
-    obj: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+    obj: dict[str, Any] = value
     for key, sub in pattern.items():
         if key == "$text":
             if str(sub).lower() not in json.dumps(obj, ensure_ascii=False).lower():

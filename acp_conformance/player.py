@@ -74,7 +74,7 @@ def _awaits_response(pattern: Any) -> bool:
     if not isinstance(pattern, dict):
         return False
     if "$oneOf" in pattern:
-        return all(_awaits_response(p) for p in pattern["$oneOf"])  # pyright: ignore[reportUnknownVariableType]
+        return all(_awaits_response(p) for p in pattern["$oneOf"])
     return "id" in pattern
 
 
@@ -130,15 +130,15 @@ class Player(OtherSteps):
                 return line
 
     def _is_transparent(self, msg: Any) -> bool:
-        if not isinstance(msg, dict) or "id" in msg or not isinstance(msg.get("method"), str):  # pyright: ignore[reportUnknownMemberType]
+        if not isinstance(msg, dict) or "id" in msg or not isinstance(msg.get("method"), str):
             return False
-        method: str = msg["method"]  # pyright: ignore[reportUnknownVariableType]
+        method: str = msg["method"]
         if method.startswith("_"):
             return True  # extension notifications are the agent's own business
         if method != "session/update":
             return False
-        update = (msg.get("params") or {}).get("update")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        return isinstance(update, dict) and update.get("sessionUpdate") in self.transparent  # pyright: ignore[reportUnknownMemberType]
+        update = (msg.get("params") or {}).get("update")
+        return isinstance(update, dict) and update.get("sessionUpdate") in self.transparent
 
     async def next_message(self, what: str, timeout_ms: float) -> Any:
         try:
@@ -180,7 +180,7 @@ class Player(OtherSteps):
         if pad is not None:
             set_path(obj, str(pad["path"]), "x" * int(pad["bytes"]))
         if isinstance(obj, dict) and "id" in obj and "method" in obj:
-            self.agent.sent_methods[id_key(obj["id"])] = str(obj["method"])  # pyright: ignore[reportUnknownArgumentType]
+            self.agent.sent_methods[id_key(obj["id"])] = str(obj["method"])
         await self.write(obj)
 
     # -- playing -------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ def advertises(init: Mapping[str, Any], token: str) -> bool:
     for part in CAPABILITY_TOKENS[token]:
         if not isinstance(value, dict):
             return False
-        value = value.get(part)  # pyright: ignore[reportUnknownMemberType]
+        value = value.get(part)
     return value is not None and value is not False
 
 

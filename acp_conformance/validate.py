@@ -86,7 +86,7 @@ class MessageValidator:
             if not msg:
                 return ["an empty array"]
             problems: list[str] = []
-            for item in msg:  # pyright: ignore[reportUnknownVariableType]
+            for item in msg:
                 if not isinstance(item, dict) or "method" in item:
                     problems.append("a batch answer may only hold responses")
                 else:
@@ -94,7 +94,7 @@ class MessageValidator:
             return problems
         if not isinstance(msg, dict):
             return ["not a JSON object"]
-        obj: dict[str, Any] = msg  # pyright: ignore[reportUnknownVariableType]
+        obj: dict[str, Any] = msg
         if _other_version(obj, sent_methods):
             return []  # the agent chose another protocol version: its answer follows that version's schema
         problems = self._check("#/$defs/_AgentMessage", obj, "message")
@@ -109,7 +109,7 @@ class MessageValidator:
         method = sent_methods.get(id_key(obj["id"]))
         name = CLIENT_TO_AGENT.get(method) if method is not None else None
         result = obj["result"]
-        if method == "initialize" and isinstance(result, dict) and result.get("protocolVersion") != 1:  # pyright: ignore[reportUnknownMemberType]
+        if method == "initialize" and isinstance(result, dict) and result.get("protocolVersion") != 1:
             return (
                 problems  # the agent chose another protocol version: its answer follows that version's schema
             )
@@ -140,4 +140,4 @@ def _other_version(obj: dict[str, Any], sent_methods: dict[Any, str]) -> bool:
     if "result" not in obj or "id" not in obj or sent_methods.get(id_key(obj["id"])) != "initialize":
         return False
     result: Any = obj["result"]
-    return isinstance(result, dict) and result.get("protocolVersion") != 1  # pyright: ignore[reportUnknownMemberType]
+    return isinstance(result, dict) and result.get("protocolVersion") != 1

@@ -2,7 +2,7 @@
 OpenAI-compatible model over HTTP issuing chosen tool calls, and a client that answers every permission
 request as the test says (by default: rejects it).
 
-- ``ScriptedModel``: a local HTTP server (``tests.providers.fake_server``) answering
+- ``ScriptedModel``: a local HTTP server (``acp_conformance.fake_model``) answering
   ``/v1/chat/completions`` with the next scripted step (``tool(name, input)`` or ``text(...)``), streamed in
   the exact Chat Completions wire format; every request is recorded with its headers (``requests``).
 - ``Client``: an ``AgentProcess`` that also answers the agent's own requests (``permission`` picks an
@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from tests.providers.fake_server import FakeServer, Recorded, Reply
+from acp_conformance.fake_model import FakeServer, Recorded, Reply
 from tests.reliability._reliability_support import AgentProcess, agent_env, agent_process, initialized
 
 __all__ = [

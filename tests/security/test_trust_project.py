@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.providers.fake_server import FakeServer, Reply
+from acp_conformance.fake_model import FakeServer, Reply
 from tests.security._trust_support import (
     KEY,
     ScriptedModel,
