@@ -33,6 +33,8 @@ __all__ = [
 
 PROTOCOL_VERSION: Final = 1
 AUTH_METHOD_ID: Final = "configure-model"
+SETUP_METHOD_ID: Final = "setup"
+"""The ``terminal`` auth method: the client runs ``acp-agent setup`` in a terminal."""
 PROMPT_CAPABILITIES: Final[Mapping[str, bool]] = MappingProxyType(
     {"image": True, "audio": False, "embeddedContext": True}
 )
@@ -82,11 +84,7 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
     caps = p.get("clientCapabilities")
     if caps is not None and not isinstance(caps, dict):
         raise ValueError("invalid params: clientCapabilities: expected an object")
-    auth_methods: list[dict[str, Any]] = []
-    if not configured:
-        auth_methods.append(
-            {"id": AUTH_METHOD_ID, "name": "Configure a model", "description": how_to_configure}
-        )
+    auth_methods = [] if configured else _auth_methods(caps, how_to_configure)
     return {
         "protocolVersion": PROTOCOL_VERSION,  # we speak v1, whatever the client asked for
         "agentCapabilities": {
@@ -104,6 +102,37 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
         "authMethods": auth_methods,
         "agentInfo": {"name": "acp-agent", "title": "ACP Agent", "version": __version__},
     }
+
+
+def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
+    """With terminal auth (``auth.terminal``, or Zed's ``_meta["terminal-auth"]``), ``acp-agent setup`` in the
+    client's terminal; else the explanation of how to configure a model."""
+    c: dict[str, Any] = caps if isinstance(caps, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    auth: Any = c.get("auth")
+    meta: Any = c.get("_meta")
+    terminal = (isinstance(auth, dict) and auth.get("terminal") is True) or (  # pyright: ignore[reportUnknownMemberType]
+        isinstance(meta, dict) and meta.get("terminal-auth") is True  # pyright: ignore[reportUnknownMemberType]
+    )
+    if not terminal:
+        return [{"id": AUTH_METHOD_ID, "name": "Configure a model", "description": how_to_configure}]
+    return [
+        {
+            "type": "terminal",
+            "id": SETUP_METHOD_ID,
+            "name": "Set up a model",
+            "description": "Choose the provider, the key or server, and the model, in a terminal",
+            "args": ["setup"],
+            # Zed before the terminal type was stable reads this instead (its own command line).
+            "_meta": {
+                "terminal-auth": {
+                    "label": "acp-agent setup",
+                    "command": sys.executable,
+                    "args": ["-m", "acp_agent", "setup"],
+                    "env": {},
+                }
+            },
+        }
+    ]
 
 
 def early_start(*, configured: bool, how_to_configure: str) -> EarlyStart:

@@ -46,6 +46,7 @@ COMMAND_MODULES = (
     "acp_agent.permissions_cmd",
     "acp_agent.sandbox_cmd",
     "acp_agent.trust_cmd",
+    "acp_agent.setup_cmd",
 )
 
 

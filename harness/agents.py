@@ -17,6 +17,7 @@ from ._messages import Message
 from ._pause import Answer, Approval, Need, Pending, Question
 from ._run import Ended, Run
 from ._tools import Hints, Result, Tool, Tools, ToolSource, ToolSpec
+from .tools._values import ToolMeta
 
 __all__ = ["AgentTool"]
 
@@ -49,7 +50,7 @@ class AgentTool:
                 "additionalProperties": False,
             },
             _derived_hints(self.child.tools),
-            meta={"acp_kind": "think", "agent": True},
+            meta=ToolMeta(kind="think", agent=True),
         )
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:

@@ -68,7 +68,11 @@ def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    renderer = Renderer(write, style)
+    import shutil
+
+    # Redrawing in place needs a terminal that understands cursor movement.
+    live = sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+    renderer = Renderer(write, style, live=live, width=shutil.get_terminal_size().columns)
 
     def prompt(text: str) -> None:
         renderer.end_line()

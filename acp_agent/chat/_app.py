@@ -172,6 +172,9 @@ class ChatApp:
                         return _CANCELLED
                     chosen = _pick(answer.strip(), options)
                     if chosen is not None:
+                        kind = next((str(o.get("kind")) for o in options if o.get("optionId") == chosen), "")
+                        if kind.startswith("reject"):  # marked here, as editors do: no status comes
+                            self.renderer.mark(str(call.get("toolCallId")), "rejected")
                         return {"outcome": {"outcome": "selected", "optionId": chosen}}
                     self.renderer.notice(f"type a number from 1 to {len(options)}")
             finally:
@@ -301,6 +304,7 @@ class ChatApp:
         self.renderer.end_line()
         stop = as_obj(result).get("stopReason")
         if stop == "cancelled":
+            self.renderer.mark_open("cancelled")  # as editors do: the agent sends no status over it
             self.renderer.notice("(cancelled)")
         elif stop not in (None, "end_turn"):
             self.renderer.notice(f"({str(stop).replace('_', ' ')})")

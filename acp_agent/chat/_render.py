@@ -1,18 +1,42 @@
-"""Turning ACP ``session/update`` payloads into terminal text: streamed replies, dimmed thoughts, tool calls
-with their status, coloured diffs, plans and usage. Pure: it writes through a callable, so tests read it."""
+"""Turning ACP ``session/update`` payloads into terminal output with ``rich``: replies rendered as Markdown
+(block by block as they complete), dimmed thoughts, tool calls with their status, coloured diffs, plans
+and usage. A tool's streamed output is not printed as it comes (each update carries it whole): on a
+terminal that can redraw (``live``) its last lines show in a live area, updated in place; when the call
+ends its output is printed once, long outputs collapsed to their start and end. Pure: it writes through
+a callable, so tests read it."""
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import IO, Any, Final, cast
 
-__all__ = ["Renderer", "Style", "as_obj", "as_objs", "diff_lines"]
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.text import Text
 
-_MAX_TOOL_LINES: Final = 40
+from ._markdown import BlockStream
 
-_STATUS_MARK: Final = {"pending": "·", "in_progress": "…", "completed": "✓", "failed": "✗"}
+__all__ = ["Renderer", "Style", "as_obj", "as_objs", "collapse", "diff_lines"]
+
+_HEAD_LINES: Final = 6
+_TAIL_LINES: Final = 6
+_LIVE_LINES: Final = 8
+
+_STATUS_MARK: Final = {
+    "pending": "·",
+    "in_progress": "…",
+    "completed": "✓",
+    "failed": "✗",
+    "cancelled": "⊘",
+    "rejected": "✗",
+}
 _PLAN_MARK: Final = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+_FINAL: Final = frozenset({"completed", "failed", "cancelled", "rejected"})
+_PADDING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)(?=\n)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +78,14 @@ def diff_lines(path: str, old: str | None, new: str) -> list[str]:
     return list(difflib.unified_diff(before, after, label_old, label_new, lineterm=""))
 
 
+def collapse(text: str, head: int = _HEAD_LINES, tail: int = _TAIL_LINES) -> list[str]:
+    """The lines of ``text``, the middle of a long one replaced by a line saying how many were hidden."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= head + tail + 1:
+        return lines
+    return [*lines[:head], f"… {len(lines) - head - tail} more lines …", *lines[-tail:]]
+
+
 def as_obj(value: object) -> dict[str, Any]:
     """A JSON object, or ``{}`` for anything else (the peer's JSON is not trusted to have its shape)."""
     return cast(dict[str, Any], value) if isinstance(value, dict) else {}
@@ -70,50 +102,125 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+class _Sink(io.TextIOBase):
+    """What ``rich`` writes, passed on without the padding it adds to fill each line's width."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self._write = write
+
+    def write(self, s: str) -> int:
+        self._write(_PADDING.sub(r"\1", s))
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
 @dataclass(slots=True)
 class _ToolCall:
     title: str
     kind: str
     status: str
+    output: str = ""  # the text content as last received (each update replaces it)
+    printed: set[str] = field(default_factory=set[str])  # the content already printed for good
 
 
 @dataclass(slots=True)
 class Renderer:
-    """Renders one session's updates; keeps the little state the protocol spreads over updates."""
+    """Renders one session's updates; keeps the little state the protocol spreads over updates.
+
+    ``live``: the terminal can redraw (a tty that is not ``TERM=dumb``): running output and the reply's
+    last block show in place."""
 
     write: Callable[[str], None]
     style: Style
+    live: bool = False
+    width: int = 100
     tools: dict[str, _ToolCall] = field(default_factory=dict[str, _ToolCall])
     commands: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     usage: Mapping[str, Any] | None = None
     title: str | None = None
     current_mode: str | None = None
     config_options: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    _console: Console | None = None
+    _live: Live | None = None
     _stream: str | None = None
-    _at_line_start: bool = True
+    _blocks: BlockStream = field(default_factory=BlockStream)
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = Console(
+                file=cast("IO[str]", _Sink(self.write)),
+                force_terminal=self.style.color or self.live,
+                no_color=not self.style.color,
+                color_system="standard" if self.style.color else None,
+                width=self.width,
+                highlight=False,
+                emoji=False,
+            )
+        return self._console
 
     # --- low-level output ---------------------------------------------------------------------------
 
-    def _out(self, text: str) -> None:
-        if text:
-            self.write(text)
-            self._at_line_start = text.endswith("\n")
+    def _print(self, renderable: RenderableType) -> None:
+        self.console.print(renderable, soft_wrap=isinstance(renderable, Text))
 
     def end_line(self) -> None:
-        """Finish a partly written line (before a prompt or a block)."""
-        if not self._at_line_start:
-            self._out("\n")
-        self._stream = None
+        """Finish what is streaming (before a prompt, a block or a question): the reply's last block,
+        the live area."""
+        self._settle_stream()
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
 
     def line(self, text: str) -> None:
         self.end_line()
-        self._out(text + "\n")
+        self._print(Text.from_ansi(text) if "\x1b" in text else Text(text))
 
     def notice(self, text: str) -> None:
         self.line(self.style.dim(text))
 
     def error(self, text: str) -> None:
         self.line(self.style.red(text))
+
+    def _settle_stream(self) -> None:
+        rest = self._blocks.flush()
+        if self._stream == "agent" and rest.strip():
+            self._print(Markdown(rest))
+        elif self._stream == "thought" and rest.strip():
+            self._print(Text(rest.rstrip("\n"), style="dim"))
+        self._stream = None
+        if self._live is not None:
+            self._refresh_live()  # without the block just printed
+
+    def _refresh_live(self) -> None:
+        """Show what is in progress (the reply's last block, running tools' last lines) in place."""
+        if not self.live:
+            return
+        parts: list[RenderableType] = []
+        tail = self._blocks.tail
+        if self._stream == "agent" and tail.strip():
+            parts.append(Markdown(tail))
+        elif self._stream == "thought" and tail.strip():
+            parts.append(Text(tail, style="dim"))
+        for call in self.tools.values():
+            if call.status not in _FINAL and call.output:
+                lines = call.output.rstrip("\n").splitlines()[-_LIVE_LINES:]
+                parts.append(Text(f"  {call.title}", style="bold"))
+                parts.extend(Text(f"  │ {ln}", style="dim") for ln in lines)
+        if self._live is None:
+            if not parts:
+                return
+            self._live = Live(
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+                redirect_stdout=False,  # the chat writes the terminal itself (prompts)
+                redirect_stderr=False,
+            )
+            self._live.start()
+        self._live.update(Group(*parts), refresh=True)
 
     # --- session/update -----------------------------------------------------------------------------
 
@@ -125,10 +232,8 @@ class Renderer:
             self._chunk("thought", update.get("content"))
         elif kind == "user_message_chunk":
             self._chunk("user", update.get("content"))
-        elif kind == "tool_call":
-            self._tool_call(update, new=True)
-        elif kind == "tool_call_update":
-            self._tool_call(update, new=False)
+        elif kind in ("tool_call", "tool_call_update"):
+            self._tool_call(update, new=kind == "tool_call")
         elif kind == "plan":
             self._plan(update.get("entries"))
         elif kind == "available_commands_update":
@@ -137,9 +242,7 @@ class Renderer:
             self.current_mode = _str(update.get("currentModeId")) or None
             self.notice(f"mode: {self.current_mode}")
         elif kind == "config_option_update":
-            options = update.get("configOptions")
-            if isinstance(options, list):
-                self.config_options = [o for o in options if isinstance(o, dict)]  # pyright: ignore[reportUnknownVariableType]
+            self.config_options = as_objs(update.get("configOptions"))
         elif kind == "session_info_update":
             title = update.get("title")
             if isinstance(title, str) and title:
@@ -148,9 +251,7 @@ class Renderer:
             self.usage = update
 
     def _chunk(self, stream: str, content: Any) -> None:
-        if not isinstance(content, dict):
-            return
-        block: dict[str, Any] = content  # pyright: ignore[reportUnknownVariableType]
+        block = as_obj(content)
         kind = block.get("type")
         if kind == "text":
             text = _str(block.get("text"))
@@ -159,67 +260,101 @@ class Renderer:
         else:
             text = f"[{kind}]"
         if stream != self._stream:
-            self.end_line()
-            if stream == "user":
-                self._out(self.style.bold(self.style.cyan("you> ")))
-            elif stream == "thought":
-                self._out(self.style.dim("thinking: "))
+            self._settle_stream()
+            if stream == "thought":
+                self._print(Text("thinking:", style="dim"))
             self._stream = stream
-        self._out(self.style.dim(text) if stream == "thought" else text)
+        if stream == "user":
+            self._print(Text.assemble(("you> ", "bold cyan"), text))
+            self._stream = None
+            return
+        for done in self._blocks.feed(text):  # printed for good (above the live area, if any)
+            self._print(Markdown(done) if stream == "agent" else Text(done, style="dim"))
+        self._refresh_live()
 
     def _tool_call(self, update: Mapping[str, Any], *, new: bool) -> None:
+        self._settle_stream()
         call_id = _str(update.get("toolCallId"))
         known = self.tools.get(call_id)
         if known is None:
-            known = _ToolCall(
-                _str(update.get("title")) or "tool", _str(update.get("kind")) or "other", "pending"
-            )
-            self.tools[call_id] = known
-        if isinstance(update.get("title"), str) and update.get("title"):
-            known.title = str(update["title"])
-        if isinstance(update.get("kind"), str):
-            known.kind = str(update["kind"])
+            title, kind = _str(update.get("title")) or "tool", _str(update.get("kind")) or "other"
+            known = self.tools[call_id] = _ToolCall(title, kind, "pending")
+            new = True
+        if _str(update.get("title")):
+            known.title = _str(update.get("title"))
+        if _str(update.get("kind")):
+            known.kind = _str(update.get("kind"))
         status = update.get("status")
-        changed = isinstance(status, str) and status != known.status
-        if isinstance(status, str):
-            known.status = status
+        changed = isinstance(status, str) and status != known.status and known.status not in _FINAL
+        if changed:
+            known.status = str(status)
         if new or changed:
-            self._tool_header(known)
+            self._header(known)
         content = update.get("content")
         if isinstance(content, list):
-            self.tool_content(content)  # pyright: ignore[reportUnknownArgumentType]
+            self._content(known, cast("list[Any]", content))
+        if changed and known.status in _FINAL:
+            self._print_output(known)
+        self._refresh_live()
 
-    def _tool_header(self, call: _ToolCall) -> None:
+    def mark(self, call_id: str, status: str) -> None:
+        """The chat's own word on a call (``rejected`` by the user, ``cancelled`` with the turn): the
+        agent sends no status over it."""
+        call = self.tools.get(call_id)
+        if call is None or call.status in _FINAL:
+            return
+        call.status = status
+        self._header(call)
+        self._print_output(call)
+        self._refresh_live()
+
+    def mark_open(self, status: str) -> None:
+        """Mark every call that has not ended (the turn was cancelled)."""
+        for call_id in list(self.tools):
+            self.mark(call_id, status)
+
+    def _header(self, call: _ToolCall) -> None:
         mark = _STATUS_MARK.get(call.status, "·")
         status = call.status.replace("_", " ")
-        colour = {"completed": self.style.green, "failed": self.style.red}.get(call.status, self.style.yellow)
+        colour = {"completed": self.style.green, "failed": self.style.red, "rejected": self.style.red}.get(
+            call.status, self.style.yellow
+        )
         self.line(f"{colour(mark)} {self.style.bold(call.title)} {self.style.dim(f'[{call.kind}] {status}')}")
 
-    def tool_content(self, content: Sequence[Any]) -> None:
-        """Tool call content: text, diffs (coloured), terminals."""
-        for item in content:
-            if not isinstance(item, dict):
-                continue
-            entry: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
+    def _content(self, call: _ToolCall, content: list[Any]) -> None:
+        texts: list[str] = []
+        for entry in as_objs(content):
             kind = entry.get("type")
+            if kind == "content":
+                block = as_obj(entry.get("content"))
+                texts.append(
+                    _str(block.get("text")) if block.get("type") == "text" else f"[{block.get('type')}]"
+                )
+                continue
+            key = repr(sorted(entry.items()))
+            if key in call.printed:
+                continue
+            call.printed.add(key)
             if kind == "diff":
                 self._diff(_str(entry.get("path")), entry.get("oldText"), _str(entry.get("newText")))
             elif kind == "terminal":
                 self.line(self.style.dim(f"  [terminal {_str(entry.get('terminalId'))}]"))
-            elif kind == "content":
-                block = entry.get("content")
-                if isinstance(block, dict) and block.get("type") == "text":  # pyright: ignore[reportUnknownMemberType]
-                    self._indented(_str(block.get("text")))  # pyright: ignore[reportUnknownMemberType]
-                elif isinstance(block, dict):
-                    self.line(self.style.dim(f"  [{block.get('type')}]"))  # pyright: ignore[reportUnknownMemberType]
+        call.output = "\n".join(t for t in texts if t)
+        if call.status in _FINAL:
+            self._print_output(call)
 
-    def _indented(self, text: str) -> None:
-        lines = text.splitlines()
-        shown = lines[:_MAX_TOOL_LINES]
-        for ln in shown:
+    def _print_output(self, call: _ToolCall) -> None:
+        """The call's text content, once, collapsed when long."""
+        text = call.output
+        if not text.strip() or text in call.printed:
+            return
+        call.printed.add(text)
+        for ln in collapse(text):
             self.line(self.style.dim("  │ ") + ln)
-        if len(lines) > len(shown):
-            self.line(self.style.dim(f"  │ … {len(lines) - len(shown)} more lines"))
+
+    def tool_content(self, content: Sequence[Any]) -> None:
+        """Tool call content outside a call (a permission question): text, diffs (coloured), terminals."""
+        self._content(_ToolCall("", "", "completed"), list(content))
 
     def _diff(self, path: str, old: Any, new: str) -> None:
         for ln in diff_lines(path, old if isinstance(old, str) else None, new):
@@ -238,24 +373,21 @@ class Renderer:
         if not isinstance(entries, list):
             return
         self.line(self.style.bold("Plan:"))
-        for item in entries:  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(item, dict):
-                status = _str(item.get("status"))  # pyright: ignore[reportUnknownMemberType]
-                mark = _PLAN_MARK.get(status, "[ ]")
-                text = _str(item.get("content"))  # pyright: ignore[reportUnknownMemberType]
-                self.line(f"  {mark} {self.style.dim(text) if status == 'completed' else text}")
+        for item in as_objs(cast("list[Any]", entries)):
+            status = _str(item.get("status"))
+            mark = _PLAN_MARK.get(status, "[ ]")
+            text = _str(item.get("content"))
+            self.line(f"  {mark} {self.style.dim(text) if status == 'completed' else text}")
 
     def _commands(self, commands: Any) -> None:
-        if not isinstance(commands, list):
-            return
-        found: list[tuple[str, str]] = []
-        for item in commands:  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(item, dict) and isinstance(item.get("name"), str):  # pyright: ignore[reportUnknownMemberType]
-                found.append((str(item["name"]), _str(item.get("description"))))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        self.commands = found
+        self.commands = [
+            (str(item["name"]), _str(item.get("description")))
+            for item in as_objs(commands)
+            if isinstance(item.get("name"), str)
+        ]
 
     def usage_line(self) -> str | None:
-        """``tokens 1200/200000 (1%)`` (and the cost) from the last usage update, if any."""
+        """``context 1200/200000 tokens (1%)`` (and the cost) from the last usage update, if any."""
         usage = self.usage
         if usage is None:
             return None
@@ -265,7 +397,7 @@ class Renderer:
         text = f"context {used}/{size} tokens"
         if size > 0:
             text += f" ({used * 100 // size}%)"
-        cost = usage.get("cost")
-        if isinstance(cost, dict) and isinstance(cost.get("amount"), int | float):  # pyright: ignore[reportUnknownMemberType]
-            text += f", cost {cost['amount']:.4f} {_str(cost.get('currency'))}".rstrip()  # pyright: ignore[reportUnknownMemberType]
+        cost = as_obj(usage.get("cost"))
+        if isinstance(cost.get("amount"), int | float):
+            text += f", cost {cost['amount']:.4f} {_str(cost.get('currency'))}".rstrip()
         return text

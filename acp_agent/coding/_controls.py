@@ -1,12 +1,16 @@
-"""A coding session's controls: modes, config options (``mode``, ``model``, ``thought_level``), slash
-commands (``/mode``, ``/model``, MCP prompts, and the ``extra_commands`` given: a name ->
-(description, hint, handler) map, e.g. ``/undo``, ``/compact``) and the session's model."""
+"""A coding session's controls: modes, config options and slash commands, and the session's model.
+
+Config options: ``mode``, ``model`` (every model the endpoint is known to serve, from ``ModelCatalog``:
+the cached list in the ``session/new`` answer, refreshed after it; any model the server serves is
+accepted), ``thought_level`` where the provider has one, and, for clients that render boolean options,
+``web_tools`` and ``auto_compact`` switches. Slash commands are ``SlashCommands`` providers: the built-ins
+(``/mode``, ``/model``), the ``extra_commands`` given (a name -> (description, hint, handler) map, e.g.
+``/undo``, ``/compact``), MCP prompts, and whatever else is ``add``ed to ``controls.slash``."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -14,90 +18,25 @@ import anyio.to_thread
 
 from ..protocol.errors import RpcError
 from ..session._setup import CommandOutcome
+from ._catalog import HTTP_PROVIDERS, ModelCatalog, known_context_window, model_values
+from ._commands import McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._modes import MODE_INFO
+from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
+from ._toggles import Toggle
 
 if TYPE_CHECKING:
     from harness import Model
-    from harness.middleware import NextModel
-    from harness.model import Delta, Prompt
 
     from ..config import Config
     from ..session._setup import SessionEnvironment, SessionHandle
     from ._gate import SessionLink
     from ._modes import ModeState
 
-__all__ = ["CodingControls", "ModelSwitch", "ThoughtLevel", "known_context_window"]
+__all__ = ["CodingControls", "ModelSwitch", "ThoughtLevel", "Toggle", "known_context_window"]
 
 log = logging.getLogger(__name__)
 
-MODEL_LIST_TIMEOUT_S: Final = 15.0
 MCP_READY_TIMEOUT_S: Final = 10.0
-
-# Thought levels -> the provider knobs (Options.provider) that select them.
-_THOUGHT: Final[dict[str, dict[str, dict[str, Any]]]] = {
-    "anthropic": {
-        "off": {},
-        "low": {"thinking": {"type": "enabled", "budget_tokens": 2048}},
-        "medium": {"thinking": {"type": "enabled", "budget_tokens": 8192}},
-        "high": {"thinking": {"type": "enabled", "budget_tokens": 24576}},
-    },
-    "openai": {
-        "off": {},
-        "low": {"reasoning_effort": "low"},
-        "medium": {"reasoning_effort": "medium"},
-        "high": {"reasoning_effort": "high"},
-    },
-    "openai-responses": {
-        "off": {},
-        "low": {"reasoning": {"effort": "low"}},
-        "medium": {"reasoning": {"effort": "medium"}},
-        "high": {"reasoning": {"effort": "high"}},
-    },
-}
-_PROVIDER_KEY: Final = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
-
-_WINDOWS: Final = (
-    ("claude", 200_000),
-    ("gpt-4.1", 1_047_576),
-    ("gpt-5", 400_000),
-    ("gpt-4o", 128_000),
-    ("o3", 200_000),
-    ("o4", 200_000),
-)
-
-
-def known_context_window(model: str | None) -> int | None:
-    """The context window of well-known model families; None when unknown."""
-    if not model:
-        return None
-    name = model.lower().rsplit("/", 1)[-1]
-    return next((size for prefix, size in _WINDOWS if name.startswith(prefix)), None)
-
-
-class ModelSwitch:
-    """The session's model: delegates to the chosen one, so ``/model`` applies from the next step."""
-
-    def __init__(self, current: Model) -> None:
-        self.current = current
-
-    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
-        return self.current.stream(prompt)
-
-
-class ThoughtLevel:
-    """Model middleware: merges the chosen thought level's provider knobs into each prompt's options."""
-
-    def __init__(self, provider: str | None) -> None:
-        self.provider = provider
-        self.level = "off"
-
-    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        knobs = _THOUGHT.get(self.provider or "", {}).get(self.level) or {}
-        if not knobs or self.provider is None:
-            return next(prompt)
-        key = _PROVIDER_KEY[self.provider]
-        merged = {**prompt.options.provider, key: {**prompt.options.provider.get(key, {}), **knobs}}
-        return next(prompt.replace(options=replace(prompt.options, provider=merged)))
 
 
 Handler = Callable[[str], Awaitable[CommandOutcome]]
@@ -116,6 +55,8 @@ class CodingControls:
         *,
         mcp: Any = None,
         extra_commands: Mapping[str, tuple[str, str | None, Handler]] | None = None,
+        catalog: ModelCatalog | None = None,
+        toggles: Sequence[Toggle] = (),
         trust: Any = None,
     ) -> None:
         self._env = env
@@ -124,22 +65,39 @@ class CodingControls:
         self._link = link
         self._thought = thought
         self._mcp = mcp
-        self._extra = dict(extra_commands or {})
         self._trust = trust  # a ProjectTrustPrompt: asked at the first prompt, before MCP servers start
-        self._models: list[str] = [config.model] if config.model else []
+        self._catalog = catalog or ModelCatalog(env.home)
+        self._toggles = {t.id: t for t in toggles}
+        self._served: list[str] = []  # the endpoint's models, as last known
         self._model_name: str | None = config.model
         self._switch: ModelSwitch | None = None
         self._built: dict[str, Model] = {}
         self._lock = anyio.Lock()
+        self.slash = SlashCommands(link)
+        """The session's slash commands: ``slash.add(provider)`` adds more."""
+        self.slash.add(StaticCommands(self._builtin_commands()))
+        extra = [SlashCommand(n, d, h, hint) for n, (d, hint, h) in (extra_commands or {}).items()]
+        self.slash.add(StaticCommands(extra))
+        if mcp is not None:
+            self.slash.add(McpPrompts(mcp))
 
     @property
     def mode(self) -> str:
         return self._modes.mode
 
+    @property
+    def _http(self) -> bool:
+        return self._config.provider in HTTP_PROVIDERS
+
     # --- binding ---------------------------------------------------------------------------------
 
     def bind(self, session: SessionHandle) -> None:
         self._link.bind(session)
+
+    async def load_models(self) -> None:
+        """The endpoint's cached model list (no network: ``session/new`` waits for this)."""
+        if self._http and self._config.provider is not None:
+            self._served = await self._catalog.cached(self._config.provider, self._config.base_url)
 
     # --- modes and config options -----------------------------------------------------------------
 
@@ -151,6 +109,11 @@ class CodingControls:
                 for m in self._modes.offered
             ],
         }
+
+    def _models(self) -> list[str]:
+        current = self._model_name
+        names = [current] if current else []
+        return list(dict.fromkeys([*names, *self._served]))
 
     def config_options(self) -> list[dict[str, Any]]:
         options: list[dict[str, Any]] = [
@@ -167,7 +130,7 @@ class CodingControls:
                 ],
             }
         ]
-        names = list(self._models)
+        names = self._models()
         current = self._model_name or (names[0] if names else self._config.provider or "default")
         if current not in names:
             names.insert(0, current)
@@ -178,10 +141,10 @@ class CodingControls:
                 "name": "Model",
                 "category": "model",
                 "currentValue": current,
-                "options": [{"value": n, "name": n} for n in names],
+                "options": model_values(names),
             }
         )
-        if self._config.provider in _THOUGHT:
+        if self._config.provider in THOUGHT:
             options.append(
                 {
                     "type": "select",
@@ -189,11 +152,11 @@ class CodingControls:
                     "name": "Thinking",
                     "category": "thought_level",
                     "currentValue": self._thought.level,
-                    "options": [
-                        {"value": v, "name": v.capitalize()} for v in _THOUGHT[self._config.provider]
-                    ],
+                    "options": [{"value": v, "name": v.capitalize()} for v in THOUGHT[self._config.provider]],
                 }
             )
+        if self._env.client_can("session", "configOptions", "boolean"):
+            options.extend(t.option() for t in self._toggles.values())
         return options
 
     async def set_mode(self, mode_id: str) -> None:
@@ -212,14 +175,21 @@ class CodingControls:
         await self._link.send(CurrentModeUpdate(current_mode_id=mode_id))
 
     async def set_config_option(self, config_id: str, value: str | bool) -> list[dict[str, Any]]:
+        toggle = self._toggles.get(config_id)
+        if toggle is not None:
+            if not isinstance(value, bool):
+                raise RpcError.invalid_params(f"invalid params: value: option {config_id!r} is on or off")
+            toggle.on = value
+            log.info("session %s: %s %s", self._env.session_id, config_id, "on" if value else "off")
+            return self.config_options()
         if not isinstance(value, str):
             raise RpcError.invalid_params(f"invalid params: value: option {config_id!r} takes a value id")
         if config_id == "mode":
             await self._set_mode(value)
         elif config_id == "model":
             await self._set_model(value)
-        elif config_id == "thought_level" and self._config.provider in _THOUGHT:
-            if value not in _THOUGHT[self._config.provider]:
+        elif config_id == "thought_level" and self._config.provider in THOUGHT:
+            if value not in THOUGHT[self._config.provider]:
                 raise RpcError.invalid_params(f"invalid params: value: unknown thought level {value!r}")
             self._thought.level = value
         else:
@@ -227,16 +197,24 @@ class CodingControls:
         return self.config_options()
 
     async def _set_model(self, name: str) -> None:
-        if self._models and name not in self._models:
-            raise RpcError.invalid_params(
-                f"invalid params: value: unknown model {name!r}; one of {', '.join(self._models)}"
-            )
-        if self._config.provider == "script" or self._config.provider is None:
+        provider = self._config.provider
+        if not self._http or provider is None:
             if name != self._model_name:
-                raise RpcError.invalid_params(
-                    f"invalid params: value: provider {self._config.provider} has one model"
-                )
+                raise RpcError.invalid_params(f"invalid params: value: provider {provider} has one model")
             return
+        if name not in self._models():
+            # Not listed yet: ask the server (it may serve more than was cached); when it cannot be
+            # asked, take the name as given (the model call will tell).
+            found = await self._catalog.refresh(
+                provider, self._config.base_url, self._config.api_key, force=True
+            )
+            if found is not None:
+                self._served = found
+                if name not in found:
+                    shown = ", ".join(found[:20]) + (" …" if len(found) > 20 else "")
+                    raise RpcError.invalid_params(
+                        f"invalid params: value: the server does not serve model {name!r}; it serves {shown}"
+                    )
         self._model_name = name
         if self._switch is not None:
             self._switch.current = await self._build(name)
@@ -255,49 +233,41 @@ class CodingControls:
         self._thought.provider = config.provider
         if self._switch is None and config.model:
             self._model_name = config.model
-            self._models = list(dict.fromkeys([config.model, *self._models]))
 
     async def opened(self) -> None:
         if self._trust is None or not self._trust.pending:
             await self._start_mcp()  # else at the first prompt, once the user said whether to trust
-        await self.send_commands()
-        await self._fetch_models()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.slash.opened)
+            tg.start_soon(self._refresh_models)
+
+    async def client_followed_up(self) -> None:
+        """The client's follow-up request (a saved default applied) was answered: it knows the session."""
+        await self.slash.client_followed_up()
 
     async def _start_mcp(self) -> None:
         if self._mcp is not None and not self._mcp.started:
             await self._mcp.start()
 
     async def send_commands(self) -> None:
-        from ..protocol.models import AvailableCommandsUpdate
+        """Send the slash commands if they changed (an MCP server became ready, say)."""
+        await self.slash.refresh()
 
-        commands = await self.commands()
-        await self._link.send(AvailableCommandsUpdate.model_validate({"availableCommands": commands}))
-
-    async def _fetch_models(self) -> None:
+    async def _refresh_models(self) -> None:
         provider = self._config.provider
-        if provider not in ("openai", "openai-responses", "anthropic"):
+        if not self._http or provider is None:
             return
-        try:
-            from harness.providers.factory import list_models
-
-            with anyio.fail_after(MODEL_LIST_TIMEOUT_S):
-                found = await list_models(
-                    provider, base_url=self._config.base_url, api_key=self._config.api_key
-                )
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception as exc:
-            log.info("listing the models of %s failed: %s", provider, exc)
-            return
-        first: list[str] = [self._model_name] if self._model_name else []
-        merged: list[str] = list(dict.fromkeys([*first, *sorted(found)]))
-        if merged != self._models:
-            self._models = merged
+        before = self._models()
+        found = await self._catalog.refresh(provider, self._config.base_url, self._config.api_key)
+        if found is not None:
+            self._served = found
+        if self._models() != before:
             await self._send_config_options()
 
     async def turn_starting(self) -> None:
         from ..protocol.models import AgentMessageChunk, TextContent
 
+        await self.slash.client_followed_up(prompt=True)
         if self._trust is not None:
             await self._trust.settle()
         if self._mcp is None:
@@ -320,8 +290,7 @@ class CodingControls:
             return self._switch
 
     async def _initial_model(self, default: Callable[[], Awaitable[Model]]) -> Model:
-        provider = self._config.provider
-        if provider in ("openai", "openai-responses", "anthropic") and self._model_name:
+        if self._http and self._model_name:
             return await self._build(self._model_name)
         return await default()
 
@@ -344,56 +313,39 @@ class CodingControls:
     # --- slash commands ----------------------------------------------------------------------------
 
     async def commands(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = [
-            {
-                "name": "mode",
-                "description": "Show or switch the mode: " + ", ".join(self._modes.offered),
-                "input": {"hint": "mode"},
-            },
-            {"name": "model", "description": "Show or switch the model", "input": {"hint": "model name"}},
-        ]
-        for name, (description, hint, _handler) in self._extra.items():
-            entry: dict[str, Any] = {"name": name, "description": description}
-            if hint:
-                entry["input"] = {"hint": hint}
-            out.append(entry)
-        if self._mcp is not None:
-            try:
-                out.extend(await self._mcp.commands())
-            except anyio.get_cancelled_exc_class():
-                raise
-            except Exception:
-                log.exception("listing the MCP prompt commands failed")
-        return out
+        """The ``availableCommands`` entries of the session's slash commands."""
+        return [c.to_acp() for c in await self.slash.all()]
 
     async def command(self, text: str) -> CommandOutcome | None:
-        head, _, rest = text[1:].partition(" ")
-        name, args = head.strip(), rest.strip()
-        if name == "mode":
-            if not args:
-                return CommandOutcome(
-                    reply=f"Mode: {self._modes.mode}. Modes: {', '.join(self._modes.offered)}."
-                )
-            try:
-                await self.set_mode(args)
-            except RpcError as exc:
-                return CommandOutcome(reply=exc.message.removeprefix("invalid params: modeId: "))
-            return CommandOutcome(reply=f"Mode: {args}.")
-        if name == "model":
-            if not args:
-                listed = ", ".join(self._models) or "(none listed)"
-                return CommandOutcome(reply=f"Model: {self._model_name or 'default'}. Models: {listed}.")
-            try:
-                await self._set_model(args)
-            except RpcError as exc:
-                return CommandOutcome(reply=exc.message.removeprefix("invalid params: value: "))
-            await self._send_config_options()
-            return CommandOutcome(reply=f"Model: {args}.")
-        extra = self._extra.get(name)
-        if extra is not None:
-            return await extra[2](args)
-        if self._mcp is not None:
-            expanded = await self._mcp.expand(name, args)
-            if expanded is not None:
-                return CommandOutcome(prompt=expanded)
-        return None
+        return await self.slash.run(text)
+
+    def _builtin_commands(self) -> list[SlashCommand]:
+        return [
+            SlashCommand(
+                "mode",
+                "Show or switch the mode: " + ", ".join(self._modes.offered),
+                self._mode_command,
+                "mode",
+            ),
+            SlashCommand("model", "Show or switch the model", self._model_command, "model name"),
+        ]
+
+    async def _mode_command(self, args: str) -> CommandOutcome:
+        if not args:
+            return CommandOutcome(reply=f"Mode: {self._modes.mode}. Modes: {', '.join(self._modes.offered)}.")
+        try:
+            await self.set_mode(args)
+        except RpcError as exc:
+            return CommandOutcome(reply=exc.message.removeprefix("invalid params: modeId: "))
+        return CommandOutcome(reply=f"Mode: {args}.")
+
+    async def _model_command(self, args: str) -> CommandOutcome:
+        if not args:
+            listed = ", ".join(self._models()) or "(none listed)"
+            return CommandOutcome(reply=f"Model: {self._model_name or 'default'}. Models: {listed}.")
+        try:
+            await self._set_model(args)
+        except RpcError as exc:
+            return CommandOutcome(reply=exc.message.removeprefix("invalid params: value: "))
+        await self._send_config_options()
+        return CommandOutcome(reply=f"Model: {args}.")

@@ -1,4 +1,5 @@
-"""The editor as file system and terminal: ``fs/read_text_file``, ``fs/write_text_file`` and ``terminal/*``.
+"""The editor as file system: ``fs/read_text_file`` and ``fs/write_text_file`` (its terminal is
+``_terminal``).
 
 Each is used only when the client advertised it. The editor's word on a file is final: when it answers
 with an error the tool fails with the editor's message (the user rejected the edit, the buffer could not
@@ -11,29 +12,23 @@ client advertised ``fs`` but does not implement it: the disk from then on) and "
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 
-from harness.secrets import Secrets
 from harness.tools import LocalFileSystem
 
 from ..protocol.errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, ConnectionClosedError, RpcError
 
 if TYPE_CHECKING:
-    from harness.tools import CommandRequest, OutputSink
+    from ..session._setup import SessionEnvironment
 
-    from ..session._setup import SessionEnvironment, SessionHandle, ToolDisplay
-
-__all__ = ["EditorFileError", "EditorFileSystem", "EditorTerminalRunner"]
+__all__ = ["EditorFileError", "EditorFileSystem"]
 
 log = logging.getLogger(__name__)
 
 FS_TIMEOUT_S: Final = 30.0
-TERMINAL_OUTPUT_LIMIT: Final = 1_000_000
-POLL_S: Final = 0.25
 
 
 class EditorFileError(OSError):
@@ -131,134 +126,6 @@ async def _remove_dirs(made: list[anyio.Path]) -> None:
                 await d.rmdir()
             except OSError:
                 return
-
-
-class EditorTerminalRunner:
-    """A ``harness.tools.CommandRunner`` over ``terminal/*``: the terminal is embedded in the tool call.
-
-    ``terminal/create`` (``bash -c``), then the terminal goes into the call's content and its output is
-    polled for the model while ``terminal/wait_for_exit`` waits; on cancellation (cancel, timeout)
-    ``terminal/kill``; ``terminal/release`` always."""
-
-    def __init__(
-        self, env: SessionEnvironment, display: ToolDisplay, session: Any, secrets: Secrets | None = None
-    ) -> None:
-        self._env = env
-        self._display = display
-        self._session: Any = session
-        """Holds the ``SessionHandle`` once bound (``.handle``)."""
-        self._secrets = secrets or Secrets.from_env(os.environ)
-
-    async def run(self, request: CommandRequest, output: OutputSink) -> int | None:
-        conn = self._env.connection
-        sid = self._env.session_id
-        # The editor starts the terminal with its own environment: blank the credentials this agent holds.
-        extra = {k: v for k, v in request.env.items() if k not in self._secrets.names}
-        merged = {**self._secrets.masked_env(), **extra}
-        env_vars = [{"name": k, "value": v} for k, v in merged.items()]
-        command = await _sandboxed(request)
-        try:
-            created = await conn.request(
-                "terminal/create",
-                {
-                    "sessionId": sid,
-                    "command": "bash",
-                    "args": ["-c", command],
-                    "cwd": str(request.cwd),
-                    "env": env_vars,
-                    "outputByteLimit": TERMINAL_OUTPUT_LIMIT,
-                },
-                timeout=FS_TIMEOUT_S,
-            )
-        except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError
-            raise OSError(f"the editor could not start a terminal: {exc}") from exc
-        terminal_id = str(_obj(created).get("terminalId") or "")
-        if not terminal_id:
-            raise OSError("the editor answered terminal/create without a terminalId")
-        if request.call_id:
-            self._display.terminals[request.call_id] = terminal_id
-            await self._embed(request.call_id, terminal_id)
-        ids = {"sessionId": sid, "terminalId": terminal_id}
-        seen = 0
-        exited = False
-        status: Any = None
-        try:
-            code: int | None = None
-            async with anyio.create_task_group() as tg:
-
-                async def poll() -> None:
-                    nonlocal seen
-                    while True:
-                        await anyio.sleep(POLL_S)
-                        seen = await self._pump(ids, seen, output)
-
-                tg.start_soon(poll)
-                status = await conn.request("terminal/wait_for_exit", ids)
-                exited = True
-                tg.cancel_scope.cancel()
-            seen = await self._pump(ids, seen, output)
-            code = _exit_code(status)
-            return code
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-                if not exited:
-                    await _quietly(conn.request("terminal/kill", ids, timeout=5))
-                await _quietly(conn.request("terminal/release", ids, timeout=5))
-
-    async def _embed(self, call_id: str, terminal_id: str) -> None:
-        from ..protocol.models import TerminalToolCallContent, ToolCallProgress
-
-        handle: SessionHandle | None = getattr(self._session, "handle", None)
-        if handle is None:
-            return
-        await handle.send_update(
-            ToolCallProgress(tool_call_id=call_id, content=[TerminalToolCallContent(terminal_id=terminal_id)])
-        )
-
-    async def _pump(self, ids: dict[str, str], seen: int, output: OutputSink) -> int:
-        try:
-            answer = await self._env.connection.request("terminal/output", ids, timeout=FS_TIMEOUT_S)
-        except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError too
-            log.debug("terminal/output failed: %s", exc)
-            return seen
-        text = _obj(answer).get("output")
-        if not isinstance(text, str):
-            return seen
-        if len(text) < seen:  # the editor cut the start (outputByteLimit): take what is new from its end
-            seen = 0
-        if len(text) > seen:
-            await output(text[seen:])
-        return len(text)
-
-
-async def _sandboxed(request: CommandRequest) -> str:
-    """The command line to send: wrapped by the sandbox launcher when the request carries a policy."""
-    if request.sandbox is None or not request.sandbox.enabled:
-        return request.command
-    from harness.sandbox import wrap_command_line
-
-    policy = request.sandbox
-    return await anyio.to_thread.run_sync(lambda: wrap_command_line(request.command, policy))
-
-
-async def _quietly(request: Any) -> None:
-    try:
-        await request
-    except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError
-        log.debug("terminal clean-up request failed: %s", exc)
-
-
-_SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGTERM": 15, "SIGPIPE": 13}
-
-
-def _exit_code(status: Any) -> int | None:
-    code = _obj(status).get("exitCode")
-    if isinstance(code, int):
-        return code
-    signal = _obj(status).get("signal")
-    if isinstance(signal, str):
-        return -_SIGNALS.get(signal.upper(), 15)
-    return None
 
 
 def _obj(value: Any) -> dict[str, Any]:

@@ -35,17 +35,22 @@ from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session._setup import SessionSetup, ToolDisplay, default_system_prompt
 from ..session._store import SessionStore
 from ..trust import TrustStore
+from ._catalog import ModelCatalog
 from ._compact import CHECKPOINTS_FILE, Compaction
 from ._controls import CodingControls, ThoughtLevel, known_context_window
-from ._editor import EditorFileSystem, EditorTerminalRunner
+from ._editor import EditorFileSystem
 from ._elicit import McpElicitor
 from ._gate import PermissionGate, RunningMarker, SessionLink
 from ._modes import ModeState, PolicyMiddleware, protected_paths, store_paths
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
+from ._shell_view import ShellView
+from ._terminal import EditorTerminalRunner, EditorTerminals
+from ._toggles import AutoCompactSwitch, Switched, Toggle
 from ._tools import LateModel, explore_tool, web_tools
 from ._trust import ProjectRuleStore, ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
 from ._undo import UndoCommand
+from ._views import ProjectPaths, coding_views
 
 if TYPE_CHECKING:
     from harness import Call, Model
@@ -134,6 +139,7 @@ class CodingFactory:
         self.flags = dict(flags or {})
         self.environ = dict(os.environ if environ is None else environ)
         self.secrets = secrets or Secrets()
+        self._catalog: ModelCatalog | None = None
 
     async def load_config(self, cwd: Path, trust: bool | None = None) -> Config:
         from ..config import ConfigError, load_config
@@ -158,12 +164,8 @@ class CodingFactory:
         config = await self.load_config(env.cwd)
         secrets = self.secrets
         root = Root(list(env.roots))
-        display = ToolDisplay(
-            roots=tuple(dict.fromkeys([*env.roots, *root.paths])),
-            editor_terminal=env.client_can("terminal"),
-            terminal_meta=env.client_can("_meta", "terminal_output"),
-            marks_running=True,
-        )
+        paths = ProjectPaths(tuple(dict.fromkeys([*env.roots, *root.paths])))
+        terminals = EditorTerminals() if env.client_can("terminal") else None
         link = SessionLink()
         fs = EditorFileSystem(env)
         journal = Journal(fs, root=root)
@@ -177,13 +179,18 @@ class CodingFactory:
         )
         await modes.load()
         sandbox = await self._sandbox(config, env, modes)
-        runner = EditorTerminalRunner(env, display, link, secrets) if display.editor_terminal else None
+        runner = EditorTerminalRunner(env, terminals, link, secrets) if terminals is not None else None
         shell = Shell(
             root,
             runner=runner,
             default_timeout_s=config.shell_timeout_s,
             sandbox=sandbox.for_call,
             secrets=secrets,
+        )
+        files = file_tools(root, journal, fs)
+        views = coding_views(files, paths)
+        views[shell.spec().name] = ShellView(
+            paths, terminals=terminals, terminal_meta=env.client_can("_meta", "terminal_output")
         )
         plan = Plan()
 
@@ -204,7 +211,7 @@ class CodingFactory:
         await compaction.load()
         pending = config.project is not None and bool(config.project.ignored)
         mcp = await self._mcp(env, config, link, defer=pending)
-        gate = PermissionGate(env, modes, link, display, root=root, fs=fs)
+        gate = PermissionGate(env, modes, link, views, root=root, fs=fs)
         trust: ProjectTrustPrompt | None = None
         if pending and config.project is not None:
 
@@ -216,6 +223,10 @@ class CodingFactory:
 
             trust = ProjectTrustPrompt(config.project, trust_store, gate, link, reload, apply)
 
+        web, auto_compact = _switches()
+        toggles = [web, auto_compact] if window else [web]  # auto-compaction needs a known window
+        if self._catalog is None:
+            self._catalog = ModelCatalog(env.home)
         controls = CodingControls(
             env,
             config,
@@ -232,7 +243,10 @@ class CodingFactory:
                 ),
             },
             trust=trust,
+            catalog=self._catalog,
+            toggles=toggles,
         )
+        await controls.load_models()
         link.controls = controls
         explore = explore_tool(
             root,
@@ -243,12 +257,12 @@ class CodingFactory:
             middleware=[secrets],
         )
         sources: list[Any] = [
-            *file_tools(root, journal, fs),
+            *files,
             shell,
             *plan.tools(),
             PlanExit(modes, controls),
             explore,
-            *web_tools(config),
+            Switched(web_tools(config), web),
         ]
         if mcp is not None:
             sources.append(mcp.tools)
@@ -276,6 +290,7 @@ class CodingFactory:
                 thought,
                 Reminder(plan),
                 # Inside: its summary call goes to the model without the mode note or the reminder.
+                AutoCompactSwitch(auto_compact),
                 compaction.middleware,
                 *_retry(config.provider),
             ],
@@ -283,8 +298,9 @@ class CodingFactory:
             options=Options(context_window=window) if window else None,
             context=env,
             aclose=aclose,
-            display=display,
+            display=ToolDisplay(marks_running=True),
             controls=controls,
+            views=views,
         )
 
     def _stores(self, config: Config, env: SessionEnvironment, trust: TrustStore) -> list[PermissionStore]:
@@ -363,6 +379,18 @@ def _trusted_servers(config: Config, env: SessionEnvironment) -> list[str]:
     name (the editor's entry replaces the configured one, and the editor's servers are not trusted)."""
     from_editor = {str(s.get("name")) for s in env.mcp_servers}
     return [s.name for s in config.mcp_servers if s.trusted and s.name not in from_editor]
+
+
+def _switches() -> tuple[Toggle, Toggle]:
+    """The session's on/off settings: the web tools, automatic compaction."""
+    return (
+        Toggle(
+            "web_tools",
+            "Web tools",
+            "Let the agent fetch web pages (and search, with SearXNG set up); each use still asks",
+        ),
+        Toggle("auto_compact", "Auto-compact", "Summarise older messages when the context window fills up"),
+    )
 
 
 def _roots_note(env: SessionEnvironment) -> str:

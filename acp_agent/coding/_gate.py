@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from harness.tools import FileSystem, Root
 
     from ..protocol.models import ToolCallContent
-    from ..session._setup import SessionEnvironment, SessionHandle, ToolDisplay
+    from ..session._present import ToolView
+    from ..session._setup import SessionEnvironment, SessionHandle
     from ._modes import ModeState
 
 __all__ = ["Cancelled", "PermissionGate", "RunningMarker", "SessionLink"]
@@ -93,7 +94,7 @@ class PermissionGate:
     env: SessionEnvironment
     modes: ModeState
     link: SessionLink
-    display: ToolDisplay
+    views: Mapping[str, ToolView]
     root: Root = field(kw_only=True)
     fs: FileSystem = field(kw_only=True)
 
@@ -195,9 +196,11 @@ class PermissionGate:
         try:
             yes = await self.request_permission(request, options) == "allow_once"
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                status = "completed" if yes else "failed"
-                await self.link.send(ToolCallProgress(tool_call_id=start.tool_call_id, status=status))
+            if yes:  # a "no" the client marked rejected itself: no status over that
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self.link.send(
+                        ToolCallProgress(tool_call_id=start.tool_call_id, status="completed")
+                    )
         return yes
 
     async def request_permission(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str:
@@ -226,25 +229,28 @@ class PermissionGate:
     async def _describe(self, call: ToolCall, context: Call, note: str | None = None) -> dict[str, Any]:
         """The permission request's ``toolCall``: title, kind, input and what would change; ``note`` (why
         this always asks) first."""
-        from ..protocol.models import ContentToolCallContent, TextContent, ToolCallUpdate, dump
-        from ..session._updates import ToolPresenter
+        from harness.tools._values import read_meta
 
-        presenter = ToolPresenter(None, self.display)
-        kind = context.spec.meta.get("kind") if context.spec is not None else None
+        from ..protocol.models import ContentToolCallContent, TextContent, ToolCallUpdate, dump
+        from ..session._present import MetaView
+
+        view = self.views.get(call.name) or MetaView(
+            call.name, read_meta(context.spec.meta if context.spec is not None else {})
+        )
         content: list[ToolCallContent] = await self._preview(call)
-        if not content and call.name == "shell":
-            command = str(call.input.get("command", ""))
+        command = call.input.get("command")
+        if not content and view.kind == "execute" and isinstance(command, str):
             content = [ContentToolCallContent(content=TextContent(text=f"```sh\n{command}\n```"))]
         if note is not None:
             content.insert(0, ContentToolCallContent(content=TextContent(text=note)))
         update = ToolCallUpdate(
             tool_call_id=call.id,
-            title=_spec_title(context, call) or presenter.title(call.name, call.input),
-            kind=kind if isinstance(kind, str) else "other",  # pyright: ignore[reportArgumentType]
+            title=view.title(call.input) or call.name,
+            kind=view.kind,
             status="pending",
             raw_input=call.input,
             content=content or None,
-            locations=presenter.locations(call.name, call.input),
+            locations=view.locations(call.input),
         )
         return dump(update)
 
@@ -368,18 +374,6 @@ def _protected_note(found: Sequence[tuple[str, str]]) -> str | None:
         "Protected paths are asked about every time; no rule or mode short of full-access allows them."
     )
     return "\n".join(lines)
-
-
-def _spec_title(context: Call, call: ToolCall) -> str | None:
-    """The title the tool's spec makes from the input (``meta["acp_title"]``), if any."""
-    made: Any = context.spec.meta.get("acp_title") if context.spec is not None else None
-    if callable(made):
-        try:
-            made = made(dict(call.input))
-        except Exception:
-            log.exception("acp_title of tool %s failed", call.name)
-            return None
-    return made if isinstance(made, str) and made else None
 
 
 def _always_label(prefix: str, rules: list[Rule]) -> str:

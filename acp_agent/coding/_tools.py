@@ -17,6 +17,7 @@ from harness import HarnessUsageError, Options, Result, Run, Tool, Tools, ToolSp
 from harness.agents import AgentTool
 from harness.compact import Compact
 from harness.tools import Glob, Grep, ListDir, ReadFile
+from harness.tools._values import ToolKind, ToolMeta, read_meta
 
 if TYPE_CHECKING:
     from harness import Call, Model
@@ -44,17 +45,22 @@ _TITLE_CHARS: Final = 80
 
 
 class Dressed:
-    """A tool with the editor's presentation added to its spec: ``kind`` and a title made from the input
-    (``ToolSpec.meta`` ``kind`` and ``acp_title``, read by the session's ``ToolPresenter``)."""
+    """A tool with the editor's presentation added to its spec's ``ToolMeta``: ``kind`` and a title made
+    from the input (read by the session's ``MetaView``)."""
 
-    def __init__(self, tool: Tool, *, kind: str, title: Callable[[Mapping[str, Any]], str | None]) -> None:
+    def __init__(
+        self, tool: Tool, *, kind: ToolKind, title: Callable[[Mapping[str, Any]], str | None]
+    ) -> None:
         self.tool = tool
-        self.kind = kind
+        self.kind: ToolKind = kind
         self.title = title
 
     def spec(self) -> ToolSpec:
         spec = self.tool.spec()
-        return replace(spec, meta={**spec.meta, "kind": self.kind, "acp_title": self.title})
+        meta: ToolMeta = read_meta(spec.meta)
+        meta["kind"] = self.kind
+        meta["title"] = self.title
+        return replace(spec, meta=meta)
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:
         return await self.tool.call(input, call)

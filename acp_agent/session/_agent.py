@@ -25,11 +25,12 @@ import anyio
 import anyio.to_thread
 
 from .._early import AUTH_METHOD_ID as _AUTH_METHOD_ID
-from .._early import PROTOCOL_VERSION, initialize_result
+from .._early import PROTOCOL_VERSION, SETUP_METHOD_ID, initialize_result
 from ..model_setup import ModelConfigError, how_to_configure
 from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
+from ._first_run import needs_setup, terminal_auth
 from ._listing import list_sessions
 from ._roots import checked_roots
 from ._session import Session
@@ -191,6 +192,10 @@ class AcpAgent:
     def mark_initialized(self, params: dict[str, Any]) -> None:
         """``initialize`` was answered (here, or before the event loop started: ``acp_agent._early``)."""
         self.client_capabilities = dict(as_object(params.get("clientCapabilities")))
+        info = as_object(params.get("clientInfo"))
+        client = f"{info.get('name') or '(unnamed)'} {info.get('version') or ''}".strip()
+        log.info("initialize: client %s, protocol %s", client, params.get("protocolVersion"))
+        log.debug("initialize: %s", _json(params))
         first = not self._initialized
         self._initialized = True
         if first:
@@ -206,10 +211,10 @@ class AcpAgent:
             log.exception("warming up imports failed")
 
     async def authenticate(self, req: m.AuthenticateRequest, ctx: RequestContext) -> dict[str, Any]:
-        if req.method_id != _AUTH_METHOD_ID:
+        if req.method_id not in (_AUTH_METHOD_ID, SETUP_METHOD_ID):
             raise RpcError.invalid_params(f"invalid params: methodId: unknown auth method {req.method_id!r}")
-        self._require_model()
-
+        if await needs_setup(self.settings, self._model, None):
+            raise RpcError.auth_required(how_to_configure())
         return {}
 
     def _require_model(self) -> None:
@@ -226,6 +231,9 @@ class AcpAgent:
 
     async def new_session(self, req: m.NewSessionRequest, ctx: RequestContext) -> m.NewSessionResponse:
         cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
+        if terminal_auth(self.client_capabilities) and await needs_setup(self.settings, self._model, cwd):
+            # The editor runs `acp-agent setup` (the terminal auth method) before the user types.
+            raise RpcError.auth_required(how_to_configure())
         servers = _kept_servers(req.mcp_servers)
         now = now_iso()
         meta = SessionMeta(f"sess_{uuid.uuid4().hex}", cwd, now, now, None, dirs, servers)
@@ -310,6 +318,7 @@ class AcpAgent:
         if controls is None:
             raise RpcError.invalid_params("invalid params: this session has no modes")
         await controls.set_mode(req.mode_id)
+        self._after_response(ctx, controls.client_followed_up)
         return {}
 
     async def set_config_option(
@@ -318,7 +327,25 @@ class AcpAgent:
         controls = self._session(req.session_id).setup.controls
         if controls is None:
             raise RpcError.invalid_params("invalid params: this session has no config options")
-        return {"configOptions": await controls.set_config_option(req.config_id, req.value)}
+        options = await controls.set_config_option(req.config_id, req.value)
+        self._after_response(ctx, controls.client_followed_up)
+        return {"configOptions": options}
+
+    def _after_response(self, ctx: RequestContext, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work`` once the response to ``ctx``'s request is on the wire (in the background)."""
+        spawn = self._spawn
+        if spawn is None:
+            return
+
+        async def run() -> None:
+            try:
+                await work()
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception:
+                log.exception("work after the response to request %r failed", ctx.request_id)
+
+        self._opening[ctx.request_id] = lambda: spawn(run)
 
     async def close_session(self, req: m.CloseSessionRequest, ctx: RequestContext) -> dict[str, Any]:
         session = self.sessions.pop(req.session_id, None)
@@ -415,6 +442,12 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
         m.SetSessionConfigOptionRequest.model_validate, AcpAgent.set_config_option
     ),
 }
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=repr)
 
 
 def _controls_state(session: Session) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""ACP content <-> harness messages: a prompt's content blocks become one user message; a stored
-conversation becomes the ``session/update`` notifications that replay it (``session/load``)."""
+"""ACP content -> harness messages: a prompt's content blocks become one user message (``_replay`` turns a
+stored conversation back into updates)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,11 @@ from ..protocol.errors import RpcError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from harness import Message, ToolResult
+    from harness import Message
 
-    from ..protocol.models import ContentBlock, SessionUpdate
-    from ._updates import ToolPresenter
+    from ..protocol.models import ContentBlock
 
-__all__ = ["ACP_META_KEY", "linked_files", "prompt_to_message", "replay_updates", "title_from_prompt"]
+__all__ = ["ACP_META_KEY", "content_adapter", "linked_files", "prompt_to_message", "title_from_prompt"]
 
 ACP_META_KEY = "acp"
 """``Message.meta[ACP_META_KEY]["prompt"]`` keeps the prompt's original blocks, replayed as sent."""
@@ -155,60 +154,11 @@ def title_from_prompt(message: Message) -> str | None:
     return text if len(text) <= _TITLE_MAX else text[: _TITLE_MAX - 1].rstrip() + "…"
 
 
-def replay_updates(messages: Sequence[Message], presenter: ToolPresenter) -> list[SessionUpdate]:
-    """The updates that show ``messages`` as the client saw them live: user chunks, agent thought and
-    message chunks, and each tool call once, with its final status, content and input."""
-    from harness import Image, Reasoning, Role, Text, ToolCall
-
-    from ..protocol.models import (
-        AgentMessageChunk,
-        AgentThoughtChunk,
-        ImageContent,
-        TextContent,
-        UserMessageChunk,
-    )
-
-    adapter = _content_adapter()
-
-    results: dict[str, ToolResult] = {}
-    for m in messages:
-        for r in m.tool_results:
-            results[r.call_id] = r
-    updates: list[SessionUpdate] = []
-    for m in messages:
-        if m.role is Role.USER:
-            acp_meta: Any = m.meta.get(ACP_META_KEY)
-            meta_fields: dict[str, Any] = acp_meta if isinstance(acp_meta, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-            original: Any = meta_fields.get("prompt")
-            if isinstance(original, list):
-                for raw in original:  # pyright: ignore[reportUnknownVariableType]
-                    try:
-                        updates.append(UserMessageChunk(content=adapter.validate_python(raw)))
-                    except Exception:
-                        continue
-                continue
-            for part in m.parts:
-                if isinstance(part, Text):
-                    updates.append(UserMessageChunk(content=TextContent(text=part.text)))
-                elif isinstance(part, Image) and part.data is not None:
-                    updates.append(
-                        UserMessageChunk(content=ImageContent(data=part.data, mime_type=part.media_type))
-                    )
-            continue
-        for part in m.parts:
-            if isinstance(part, Reasoning) and part.text:
-                updates.append(AgentThoughtChunk(content=TextContent(text=part.text)))
-            elif isinstance(part, Text) and part.text:
-                updates.append(AgentMessageChunk(content=TextContent(text=part.text)))
-            elif isinstance(part, ToolCall):
-                updates.append(presenter.replayed(part, results.get(part.id)))
-    return updates
-
-
 _adapters: dict[str, Any] = {}
 
 
-def _content_adapter() -> Any:
+def content_adapter() -> Any:
+    """The pydantic adapter of a ``ContentBlock`` (built once)."""
     adapter = _adapters.get("content")
     if adapter is None:
         from pydantic import TypeAdapter

@@ -16,9 +16,11 @@ import anyio
 
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
-from ._content import linked_files, prompt_to_message, replay_updates, title_from_prompt
+from ._content import linked_files, prompt_to_message, title_from_prompt
+from ._present import Presenter
+from ._replay import ShownLog
 from ._store import SessionMeta, SessionStore
-from ._updates import EventMapper, ToolPresenter
+from ._updates import EventMapper
 
 if TYPE_CHECKING:
     from harness import Ended, Message, Model, Run
@@ -60,13 +62,15 @@ class Session:
         self._get_model = get_model
         self._conn = connection
         self._run: Run | None = None
-        self.presenter = ToolPresenter(setup.tools, setup.display)
+        self.presenter = Presenter(setup.tools, setup.views)
         self.opened = anyio.Event()
         """Set once the response that opened the session was written: updates wait for it."""
         self._turn_done: anyio.Event | None = None
         self._cancel_requested = False
         self._cancel_sequence = 0
         self._closed = False
+        self._mapper: EventMapper | None = None
+        self._shown = ShownLog()
         if setup.controls is not None:
             setup.controls.bind(self)
 
@@ -90,26 +94,46 @@ class Session:
             await self.opened.wait()
         await self.send_replay_update(update)
 
-    async def send_replay_update(self, update: SessionUpdate) -> None:
-        """Send one ``session/update`` at once, without waiting for the opening response: for
-        ``session/load``'s replay, which the spec puts before that response."""
-        from ..protocol.models import SessionNotification
+    async def send_replay_update(self, update: SessionUpdate | dict[str, Any]) -> None:
+        """Send one ``session/update`` (a model, or the wire dict of one) at once, without waiting for the
+        opening response: for ``session/load``'s replay, which the spec puts before that response."""
+        from ..protocol.models import SessionNotification, dump
 
+        if isinstance(update, dict):
+            await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
+            return
+        if update.session_update == "plan":
+            self._shown.plan([dump(e) for e in update.entries])
         await self._conn.notify("session/update", SessionNotification(session_id=self.id, update=update))
 
     async def send_text_chunk(self, text: str) -> None:
         """The hot path of a streamed reply: an ``agent_message_chunk`` of text, built as the wire dict it
-        is (no model to build and dump; the schema tests check the shape), after the opening response."""
+        is (``agent_text``'s shape, written out here: no model to build and dump; the schema tests check the
+        shape), after the opening response."""
         if not self.opened.is_set():
             await self.opened.wait()
         update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
         await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
 
     async def replay(self) -> None:
-        """Send the whole conversation as updates (``session/load``, before its response)."""
+        """Send the whole conversation as the client saw it (``session/load``, before its response), then
+        the title and the plan."""
+        from ..protocol.models import SessionInfoUpdate
+        from ._replay import SessionRecords, replay_updates
+
         await self.presenter.refresh()
-        for update in replay_updates(self.messages(), self.presenter):
+        records = SessionRecords.read(await self._store.load_shown(self.id))
+        for update in replay_updates(self.messages(), self.presenter, records):
             await self.send_replay_update(update)
+        if self.meta.title:
+            await self.send_replay_update(
+                SessionInfoUpdate(title=self.meta.title, updated_at=self.meta.updated_at)
+            )
+        if records.plan:
+            await self._conn.notify(
+                "session/update",
+                {"sessionId": self.id, "update": {"sessionUpdate": "plan", "entries": records.plan}},
+            )
 
     # --- prompt turns ---------------------------------------------------------------------------
 
@@ -137,9 +161,6 @@ class Session:
             done.set()
 
     async def _prompt(self, message: Message) -> str:
-        from harness import HarnessUsageError
-        from harness.events import StepEnded, StepStarted, TextDelta, TurnStarted
-
         from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, TextContent
 
         controls = self.setup.controls
@@ -162,33 +183,62 @@ class Session:
                 self.meta = self.meta.touched(title=title)
                 await self.send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
         options = self.setup.options
-        mapper = EventMapper(self.presenter, context_window=options.context_window if options else None)
-        misuse: HarnessUsageError | None = None
+        display = self.setup.display
+        mapper = EventMapper(
+            self.presenter,
+            context_window=options.context_window if options else None,
+            marks_running=display is not None and display.marks_running,
+        )
+        self._mapper = mapper
+        mapper.cancelling = self._cancel_requested
+        misuse: BaseException | None = None
         try:
-            async with run.turn(message) as events:
-                async for event in events:
-                    if isinstance(event, TurnStarted) and event.parent is None and self._cancel_requested:
-                        run.cancel()
-                    if type(event) is TextDelta and event.parent is None:
-                        # The hot path of a streamed reply: one plain dict, no models to build and dump.
-                        if event.text:
-                            await self.send_text_chunk(event.text)
-                        continue
-                    for update in await mapper.map(event):
-                        await self.send_update(update)
-                    if isinstance(event, StepStarted | StepEnded) and event.parent is None:
-                        await self._persist(run, final=False)
-        except HarnessUsageError as exc:  # re-raised by the run after TurnEnded: a bug, reported as such
-            log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
-            misuse = exc
+            misuse = await self._stream(run, message, mapper)
         finally:
             for update in mapper.close_open_calls():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await self.send_update(update)
+            self._shown.calls_ended(mapper.take_records())
+            self._mapper = None
+            outcome = _unfinished(run, misuse)
+            if outcome is not None:  # a replay shows the partial reply and a marker
+                self._shown.turn_ended(len(run.messages()), *outcome)
             with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
                 await self._persist(run, final=True)
-        ended = run.ended()
-        return stop_reason(ended, misuse)
+        return stop_reason(run.ended(), misuse)
+
+    async def _stream(self, run: Run, message: Message, mapper: EventMapper) -> BaseException | None:
+        """The turn's events as updates, each step persisted as it completes; the programming error that
+        failed it, if one did."""
+        from harness import HarnessUsageError
+        from harness.events import StepEnded, StepStarted, TextDelta, TurnStarted
+
+        unsaved = self._shown.text
+        misuse: HarnessUsageError | None = None
+        try:
+            async with run.turn(message) as events:
+                async for event in events:
+                    if type(event) is TextDelta and event.parent is None:
+                        # The hot path of a streamed reply: one plain dict, no models to build and dump.
+                        if event.text:
+                            unsaved.append(event.text)
+                            await self.send_text_chunk(event.text)
+                        continue
+                    if isinstance(event, TurnStarted) and event.parent is None and self._cancel_requested:
+                        run.cancel()
+                    if isinstance(event, StepStarted) and event.parent is None:
+                        await self.presenter.refresh()
+                    for update in mapper.map(event):
+                        await self.send_update(update)
+                    self._shown.calls_ended(mapper.take_records())
+                    if isinstance(event, StepStarted | StepEnded) and event.parent is None:
+                        if isinstance(event, StepEnded):
+                            self._shown.step_done()
+                        await self._persist(run, final=False)
+        except HarnessUsageError as exc:  # re-raised by the run after TurnEnded: a bug, reported as such
+            log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
+            misuse = exc
+        return misuse
 
     async def _ensure_run(self) -> Run:
         if self._run is not None:
@@ -214,6 +264,7 @@ class Session:
         if new:
             await self._transcript.append(new)
             self._persisted = len(messages)
+        await self._store.append_shown(self.id, self._shown.take())
         if final or new:
             self.meta = self.meta.touched()
             if final:
@@ -227,6 +278,8 @@ class Session:
                 self._cancel_sequence = max(self._cancel_sequence, sequence)
             return
         self._cancel_requested = True
+        if self._mapper is not None:
+            self._mapper.cancelling = True
         if self._run is not None:
             self._run.cancel()
 
@@ -247,6 +300,20 @@ class Session:
                     await self.setup.aclose()
                 except Exception:
                     log.exception("session %s: closing its resources failed", self.id)
+
+
+def _unfinished(run: Run, misuse: BaseException | None) -> tuple[str, str | None] | None:
+    """``("cancelled", None)`` or ``("failed", message)`` for a turn that did not end normally."""
+    from harness import EndReason
+
+    ended = run.ended()
+    if misuse is not None:
+        return "failed", f"internal error: {misuse}"
+    if ended is None or ended.reason in (EndReason.CANCELLED, EndReason.INTERRUPTED):
+        return "cancelled", None
+    if ended.reason is EndReason.FAILED:
+        return "failed", failure_message(_kind(ended, "model_error"), ended.error)
+    return None
 
 
 def _replace_text(message: Message, text: str) -> Message:

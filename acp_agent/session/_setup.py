@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from ..protocol.connection import Connection
     from ..protocol.models import SessionUpdate
+    from ._present import ToolView
 
 __all__ = [
     "CommandOutcome",
@@ -58,19 +59,12 @@ class SessionEnvironment:
         return node is not None and node is not False
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolDisplay:
-    """How tool calls are shown, beyond the tool specs (shared by the factory's parts and the mapper).
+    """How tool calls are shown beyond their views: ``marks_running`` says a tool middleware sends
+    ``in_progress`` when a call really starts (after approval), so the mapper does not send it when the
+    input is complete."""
 
-    ``terminals`` maps a call id to the editor terminal showing it (set by the editor terminal runner);
-    ``terminal_meta`` streams local shell output with Zed's ``terminal_*`` ``_meta`` keys; ``marks_running``
-    says a tool middleware sends ``in_progress`` when a call really starts (after approval), so the mapper
-    does not send it when the input is complete."""
-
-    roots: tuple[Path, ...] = ()
-    terminals: dict[str, str] = field(default_factory=dict[str, str])
-    editor_terminal: bool = False
-    terminal_meta: bool = False
     marks_running: bool = False
 
 
@@ -118,6 +112,11 @@ class SessionControls(Protocol):
         """After the opening response was written: send ``available_commands_update`` and the like."""
         ...
 
+    async def client_followed_up(self) -> None:
+        """The response to one of the client's follow-up requests (``set_config_option``, ``set_mode``)
+        was written: the client surely knows the session now (Zed registers it only then)."""
+        ...
+
     async def turn_starting(self) -> None: ...
 
     async def command(self, text: str) -> CommandOutcome | None:
@@ -139,6 +138,8 @@ class SessionSetup:
     aclose: Callable[[], Awaitable[None]] | None = field(default=None)
     display: ToolDisplay | None = None
     controls: SessionControls | None = None
+    views: Mapping[str, ToolView] | None = None
+    """How the factory's own tools look, by tool name (others get a ``MetaView`` from their spec)."""
 
 
 class SessionFactory(Protocol):

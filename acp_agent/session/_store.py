@@ -1,6 +1,9 @@
-"""Sessions on disk: ``<home>/sessions/<id>/meta.json`` (written atomically) and ``messages.jsonl`` (one
+"""Sessions on disk: ``<home>/sessions/<id>/meta.json`` (written atomically), ``messages.jsonl`` (one
 ``harness.Message.to_dict()`` per line, appended per complete step, flushed and fsync'd; the file format and
-torn-tail repair are ``harness.transcript.JsonlTranscript``'s). All file work runs in worker threads."""
+torn-tail repair are ``harness.transcript.JsonlTranscript``'s) and ``shown.jsonl``: what the client was
+shown beyond the messages (each tool call as it ended, the plan, the end of a cancelled or failed turn),
+one JSON object per line, appended and fsync'd, read back leniently (``session/load`` replays it). All file
+work runs in worker threads."""
 
 from __future__ import annotations
 
@@ -86,6 +89,25 @@ class SessionStore:
     def transcript_path(self, session_id: str) -> Path:
         return self.directory(session_id) / "messages.jsonl"
 
+    def shown_path(self, session_id: str) -> Path:
+        return self.directory(session_id) / "shown.jsonl"
+
+    async def append_shown(self, session_id: str, records: list[dict[str, Any]]) -> None:
+        """Append what the client was shown (see the module docstring); a no-op for no records."""
+        if records:
+            await anyio.to_thread.run_sync(_append_lines, self.shown_path(session_id), records)
+
+    async def load_shown(self, session_id: str) -> list[dict[str, Any]]:
+        """The records of ``shown.jsonl`` that parse (a torn last line is skipped), in order."""
+        path = self.shown_path(session_id)
+        try:
+            return await anyio.to_thread.run_sync(_read_lenient, path, True)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            log.warning("session %s: cannot read %s (%s); replaying without it", session_id, path, exc)
+            return []
+
     async def save_meta(self, meta: SessionMeta) -> None:
         await anyio.to_thread.run_sync(
             write_json_atomic, self.directory(meta.id) / "meta.json", meta.to_dict()
@@ -159,11 +181,22 @@ def _read_meta(path: Path) -> SessionMeta | None:
         return None
 
 
-def _read_lenient(path: Path) -> list[dict[str, Any]]:
+def _append_lines(path: Path, records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _read_lenient(path: Path, last_too: bool = False) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file; the last line only with ``last_too`` (a transcript's last
+    line may be a torn write the transcript repairs; a complete one ends in a newline anyway)."""
     out: list[dict[str, Any]] = []
     raw = path.read_bytes()
     lines = raw.split(b"\n")
-    for line in lines[:-1]:
+    for line in lines if last_too else lines[:-1]:
         try:
             item = json.loads(line)
         except ValueError:

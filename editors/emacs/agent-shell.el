@@ -1,4 +1,4 @@
-;;; acp-agent for agent-shell (https://github.com/xenodium/agent-shell)
+;;; acp-agent for agent-shell (https://github.com/xenodium/agent-shell), Emacs 29.1 or later.
 ;; Evaluate this (or put it in your init file), then M-x acp-agent-shell.
 
 (require 'agent-shell)
@@ -11,7 +11,9 @@
    :buffer-name "acp-agent"
    :shell-prompt "acp-agent> "
    :shell-prompt-regexp "acp-agent> "
+   :default-session-mode-id (lambda () "default")
    :client-maker (lambda (buffer)
+                   ;; The ACP_AGENT_* variables here override the same settings in config.toml.
                    (agent-shell--make-acp-client
                     :command "acp-agent"
                     :command-params '()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -16,6 +15,7 @@ from ._inputs import arg
 from ._journal import FileChange
 from ._patch import FilePatch, PatchError, apply_hunks, parse_patch
 from ._root import PathError
+from ._values import Diff, EditValue, Location
 
 __all__ = ["ApplyPatch"]
 
@@ -64,16 +64,16 @@ class ApplyPatch(FileTool[PatchInput]):
             return Result.failure(f"apply_patch: writing failed ({e}); the files written were restored")
         if self.journal is not None:
             self.journal.record([FileChange(p.path, p.before, p.after) for p in plan], "apply_patch")
-        diffs: list[dict[str, Any]] = []
+        diffs: list[Diff] = []
         for p in plan:
             d = diff_value(p.path, p.before, p.after or "")
             if p.after is None:
                 d["deleted"] = True
             diffs.append(d)
-        value = {
-            "diffs": diffs,
-            "locations": [{"path": str(p.path), "line": p.line} for p in plan if p.after is not None],
-        }
+        value = EditValue(
+            diffs=diffs,
+            locations=[Location(path=str(p.path), line=p.line) for p in plan if p.after is not None],
+        )
         n = len(patches)
         return Result.text(f"Patched {n} file{'s' if n != 1 else ''}:\n" + "\n".join(summary), value=value)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
 
@@ -15,6 +14,7 @@ from ._inputs import arg
 from ._journal import FileChange
 from ._patch import eol_of
 from ._probe import probe
+from ._values import Diff, EditValue, Location
 
 __all__ = ["EditFile", "WriteFile", "diff_value", "to_eol"]
 
@@ -25,8 +25,8 @@ def to_eol(text: str, eol: str) -> str:
     return text
 
 
-def diff_value(path: Path, old: str | None, new: str) -> dict[str, Any]:
-    return {"path": str(path), "old_text": old, "new_text": new}
+def diff_value(path: Path, old: str | None, new: str) -> Diff:
+    return Diff(path=str(path), old_text=old, new_text=new)
 
 
 def _first_changed_line(old: str | None, new: str) -> int:
@@ -39,14 +39,14 @@ def _first_changed_line(old: str | None, new: str) -> int:
     return min(len(a), len(b)) + 1 if len(a) != len(b) else 1
 
 
-def _edit_value(path: Path, old: str | None, new: str, line: int | None = None) -> dict[str, Any]:
+def _edit_value(path: Path, old: str | None, new: str, line: int | None = None) -> EditValue:
     first = line if line is not None else _first_changed_line(old, new)
-    return {
-        "diffs": [diff_value(path, old, new)],
-        "locations": [{"path": str(path), "line": first}],
-        "path": str(path),
-        "line": first,
-    }
+    return EditValue(
+        diffs=[diff_value(path, old, new)],
+        locations=[Location(path=str(path), line=first)],
+        path=str(path),
+        line=first,
+    )
 
 
 # --- write_file ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ._inputs import input_schema, parse_input
 from ._journal import Journal
 from ._probe import human_size
 from ._root import PathError, Root
+from ._values import ToolKind, ToolMeta
 
 __all__ = ["MAX_EDIT_BYTES", "PATH_ARG", "READ_HINTS", "WRITE_HINTS", "FileTool", "Refused", "in_thread"]
 
@@ -43,7 +44,7 @@ class FileTool(Generic[InputT]):
 
     name: ClassVar[str]
     description: ClassVar[str]
-    kind: ClassVar[str]  # the ACP tool kind: read, edit, search
+    kind: ClassVar[ToolKind]  # read, edit, search
     hints: ClassVar[Hints]
     Input: ClassVar[type[Any]]
 
@@ -54,7 +55,7 @@ class FileTool(Generic[InputT]):
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
-            self.name, self.description, input_schema(self.Input), self.hints, meta={"kind": self.kind}
+            self.name, self.description, input_schema(self.Input), self.hints, meta=ToolMeta(kind=self.kind)
         )
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio.to_thread
 
@@ -17,6 +17,7 @@ from ._filetool import PATH_ARG, READ_HINTS, FileTool, in_thread
 from ._fs import open_regular
 from ._inputs import arg
 from ._probe import human_size, probe
+from ._values import DirEntry, ListValue, ReadValue
 
 __all__ = ["ListDir", "ReadFile"]
 
@@ -70,7 +71,7 @@ class ReadFile(FileTool[ReadInput]):
         if found.kind == "binary":
             return Result.text(
                 f"{shown}: binary file, {found.mime}, {human_size(found.size)}; not shown.",
-                value={"path": str(path), "line": 1, "binary": True, "size": found.size, "type": found.mime},
+                value=ReadValue(path=str(path), line=1, binary=True, size=found.size, type=found.mime),
             )
         if found.size > BIG_FILE_BYTES:
             window, total = await in_thread(lambda stop: _read_window(path, offset, limit, stop))
@@ -162,13 +163,7 @@ class _LineReader:
 
 
 def _render_read(path: Path, shown: str, window: list[_Line], offset: int, total: int) -> Result:
-    value: dict[str, Any] = {
-        "path": str(path),
-        "line": offset,
-        "lines": 0,
-        "total_lines": total,
-        "truncated": False,
-    }
+    value = ReadValue(path=str(path), line=offset, lines=0, total_lines=total, truncated=False)
     if total == 0:
         return Result.text(f"{shown} is empty.", value=value)
     if offset > total:
@@ -243,7 +238,10 @@ class ListDir(FileTool[ListInput]):
                 rows.append(e["name"])
         head = f"{shown}/ ({len(entries)} entries{', truncated' if truncated else ''})"
         text = head + ("\n" + "\n".join(rows) if rows else "\n(empty)")
-        return Result.text(text, value={"path": str(path), "entries": entries, "truncated": truncated})
+        return Result.text(
+            text,
+            value=ListValue(path=str(path), entries=cast(list[DirEntry], entries), truncated=truncated),
+        )
 
     def _list(self, path: Path) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -7,7 +7,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -19,6 +18,7 @@ from ._fs import open_regular
 from ._inputs import arg
 from ._probe import SNIFF_BYTES, is_binary, probe
 from ._regex import Regex, RegexError, compile_regex
+from ._values import GlobValue, GrepMatch, GrepValue
 from ._walk import glob_regex, walk_files
 
 __all__ = ["Glob", "Grep"]
@@ -86,13 +86,13 @@ class Glob(FileTool[GlobInput]):
         files, truncated = await in_thread(find)
         if not files:
             return Result.text(
-                f"No files match {pattern!r}.", value={"path": str(base), "files": [], "truncated": False}
+                f"No files match {pattern!r}.", value=GlobValue(path=str(base), files=[], truncated=False)
             )
         text = "\n".join(self.root.display(p) for p in files)
         if truncated:
             text += f"\n[only the first {MAX_GLOB} matches; narrow the pattern]"
         return Result.text(
-            text, value={"path": str(base), "files": [str(p) for p in files], "truncated": truncated}
+            text, value=GlobValue(path=str(base), files=[str(p) for p in files], truncated=truncated)
         )
 
 
@@ -147,8 +147,8 @@ class Grep(FileTool[GrepInput]):
             return Result.failure(f"grep: glob: the pattern cannot be used: {e}")
         g_name_only = file_glob is not None and "/" not in file_glob
 
-        def search(stop: Callable[[], bool]) -> tuple[list[dict[str, Any]], bool]:
-            hits: list[dict[str, Any]] = []
+        def search(stop: Callable[[], bool]) -> tuple[list[GrepMatch], bool]:
+            hits: list[GrepMatch] = []
             files = [(base, base.name)] if found.kind != "dir" else walk_files(self.root, base, stop)
             for p, rel in files:
                 if stop():
@@ -160,7 +160,7 @@ class Grep(FileTool[GrepInput]):
             return hits, False
 
         hits, truncated = await in_thread(search)
-        value = {"path": str(base), "matches": hits, "truncated": truncated}
+        value = GrepValue(path=str(base), matches=hits, truncated=truncated)
         if not hits:
             return Result.text("No matches.", value=value)
         rows = [f"{self.root.display(Path(h['path']))}:{h['line']}: {h['text']}" for h in hits]
@@ -169,7 +169,7 @@ class Grep(FileTool[GrepInput]):
         return Result.text("\n".join(rows), value=value)
 
 
-def _grep_file(path: Path, rx: Regex, hits: list[dict[str, Any]], stop: Callable[[], bool]) -> bool:
+def _grep_file(path: Path, rx: Regex, hits: list[GrepMatch], stop: Callable[[], bool]) -> bool:
     """Append ``path``'s matching lines to ``hits``; True when the cap was reached.
 
     One RE2 search over the whole file per matching line (``rx`` never matches across a newline), not
@@ -198,7 +198,7 @@ def _grep_file(path: Path, rx: Regex, hits: list[dict[str, Any]], stop: Callable
             return True
         text = data[line_start:line_end].decode("utf-8", errors="replace").removesuffix("\r")
         text = text if len(text) <= MAX_GREP_LINE else text[:MAX_GREP_LINE] + " [...]"
-        hits.append({"path": str(path), "line": line, "text": text})
+        hits.append(GrepMatch(path=str(path), line=line, text=text))
         pos = line_end + 1
         if stop():
             break

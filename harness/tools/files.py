@@ -7,7 +7,7 @@ thread. Reads and writes of text go through a ``FileSystem`` (the disk by defaul
 passes the editor's); deletions always happen on the local disk. Changes are recorded in a ``Journal``
 when one is given.
 
-``Result.value`` shapes (the ACP layer renders these; keep them stable):
+``Result.value`` shapes (typed in ``harness.tools._values``; the ACP layer renders them):
 
 - ``read_file``: ``{"path": abs, "line": first_line, "lines": n_shown, "total_lines": n, "truncated": bool}``;
   a binary file: ``{"path": abs, "line": 1, "binary": True, "size": bytes, "type": mime}``.
@@ -20,7 +20,7 @@ when one is given.
 - ``glob``: ``{"path": abs base, "files": [abs, ...], "truncated": bool}``.
 - ``grep``: ``{"path": abs base, "matches": [{"path": abs, "line": int, "text": str}], "truncated": bool}``.
 
-Each spec's ``meta["kind"]`` is the ACP tool kind (``read``, ``edit``, ``search``). The tools live in
+Each spec's ``meta`` is a ``ToolMeta`` giving the tool's kind (``read``, ``edit``, ``search``). The tools live in
 ``_read`` (read_file, list_dir), ``_edit`` (write_file, edit_file), ``_apply_patch`` and ``_search`` (glob,
 grep), over ``_filetool.FileTool`` (typed input, the shared failure prologue).
 """

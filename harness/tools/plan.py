@@ -24,6 +24,7 @@ from .._messages import Message, Text, ToolResult
 from .._tools import Hints, Result, ToolSpec
 from ..middleware import NextModel
 from ..model import Delta, Prompt
+from ._values import PlanEntry, PlanValue, ToolMeta
 
 __all__ = ["Plan", "PlanItem", "PlanListener", "PlanSet", "PlanUpdate", "Priority", "Reminder", "Status"]
 
@@ -116,6 +117,12 @@ class Plan:
         """ACP's ``entries`` list."""
         return [item.to_dict() for item in self._items]
 
+    def value(self) -> PlanValue:
+        """The tools' ``Result.value``: the whole plan (an object, as applications expect of a value)."""
+        return PlanValue(
+            entries=[PlanEntry(content=i.content, status=i.status, priority=i.priority) for i in self._items]
+        )
+
     def tools(self) -> list[PlanSet | PlanUpdate]:
         return [PlanSet(self), PlanUpdate(self)]
 
@@ -169,12 +176,13 @@ class PlanSet:
                 "additionalProperties": False,
             },
             _HINTS,
+            meta=ToolMeta(kind="think", title="Update the plan"),
         )
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:
         items = [PlanItem.from_dict(raw) for raw in input["items"]]
         await self.plan.set(items)
-        return Result.text(f"Plan set:\n{self.plan.render()}", value=self.plan.to_dicts())
+        return Result.text(f"Plan set:\n{self.plan.render()}", value=self.plan.value())
 
 
 class PlanUpdate:
@@ -199,6 +207,7 @@ class PlanUpdate:
                 "additionalProperties": False,
             },
             _HINTS,
+            meta=ToolMeta(kind="think", title="Update the plan"),
         )
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:
@@ -209,7 +218,7 @@ class PlanUpdate:
         if not changes:
             return Result.failure("plan_update: give status and/or priority to change")
         await self.plan.update(position, **changes)
-        return Result.text(f"Plan updated:\n{self.plan.render()}", value=self.plan.to_dicts())
+        return Result.text(f"Plan updated:\n{self.plan.render()}", value=self.plan.value())
 
     def _position(self, input: Mapping[str, Any]) -> int | str:
         items = self.plan.items

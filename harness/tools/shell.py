@@ -6,9 +6,9 @@ of the output (saying how much was cut). On timeout, on ``Call.is_cancelled()`` 
 the tool's task the whole process group gets SIGTERM, then SIGKILL after a short grace. Background jobs
 do not outlive the command: once it exits, its group is killed too.
 
-``Result.value`` (the ACP layer renders it): ``{"exit_code": int | None, "output": str, "timed_out": bool,
-"cancelled": bool, "truncated": bool, "command": str, "cwd": abs}``; ``exit_code`` is negative (``-signal``)
-when the command died of a signal, None when it never finished. ``error`` is set for a timeout, a
+``Result.value`` is a ``ShellValue`` (``harness.tools._values``): ``exit_code``, ``output``, ``timed_out``,
+``cancelled``, ``truncated``, ``command``, ``cwd``; ``exit_code`` is negative (``-signal``) when the command
+died of a signal, None when it never finished. ``error`` is set for a timeout, a
 cancellation or a command that could not start; a non-zero exit code is a normal result.
 
 The ``CommandRunner`` seam lets the ACP layer run commands in the editor's terminal instead.
@@ -47,6 +47,7 @@ from ..sandbox import SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
 from ..secrets import Secrets
 from ._root import PathError, Root
+from ._values import ShellValue, ToolMeta
 
 __all__ = ["CommandRequest", "CommandRunner", "LocalCommandRunner", "OutputSink", "Shell"]
 
@@ -260,7 +261,7 @@ class Shell:
                 "additionalProperties": False,
             },
             Hints(read_only=False, destructive=True, idempotent=False, open_world=True),
-            meta={"kind": "execute"},
+            meta=ToolMeta(kind="execute"),
         )
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:
@@ -319,15 +320,15 @@ class Shell:
         if rest:
             await call.progress({"output": rest})
         output = self.secrets.redact(buf.text())
-        value = {
-            "exit_code": code,
-            "output": output,
-            "timed_out": timed_out,
-            "cancelled": cancelled,
-            "truncated": buf.cut > 0,
-            "command": command,
-            "cwd": str(cwd),
-        }
+        value = ShellValue(
+            exit_code=code,
+            output=output,
+            timed_out=timed_out,
+            cancelled=cancelled,
+            truncated=buf.cut > 0,
+            command=command,
+            cwd=str(cwd),
+        )
         if self.sandbox is not None:
             value["sandbox"] = policy.describe() if policy is not None else "off"
         if timed_out:

@@ -28,7 +28,7 @@ def chat_env(tmp_path: Path, replies: list[dict[str, object]]) -> dict[str, str]
         ACP_AGENT_HOME=str(tmp_path / "home"),
         XDG_CONFIG_HOME=str(tmp_path / "xdg"),
         NO_COLOR="1",
-        TERM="dumb",
+        TERM="xterm",  # a terminal that redraws: the reply streams in place, Markdown rendered
     )
     return env
 
@@ -169,7 +169,7 @@ def test_streamed_text_thoughts_and_tool_calls_render_in_order() -> None:
     )
     text = "".join(out)
     assert text == (
-        "thinking: hmm\nHello\n· Read a.py [read] pending\n✓ Read a.py [read] completed\n  │ line one\n"
+        "thinking:\nhmm\nHello\n· Read a.py [read] pending\n✓ Read a.py [read] completed\n  │ line one\n"
     )
 
 
@@ -281,3 +281,131 @@ def test_chat_asks_a_permission_inline_shows_the_diff_and_writes_the_file_when_a
         child.close(force=True)
     assert (project / "notes.txt").read_text() == "green\n"
     assert not (project / "other.txt").exists()
+
+
+# --- Markdown and tool output (issue 14, item 11) ---------------------------------------------------------
+
+
+def _progress(r: Renderer, call_id: str, text: str, status: str = "in_progress") -> None:
+    block = {"type": "content", "content": {"type": "text", "text": text}}
+    r.update(
+        {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status, "content": [block]}
+    )
+
+
+def test_markdown_is_rendered_block_by_block_not_printed_raw() -> None:
+    r, out = render()
+    for piece in (
+        "# Plan\n\nSome **bold** and `code`",
+        " here.\n\n",
+        "```python\nx = 1\n",
+        "```\n",
+        "- one\n- two",
+    ):
+        r.update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": piece}})
+    r.end_line()
+    text = "".join(out)
+    assert "**" not in text and "```" not in text and "# Plan" not in text
+    assert "Some bold and code here." in text and "x = 1" in text and "• one" in text
+
+
+def test_a_running_tools_output_is_printed_once_when_it_ends_and_long_output_collapses() -> None:
+    r, out = render()
+    r.update(
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "s",
+            "title": "ls",
+            "kind": "execute",
+            "status": "pending",
+        }
+    )
+    for n in range(1, 5):  # each update carries the whole output so far
+        _progress(r, "s", "\n".join(f"row {i}" for i in range(1, n + 1)))
+    _progress(r, "s", "\n".join(f"row {i}" for i in range(1, 5)) + "\n[exit code 0]", "completed")
+    text = "".join(out)
+    assert text.count("row 1") == 1 and text.count("row 4") == 1 and "[exit code 0]" in text
+    r.update({"sessionUpdate": "tool_call", "toolCallId": "big", "title": "seq", "kind": "execute"})
+    _progress(r, "big", "\n".join(str(i) for i in range(1, 201)), "completed")
+    tail = "".join(out)[len(text) :]
+    assert "│ 1\n" in tail and "│ 200\n" in tail and "… 188 more lines …" in tail and "│ 100\n" not in tail
+
+
+def test_on_a_terminal_the_running_output_updates_in_place() -> None:
+    pyte = pytest.importorskip("pyte", reason="pyte (dev extra) emulates the terminal screen")
+    screen = pyte.Screen(80, 24)
+    stream = pyte.Stream(screen)
+    r = Renderer(lambda s: stream.feed(s.replace("\n", "\r\n")), Style(False), live=True, width=80)
+    r.update({"sessionUpdate": "tool_call", "toolCallId": "s", "title": "build", "kind": "execute"})
+    for n in range(1, 6):
+        _progress(r, "s", "\n".join(f"step {i}" for i in range(1, n + 1)))
+    shown = [line.rstrip() for line in screen.display if line.strip()]
+    assert shown.count("  │ step 1") == 1 and "  │ step 5" in shown  # one copy, the latest lines
+    _progress(r, "s", "step 1\nstep 2", "completed")
+    r.end_line()
+    shown = [line.rstrip() for line in screen.display if line.strip()]
+    assert shown[-3:] == ["✓ build [execute] completed", "  │ step 1", "  │ step 2"]
+
+
+def test_calls_the_user_rejected_or_cancelled_are_marked_by_the_chat() -> None:
+    r, out = render()
+    for cid in ("a", "b"):
+        r.update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": cid,
+                "title": cid,
+                "kind": "edit",
+                "status": "pending",
+            }
+        )
+    r.mark("a", "rejected")
+    block = {"type": "content", "content": {"type": "text", "text": "Denied: the user rejected edit"}}
+    r.update({"sessionUpdate": "tool_call_update", "toolCallId": "a", "content": [block]})
+    r.mark_open("cancelled")
+    text = "".join(out)
+    assert "✗ a [edit] rejected" in text and "Denied: the user rejected edit" in text
+    assert "⊘ b [edit] cancelled" in text and "failed" not in text
+
+
+def test_the_block_stream_never_cuts_inside_a_code_fence() -> None:
+    from acp_agent.chat._markdown import BlockStream
+
+    blocks = BlockStream()
+    assert blocks.feed("one\n\n```\na\n\nb\n") == ["one\n"]
+    assert blocks.feed("```\nafter") == ["```\na\n\nb\n```\n"]
+    assert blocks.flush() == "after"
+
+
+def test_chat_shows_markdown_and_a_commands_output_once(tmp_path: Path) -> None:
+    pyte = pytest.importorskip("pyte", reason="pyte (dev extra) emulates the terminal screen")
+    import io
+
+    command = "for i in 1 2 3 4; do echo row$i; sleep 0.2; done"
+    env = chat_env(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "shell", "input": {"command": command}}]},
+            {"text": "All **four** rows printed:\n\n- first\n- last\n"},
+        ],
+    )
+    child = spawn_chat(tmp_path, env)
+    child.logfile_read = log = io.StringIO()
+    try:
+        child.expect_exact("> ")
+        child.sendline("count")
+        child.expect(r"(\d)\) Allow once")
+        allow = child.match.group(1)
+        child.expect_exact("choose 1-")
+        child.sendline(allow)
+        child.expect_exact("All four rows printed:")
+        child.expect_exact("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    screen = pyte.Screen(200, 300)  # what the terminal shows in the end, redraws applied
+    pyte.Stream(screen).feed(log.getvalue())
+    shown = [line.rstrip() for line in screen.display if line.strip()]
+    assert sum("row1" in line for line in shown) == 1 and sum("row4" in line for line in shown) == 1
+    assert not any("**" in line for line in shown) and any("• first" in line for line in shown)

@@ -127,3 +127,46 @@ def test_snippet_command_answers_initialize(launch: Launch, tmp_path: Path) -> N
     answer = lines[0]
     assert answer["id"] == 1 and answer["result"]["protocolVersion"] == 1, answer
     assert answer["result"]["agentInfo"]["name"] == "acp-agent"
+
+
+# --- the setups against the plugins' current versions (issue 14, item 12) ----------------------------------
+
+
+def test_every_readme_says_the_snippets_environment_overrides_config_toml() -> None:
+    for name in ("zed", "jetbrains", "neovim", "emacs", "registry"):
+        readme = " ".join((EDITORS / name / "README.md").read_text(encoding="utf-8").split())
+        assert re.search(r"ACP_AGENT_\*.{0,80}override the same settings in `config\.toml`", readme), name
+
+
+def test_the_codecompanion_adapter_fits_codecompanion_18_and_carries_no_gemini_leftovers() -> None:
+    text = (EDITORS / "neovim" / "codecompanion.lua").read_text(encoding="utf-8")
+    lua = re.sub(r"--[^\n]*", "", text)  # the code, without its comments
+    readme = (EDITORS / "neovim" / "README.md").read_text(encoding="utf-8")
+    assert re.search(r"^\s*interactions\s*=", lua, re.M) and "strategies" not in lua
+    for leftover in ("gemini_cli", "yolo", "GEMINI_API_KEY", "oauth-personal", "auth_method"):
+        assert leftover not in lua, leftover
+    assert 'type = "acp"' in lua
+    assert ">= 18" in text and "Neovim >= 0.11" in text
+    assert "18 or later" in readme and "Neovim 0.11 or later" in readme
+
+
+def test_the_emacs_setup_says_emacs_29_1() -> None:
+    assert "Emacs 29.1 or later" in (EDITORS / "emacs" / "README.md").read_text(encoding="utf-8")
+    assert "29.1" in (EDITORS / "emacs" / "agent-shell.el").read_text(encoding="utf-8")
+
+
+def test_zeds_saved_config_options_name_options_and_values_the_agent_offers() -> None:
+    from acp_agent.coding._modes import MODE_INFO
+    from acp_agent.coding._thinking import THOUGHT
+
+    entry = json.loads((EDITORS / "zed" / "settings.json").read_text(encoding="utf-8"))["agent_servers"][
+        "acp-agent"
+    ]
+    offered = {"mode": set(MODE_INFO), "thought_level": set(THOUGHT[entry["env"]["ACP_AGENT_PROVIDER"]])}
+    defaults = entry["default_config_options"]
+    assert defaults and all(value in offered[key] for key, value in defaults.items())
+    assert set(entry["favorite_config_option_values"]) <= {"mode", "model", "thought_level"}
+    assert "default_mode" not in entry and "default_model" not in entry
+    readme = " ".join((EDITORS / "zed" / "README.md").read_text(encoding="utf-8").split())
+    for words in ("default_config_options", "favorite_config_option_values", "`default_mode` has no effect"):
+        assert words in readme

@@ -22,7 +22,7 @@ from harness import Model
 from harness.testing import FakeModel, Reply
 from tests.acp_client import AcpClient
 
-__all__ = ["Editor", "calls", "editor_agent", "fake", "tool_updates"]
+__all__ = ["Editor", "calls", "editor_agent", "fake", "last", "tool_updates"]
 
 
 def fake(*replies: Reply) -> FakeModel:
@@ -134,8 +134,10 @@ class Editor(AcpClient):
         raise _RpcFailure(-32601, f"method not found: {method}")
 
     async def _create_terminal(self, p: dict[str, Any]) -> dict[str, Any]:
+        # As Zed does: command and args joined with spaces, unquoted, run by the shell, stdin empty.
+        line = " ".join([p["command"], *p.get("args", [])])
         process: Process = await anyio.open_process(
-            [p["command"], *p.get("args", [])],
+            ["bash", "-c", f"({line}) </dev/null"],
             cwd=p.get("cwd"),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -260,6 +262,13 @@ def final(editor: Editor, call_id: str) -> dict[str, Any]:
     ends = [u for u in tool_updates(editor, call_id) if u.get("status") in ("completed", "failed")]
     assert ends, f"call {call_id} never ended: {tool_updates(editor, call_id)}"
     return ends[-1]
+
+
+def last(editor: Editor, call_id: str) -> dict[str, Any]:
+    """The call's last update (a call the user rejected or cancelled ends without a status)."""
+    ups = tool_updates(editor, call_id)
+    assert ups, f"call {call_id} was never announced"
+    return ups[-1]
 
 
 def text_of(update: dict[str, Any]) -> str:

@@ -81,9 +81,12 @@ class Editor:
     ) -> Any:
         from acp import schema
 
+        # As editors do (Zed among them): the command line runs in a shell, stdin empty.
+        line = " ".join([command, *(args or [])])
         proc = await asyncio.create_subprocess_exec(
-            command,
-            *(args or []),
+            "bash",
+            "-c",
+            f"({line}) </dev/null",
             cwd=cwd,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

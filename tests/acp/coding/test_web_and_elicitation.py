@@ -20,7 +20,7 @@ from harness.mcp import Elicitation
 from harness.policy import Rule, Verdict
 from harness.testing import Reply
 
-from ._support import calls, editor_agent, fake, final, prompt, select, text_of
+from ._support import calls, editor_agent, fake, final, last, prompt, select, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -46,8 +46,8 @@ async def test_web_fetch_is_offered_and_asks_in_default_mode(tmp_path: Path) -> 
         (asked,) = editor.requests_of("session/request_permission")
         assert asked["toolCall"]["title"] == "Fetch http://127.0.0.1:9/secret"
         assert asked["toolCall"]["kind"] == "fetch"
-        ended = final(editor, "call_0_web_fetch")
-        assert ended["status"] == "failed" and "Denied" in text_of(ended)
+        ended = last(editor, "call_0_web_fetch")
+        assert "status" not in ended and "rejected" in text_of(ended)
 
 
 async def test_web_search_is_offered_when_searxng_is_configured(tmp_path: Path) -> None:
@@ -196,3 +196,27 @@ async def test_a_url_elicitation_without_url_support_is_an_accept_or_decline_req
     (tool_call, options) = gate.asked[0]
     assert "https://example.com/login" in tool_call["title"]
     assert [o["optionId"] for o in options] == ["accept", "decline"]
+
+
+async def test_the_web_tools_switch_takes_them_from_the_model(tmp_path: Path) -> None:
+    model = fake(Reply(text="ok"), Reply(text="ok again"))
+    caps = {
+        "fs": {"readTextFile": True, "writeTextFile": True},
+        "session": {"configOptions": {"boolean": {}}},
+    }
+    async with editor_agent(tmp_path, model, capabilities=caps) as (editor, sid, _):
+        params = {"sessionId": sid, "configId": "web_tools", "type": "boolean", "value": False}
+        options = (await editor.call("session/set_config_option", params))["configOptions"]
+        assert next(o for o in options if o["id"] == "web_tools")["currentValue"] is False
+        await prompt(editor, sid, "no web please")
+        params["value"] = True
+        await editor.call("session/set_config_option", params)
+        await prompt(editor, sid, "web again")
+    names = [[t.name for t in p.tools] for p in model.prompts]
+    assert "web_fetch" not in names[0] and "web_fetch" in names[1]
+
+
+async def test_switches_are_offered_only_to_clients_that_render_them(tmp_path: Path) -> None:
+    async with editor_agent(tmp_path, fake()) as (editor, _sid, project):
+        answer = await editor.call("session/new", {"cwd": str(project), "mcpServers": []})
+        assert all(o["type"] == "select" for o in answer["configOptions"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from acp_agent.model_setup import ModelSettings
 from acp_agent.session import SessionEnvironment, SessionSetup
 from harness import ErrorKind, ModelError, Result, Tools, tool
 from harness.testing import FakeModel, Reply
+from harness.tools._values import ToolMeta
 
 from ._support import kinds, running_agent, transcript_lines
 
@@ -43,6 +46,29 @@ async def test_without_a_model_an_auth_method_explains_the_setup_and_prompts_nee
         )
         assert answer["error"]["code"] == -32000
         assert "ACP_AGENT_PROVIDER" in answer["error"]["message"]
+
+
+async def test_a_client_with_terminal_auth_gets_the_setup_method_and_auth_required_at_session_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user config file either
+    async with running_agent(tmp_path, settings=ModelSettings(None)) as (client, _agent, _tg):
+        caps = {"auth": {"terminal": True}, "_meta": {"terminal-auth": True}}
+        result = await client.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
+        (method,) = result["authMethods"]
+        assert method["type"] == "terminal" and method["id"] == "setup" and method["args"] == ["setup"]
+        legacy = method["_meta"]["terminal-auth"]  # Zed without the stable terminal type reads this
+        assert legacy["args"][-1] == "setup" and os.access(legacy["command"], os.X_OK)
+        # The editor learns it before the user types: session/new itself answers auth_required.
+        answer = await client.response(
+            await client.send_request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        )
+        assert answer["error"]["code"] == -32000
+        assert "ACP_AGENT_PROVIDER" in answer["error"]["message"]
+        # Once a user config names a provider (what `acp-agent setup` writes), session/new works.
+        (tmp_path / "xdg" / "acp-agent").mkdir(parents=True)
+        (tmp_path / "xdg" / "acp-agent" / "config.toml").write_text('provider = "openai"\nmodel = "m"\n')
+        assert (await client.new_session(str(tmp_path))).startswith("sess_")
 
 
 async def test_requests_before_initialize_are_rejected_as_not_initialized(tmp_path: Path) -> None:
@@ -78,10 +104,10 @@ async def test_tools_from_the_session_factory_show_as_tool_calls_with_their_meta
 
     spec = read_file.spec()
 
-    def title(tool_input: dict[str, Any]) -> str:
+    def title(tool_input: Mapping[str, Any]) -> str:
         return f"Read {tool_input['path']}"
 
-    object.__setattr__(spec, "meta", {"acp_kind": "read", "acp_title": title})
+    object.__setattr__(spec, "meta", ToolMeta(kind="read", title=title))
     seen: list[SessionEnvironment] = []
 
     async def factory(env: SessionEnvironment) -> SessionSetup:
@@ -330,5 +356,6 @@ async def test_cancel_withdraws_the_turns_open_client_requests(tmp_path: Path) -
         assert (await client.response(pid))["result"] == {"stopReason": "cancelled"}
         assert client.messages.index(withdrawn) < client.index_of(pid)
         final = [u for u in client.updates(sid) if u["sessionUpdate"] == "tool_call_update"][-1]
-        assert final["status"] == "failed"
+        assert "status" not in final  # the client marked it cancelled itself: no "failed" over that
+        assert final["content"] == [{"type": "content", "content": {"type": "text", "text": "Cancelled"}}]
         assert [line["role"] for line in transcript_lines(tmp_path, sid)] == ["user"]

@@ -1,0 +1,254 @@
+"""``session/load``: the stored conversation as the client saw it live.
+
+The messages give the user's prompts (as sent), the agent's thoughts and replies and the tool calls; the
+session's records (``shown.jsonl``, see ``_store``) give what the messages do not hold: each tool call as
+it ended (title, status, content with the diffs as shown, locations), the end of a cancelled or failed
+turn (the partial reply the user saw and a marker, so two prompts are never glued together) and the
+plan. A call without a record (sessions of older versions) is rebuilt by its tool's view.
+
+Records are kept small: a diff over ``DIFF_KEEP_CHARS`` keeps only the changed lines and ``_CONTEXT``
+lines around them (the replayed diff then shows that region, not the whole file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from ._content import ACP_META_KEY, content_adapter
+from ._updates import agent_text
+
+if TYPE_CHECKING:
+    from harness import Message, ToolCall, ToolResult
+
+    from ._present import Presenter
+
+__all__ = ["DIFF_KEEP_CHARS", "SessionRecords", "ShownLog", "compact_record", "replay_updates", "turn_record"]
+
+DIFF_KEEP_CHARS: Final = 64 * 1024
+_CONTEXT: Final = 3
+_MARKERS: Final = {"cancelled": "(cancelled)", "failed": "(the turn failed)"}
+
+
+@dataclass(slots=True)
+class SessionRecords:
+    """The records of one session, read back: calls by id, turn ends by message count, the last plan."""
+
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    nested: dict[str, list[dict[str, Any]]] = field(default_factory=dict[str, list[dict[str, Any]]])
+    turns: dict[int, list[dict[str, Any]]] = field(default_factory=dict[int, list[dict[str, Any]]])
+    plan: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def read(cls, lines: Sequence[dict[str, Any]]) -> SessionRecords:
+        out = cls()
+        for line in lines:
+            call: Any = line.get("call")
+            turn: Any = line.get("turn")
+            plan: Any = line.get("plan")
+            if isinstance(call, dict) and isinstance(cast("dict[str, Any]", call).get("toolCallId"), str):
+                record = cast("dict[str, Any]", call)
+                out.calls[str(record["toolCallId"])] = record
+                parent = _parent_of(record)
+                if parent is not None:
+                    out.nested.setdefault(parent, []).append(record)
+            elif isinstance(turn, dict) and isinstance(cast("dict[str, Any]", turn).get("after"), int):
+                t = cast("dict[str, Any]", turn)
+                out.turns.setdefault(int(t["after"]), []).append(t)
+            elif isinstance(plan, list):
+                out.plan = [cast("dict[str, Any]", e) for e in cast("list[Any]", plan) if isinstance(e, dict)]
+        return out
+
+
+class ShownLog:
+    """A live session's records not yet written, and what its step in progress showed (``text``: the
+    reply streamed; the calls that ended): a turn that ends without completing that step leaves them in a
+    ``turn_record``, since the messages will not hold them."""
+
+    def __init__(self) -> None:
+        self._pending: list[dict[str, Any]] = []
+        self.text: list[str] = []
+        self._calls: list[str] = []
+
+    def plan(self, entries: list[dict[str, Any]]) -> None:
+        self._pending.append({"plan": entries})
+
+    def calls_ended(self, records: Sequence[dict[str, Any]]) -> None:
+        for record in records:
+            self._pending.append(compact_record(record))
+            self._calls.append(str(record["toolCallId"]))
+
+    def step_done(self) -> None:
+        """The step's messages are persisted: they hold its reply and calls."""
+        self.text.clear()
+        self._calls.clear()
+
+    def turn_ended(self, after: int, outcome: str, error: str | None) -> None:
+        """The turn ended ``cancelled`` or ``failed`` after ``after`` messages."""
+        self._pending.append(turn_record(after, outcome, "".join(self.text), self._calls, error))
+        self.step_done()
+
+    def take(self) -> list[dict[str, Any]]:
+        pending, self._pending = self._pending, []
+        return pending
+
+
+def _parent_of(record: dict[str, Any]) -> str | None:
+    from ._updates import PARENT_META_KEY
+
+    meta = record.get("_meta")
+    parent = cast("dict[str, Any]", meta).get(PARENT_META_KEY) if isinstance(meta, dict) else None
+    return parent if isinstance(parent, str) else None
+
+
+def _with_nested(record: dict[str, Any], records: SessionRecords) -> list[dict[str, Any]]:
+    out = [record]
+    for child in records.nested.get(str(record["toolCallId"]), []):
+        out.extend(_with_nested(child, records))
+    return out
+
+
+def turn_record(
+    after: int, outcome: str, text: str, calls: Sequence[str], error: str | None
+) -> dict[str, Any]:
+    """The end of a cancelled or failed turn, after the first ``after`` messages."""
+    return {"turn": {"after": after, "outcome": outcome, "text": text, "calls": list(calls), "error": error}}
+
+
+def compact_record(record: dict[str, Any]) -> dict[str, Any]:
+    """``{"call": record}`` with big diffs cut to their changed region (see the module docstring)."""
+    content = record.get("content")
+    if isinstance(content, list):
+        items = cast("list[Any]", content)
+        record = {
+            **record,
+            "content": [
+                _compact_diff(cast("dict[str, Any]", c)) if isinstance(c, dict) else c for c in items
+            ],
+        }
+    return {"call": record}
+
+
+def _compact_diff(item: dict[str, Any]) -> dict[str, Any]:
+    old, new = item.get("oldText"), item.get("newText")
+    if item.get("type") != "diff" or not isinstance(new, str):
+        return item
+    if len(new) + len(old if isinstance(old, str) else "") <= DIFF_KEEP_CHARS:
+        return item
+    if not isinstance(old, str):
+        return {**item, "newText": new[:DIFF_KEEP_CHARS] + "\n…"}
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    start = max(0, head - _CONTEXT)
+    keep = max(0, tail - _CONTEXT)
+    old_part = "".join(a[start : len(a) - keep])[:DIFF_KEEP_CHARS]
+    new_part = "".join(b[start : len(b) - keep])[:DIFF_KEEP_CHARS]
+    return {**item, "oldText": old_part, "newText": new_part}
+
+
+def replay_updates(messages: Sequence[Message], presenter: Presenter, records: SessionRecords) -> list[Any]:
+    """The updates (wire dicts and models) that show ``messages`` as the client saw them live."""
+    from harness import Role
+
+    results: dict[str, ToolResult] = {}
+    for m in messages:
+        for r in m.tool_results:
+            results[r.call_id] = r
+    updates: list[Any] = [u for t in records.turns.get(0, []) for u in _turn_end(t, records)]
+    for i, m in enumerate(messages, start=1):
+        if m.role is Role.USER:
+            updates.extend(_user(m))
+        else:
+            updates.extend(_assistant(m, presenter, results, records))
+        for turn in records.turns.get(i, []):
+            updates.extend(_turn_end(turn, records))
+    return updates
+
+
+def _user(m: Message) -> list[Any]:
+    from harness import Image, Text
+
+    from ..protocol.models import ImageContent, TextContent, UserMessageChunk
+
+    acp_meta: Any = m.meta.get(ACP_META_KEY)
+    original: Any = cast("dict[str, Any]", acp_meta).get("prompt") if isinstance(acp_meta, dict) else None
+    out: list[Any] = []
+    if isinstance(original, list):
+        for raw in cast("list[Any]", original):
+            try:
+                out.append(UserMessageChunk(content=content_adapter().validate_python(raw)))
+            except Exception:
+                continue
+        return out
+    for part in m.parts:
+        if isinstance(part, Text):
+            out.append(UserMessageChunk(content=TextContent(text=part.text)))
+        elif isinstance(part, Image) and part.data is not None:
+            out.append(UserMessageChunk(content=ImageContent(data=part.data, mime_type=part.media_type)))
+    return out
+
+
+def _assistant(
+    m: Message, presenter: Presenter, results: dict[str, ToolResult], records: SessionRecords
+) -> list[Any]:
+    from harness import Reasoning, Text, ToolCall
+
+    from ..protocol.models import AgentThoughtChunk, TextContent
+
+    out: list[Any] = []
+    for part in m.parts:
+        if isinstance(part, Reasoning) and part.text:
+            out.append(AgentThoughtChunk(content=TextContent(text=part.text)))
+        elif isinstance(part, Text) and part.text:
+            out.append(agent_text(part.text))
+        elif isinstance(part, ToolCall):
+            out.extend(_call(part, presenter, results.get(part.id), records))
+    return out
+
+
+def _call(
+    call: ToolCall, presenter: Presenter, result: ToolResult | None, records: SessionRecords
+) -> list[Any]:
+    """The call's record and those of its nested calls; else its view's rebuilding of it."""
+    from ..protocol.models import ToolCallStart
+
+    record = records.calls.get(call.id)
+    if record is not None:
+        return list(_with_nested(record, records))
+    view = presenter.view(call.name)
+    shown = view.replayed(call, result)
+    status = "completed" if result is not None and not result.error else "failed"
+    return [
+        ToolCallStart(
+            tool_call_id=call.id,
+            title=view.title(call.input) or call.name,
+            kind=view.kind,
+            status=status,
+            raw_input=call.input,
+            content=shown.content or None,
+            locations=shown.locations or view.locations(call.input),
+        )
+    ]
+
+
+def _turn_end(turn: dict[str, Any], records: SessionRecords) -> list[Any]:
+    out: list[Any] = []
+    text = turn.get("text")
+    if isinstance(text, str) and text:
+        out.append(agent_text(text))
+    for cid in cast("list[Any]", turn.get("calls") or []):
+        record = records.calls.get(str(cid))
+        if record is not None and _parent_of(record) is None:
+            out.extend(_with_nested(record, records))
+    marker = _MARKERS.get(str(turn.get("outcome")), "(the turn ended)")
+    error = turn.get("error")
+    if isinstance(error, str) and error:
+        marker = f"(the turn failed: {error})"
+    out.append(agent_text(("\n\n" if text else "") + marker))
+    return out

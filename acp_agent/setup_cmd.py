@@ -1,0 +1,278 @@
+"""``acp-agent setup``: choose the model interactively and write the user configuration.
+
+It asks for the provider (Anthropic, OpenAI, the OpenAI Responses API, or any OpenAI-compatible server
+such as llama.cpp, vLLM or Ollama), the base URL or the API key, and the model (listed by the server
+when it can be asked); checks them as ``acp-agent doctor`` does (the server answers, serves the model,
+completes one token with a tool offered); and writes ``provider``, ``model`` and ``base_url`` into
+``$XDG_CONFIG_HOME/acp-agent/config.toml`` (its other lines are kept as they are). A key typed here goes
+to ``api-key`` beside it (mode 0600) and ``api_key_file`` names it: keys never go into ``config.toml``.
+
+Editors that offer terminal authentication run this (the ``setup`` auth method): exit status 0 means
+the agent is configured, and the editor opens the session again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = ["Choice", "add_arguments", "main", "update_toml", "write_user_config"]
+
+_KEY_FILE: Final = "api-key"
+_LOCAL_URL: Final = "http://127.0.0.1:8080/v1"
+_SHOWN_MODELS: Final = 30
+
+
+@dataclass(frozen=True, slots=True)
+class _Provider:
+    label: str
+    provider: str
+    key_env: str | None  # the provider's own key variable
+    local: bool = False
+
+
+_PROVIDERS: Final = (
+    _Provider("Anthropic (Claude)", "anthropic", "ANTHROPIC_API_KEY"),
+    _Provider("OpenAI (Chat Completions)", "openai", "OPENAI_API_KEY"),
+    _Provider("OpenAI (Responses API)", "openai-responses", "OPENAI_API_KEY"),
+    _Provider(
+        "A local or other OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio…)",
+        "openai",
+        None,
+        True,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What the user chose: ``key`` is a key typed here (None: none, or one from the environment)."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    key: str | None = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config-dir", help="where to write config.toml (default: the user's config folder)")
+
+
+Ask = Callable[[str], str]
+
+
+def main(args: argparse.Namespace, config: Any = None) -> int:
+    import getpass
+
+    from .config import user_config_dir
+
+    directory = Path(getattr(args, "config_dir", None) or user_config_dir(os.environ)).expanduser()
+    print("acp-agent setup: choose the model the agent talks to.\n")
+    try:
+        choice = _ask(input, getpass.getpass, os.environ)
+        if choice is None:
+            return 1
+        if not _check(choice) and not _yes(input, "Save this configuration anyway? [y/N] "):
+            print("Nothing was written.")
+            return 1
+        written = write_user_config(directory, choice)
+        problems = _problems(directory)
+    except (EOFError, KeyboardInterrupt):
+        print("\nSet-up cancelled; nothing was written.")
+        return 1
+    except OSError as exc:
+        print(f"Cannot write the configuration: {exc}", file=sys.stderr)
+        return 1
+    if problems:
+        print(f"\nWrote {written}, but the configuration still has problems:")
+        for problem in problems:
+            print(f"  {problem}")
+        return 1
+    print(f"\nWrote {written}. The agent is ready: go back to your editor (or run `acp-agent chat`).")
+    return 0
+
+
+def _problems(directory: Path) -> list[str]:
+    """What the configuration resolver finds wrong once the file is written (the agent reads it so)."""
+    from .config import ConfigError, load_config
+
+    if directory.name != "acp-agent":  # not where the agent looks for a user configuration
+        return []
+    env = {**os.environ, "XDG_CONFIG_HOME": str(directory.parent)}
+    try:
+        load_config(Path.cwd(), {}, env)
+    except ConfigError as exc:
+        return [str(p) for p in exc.problems]
+    return []
+
+
+def _yes(ask: Ask, question: str) -> bool:
+    return ask(question).strip().lower() in ("y", "yes")
+
+
+def _pick(ask: Ask, question: str, options: Sequence[str], default: int = 1) -> int:
+    for i, label in enumerate(options, 1):
+        print(f"  {i}) {label}")
+    while True:
+        raw = ask(f"{question} [{default}]: ").strip()
+        if not raw:
+            return default
+        if raw.isdigit() and 1 <= int(raw) <= len(options):
+            return int(raw)
+        print(f"Type a number from 1 to {len(options)}.")
+
+
+def _ask(ask: Ask, secret: Ask, env: Mapping[str, str]) -> Choice | None:
+    """The interactive part: provider, URL or key, model (the server's list when it answers)."""
+    print("Which provider?")
+    p = _PROVIDERS[_pick(ask, "Provider", [p.label for p in _PROVIDERS]) - 1]
+    base_url: str | None = None
+    key: str | None = None
+    if p.local:
+        base_url = ask(f"Base URL of the server, including /v1 [{_LOCAL_URL}]: ").strip() or _LOCAL_URL
+        key = secret("API key, if the server wants one (Enter for none): ").strip() or None
+    else:
+        present = next((n for n in ("ACP_AGENT_API_KEY", p.key_env) if n and env.get(n)), None)
+        prompt = f"API key (Enter to use ${present}): " if present else "API key (it is not shown): "
+        key = secret(prompt).strip() or None
+        if key is None and present is None:
+            print(f"A key is needed: paste it here, or set {p.key_env} and run setup again.")
+            return None
+        custom = ask("Base URL (Enter for the provider's own): ").strip()
+        base_url = custom or None
+    models = _list_models(p.provider, base_url, key or _env_key(env, p.key_env))
+    model = _choose_model(ask, models)
+    return Choice(p.provider, model, base_url, key) if model else None
+
+
+def _env_key(env: Mapping[str, str], name: str | None) -> str | None:
+    return env.get("ACP_AGENT_API_KEY") or (env.get(name) if name else None) or None
+
+
+def _list_models(provider: str, base_url: str | None, key: str | None) -> list[str]:
+    import anyio
+
+    from harness.providers.factory import list_models
+
+    async def fetch() -> list[str]:
+        with anyio.fail_after(30):
+            return sorted(await list_models(provider, base_url=base_url, api_key=key))
+
+    try:
+        return anyio.run(fetch)
+    except Exception as exc:
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        print(f"\nThe server's model list could not be read: {message}")
+        return []
+
+
+def _choose_model(ask: Ask, models: list[str]) -> str | None:
+    if not models:
+        name = ask("Model name: ").strip()
+        return name or None
+    print(f"\nThe server serves {len(models)} models:")
+    shown = models[:_SHOWN_MODELS]
+    for i, name in enumerate(shown, 1):
+        print(f"  {i}) {name}")
+    if len(models) > len(shown):
+        print(f"  … and {len(models) - len(shown)} more (type a name)")
+    while True:
+        raw = ask("Model (number or name) [1]: ").strip()
+        if not raw:
+            return shown[0]
+        if raw.isdigit() and 1 <= int(raw) <= len(shown):
+            return shown[int(raw) - 1]
+        if raw in models:
+            return raw
+        print("Type a number from the list or a model name it shows.")
+
+
+def _check(choice: Choice) -> bool:
+    """The checks of ``acp-agent doctor`` for the chosen model; True when none failed."""
+    import anyio
+
+    from .doctor import Check, run_checks
+
+    flags = {"provider": choice.provider, "model": choice.model, "base_url": choice.base_url}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_AGENT_")}
+    if choice.key:
+        env["ACP_AGENT_API_KEY"] = choice.key
+    failed: list[Check] = []
+
+    def emit(check: Check) -> None:
+        if check.name.startswith("model"):
+            print(check.line())
+            if check.ok is False:
+                failed.append(check)
+
+    print("\nChecking…")
+    anyio.run(run_checks, Path.cwd(), flags, env, emit)
+    return not failed
+
+
+def write_user_config(directory: Path, choice: Choice) -> Path:
+    """Write the choice into ``directory/config.toml`` (and a typed key into ``directory/api-key``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "config.toml"
+    values: dict[str, str | None] = {
+        "provider": choice.provider,
+        "model": choice.model,
+        "base_url": choice.base_url,
+    }
+    if choice.key:
+        key_path = directory / _KEY_FILE
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(choice.key + "\n")
+        os.chmod(key_path, 0o600)
+        values["api_key_file"] = str(key_path)
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(update_toml(old, values), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
+
+
+def update_toml(text: str, values: Mapping[str, str | None]) -> str:
+    """``text`` with these top-level keys set (None: removed), every other line kept as it was."""
+    lines = text.splitlines()
+    end = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
+    top, rest = lines[:end], lines[end:]
+    kept: list[str] = []
+    for line in top:
+        match = _KEY_LINE.match(line)
+        if match is None or match.group(1) not in values:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    added = [f"{k} = {_toml_string(v)}" for k, v in values.items() if v is not None]
+    head = [*kept, *added]
+    return "\n".join([*head, *([""] if rest else []), *rest]) + "\n"
+
+
+def _toml_string(value: str) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)  # JSON's string escapes are TOML's
+
+
+def _register() -> None:
+    try:
+        from .cli import register_command
+    except ImportError:
+        return
+    register_command(
+        "setup", "choose the model interactively and write the user configuration", add_arguments, main
+    )
+
+
+_register()
