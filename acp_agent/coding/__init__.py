@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,6 +35,20 @@ class LazyCodingFactory:
 
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
         return await self._factory()(env)
+
+    async def names_a_model(self, cwd: Path | None) -> bool:
+        """Whether the configuration for ``cwd`` (the user's, when None) names a provider; a broken one
+        counts as naming one (the session's set-up reports its problems)."""
+        import anyio.to_thread
+
+        from ..config import ConfigError, load_config
+
+        where = cwd if cwd is not None else Path.home()
+        try:
+            config = await anyio.to_thread.run_sync(load_config, where, self.flags, self.environ)
+        except ConfigError:
+            return True
+        return config.provider is not None
 
     def warm(self) -> None:
         """Import the harness and the tools ahead of the first session (the agent calls it in a worker

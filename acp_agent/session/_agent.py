@@ -213,7 +213,7 @@ class AcpAgent:
     async def authenticate(self, req: m.AuthenticateRequest, ctx: RequestContext) -> dict[str, Any]:
         if req.method_id not in (_AUTH_METHOD_ID, SETUP_METHOD_ID):
             raise RpcError.invalid_params(f"invalid params: methodId: unknown auth method {req.method_id!r}")
-        if await needs_setup(self.settings, self._model, None):
+        if await needs_setup(self.settings, self._model, self._factory, None):
             raise RpcError.auth_required(how_to_configure())
         return {}
 
@@ -231,7 +231,9 @@ class AcpAgent:
 
     async def new_session(self, req: m.NewSessionRequest, ctx: RequestContext) -> m.NewSessionResponse:
         cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
-        if terminal_auth(self.client_capabilities) and await needs_setup(self.settings, self._model, cwd):
+        if terminal_auth(self.client_capabilities) and await needs_setup(
+            self.settings, self._model, self._factory, cwd
+        ):
             # The editor runs `acp-agent setup` (the terminal auth method) before the user types.
             raise RpcError.auth_required(how_to_configure())
         servers = _kept_servers(req.mcp_servers)

@@ -1,15 +1,15 @@
 """The first run: whether anything names a model to use, and whether the client can run the agent's set-up
 in a terminal (``auth.terminal``, or Zed's ``_meta["terminal-auth"]``): then ``session/new`` answers
-``auth_required`` and the client offers the ``setup`` method before the user types."""
+``auth_required`` and the client offers the ``setup`` method before the user types.
+
+The session layer reads no configuration: a factory that does (the coding factory) says whether its
+configuration names a provider (``KnowsModel``)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import anyio.to_thread
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..protocol.jsonvalue import as_object
 
@@ -18,7 +18,14 @@ if TYPE_CHECKING:
 
     from ..model_setup import ModelSettings
 
-__all__ = ["needs_setup", "terminal_auth"]
+__all__ = ["KnowsModel", "needs_setup", "terminal_auth"]
+
+
+@runtime_checkable
+class KnowsModel(Protocol):
+    """A session factory that can say whether its configuration for ``cwd`` names a provider."""
+
+    async def names_a_model(self, cwd: Path | None) -> bool: ...
 
 
 def terminal_auth(caps: Mapping[str, Any]) -> bool:
@@ -29,16 +36,11 @@ def terminal_auth(caps: Mapping[str, Any]) -> bool:
     )
 
 
-async def needs_setup(settings: ModelSettings, model: Model | None, cwd: str | None) -> bool:
-    """Nothing names a provider (flags, environment, the config files for ``cwd``)."""
+async def needs_setup(settings: ModelSettings, model: Model | None, factory: object, cwd: str | None) -> bool:
+    """Nothing names a provider: not the flags and environment (``settings``), not the factory's
+    configuration for ``cwd`` (the user's, when None)."""
     if model is not None or settings.configured:
         return False
-    from ..config import ConfigError, load_config
-
-    where = Path(cwd) if cwd is not None else Path.home()
-    no_flags: dict[str, Any] = {}
-    try:
-        config = await anyio.to_thread.run_sync(load_config, where, no_flags, dict(os.environ))
-    except ConfigError:
-        return False  # the factory reports the problems, with their fixes
-    return config.provider is None
+    if isinstance(factory, KnowsModel):
+        return not await factory.names_a_model(Path(cwd) if cwd is not None else None)
+    return True

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from acp_agent.model_setup import ModelSettings
-from acp_agent.session import SessionEnvironment, SessionSetup
+from acp_agent.session import SessionEnvironment, SessionSetup, default_factory
 from harness import ErrorKind, ModelError, Result, Tools, tool
 from harness.testing import FakeModel, Reply
 from harness.tools._values import ToolMeta
@@ -48,11 +48,28 @@ async def test_without_a_model_an_auth_method_explains_the_setup_and_prompts_nee
         assert "ACP_AGENT_PROVIDER" in answer["error"]["message"]
 
 
+class _ConfigFactory:
+    """A factory that knows whether its configuration names a model (as the coding factory does)."""
+
+    def __init__(self) -> None:
+        self.names = False
+
+    async def names_a_model(self, cwd: Path | None) -> bool:
+        return self.names
+
+    async def __call__(self, env: SessionEnvironment) -> SessionSetup:
+        return await default_factory(env)
+
+
 async def test_a_client_with_terminal_auth_gets_the_setup_method_and_auth_required_at_session_new(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user config file either
-    async with running_agent(tmp_path, settings=ModelSettings(None)) as (client, _agent, _tg):
+    factory = _ConfigFactory()
+    async with running_agent(tmp_path, settings=ModelSettings(None), factory=factory) as (
+        client,
+        _agent,
+        _tg,
+    ):
         caps = {"auth": {"terminal": True}, "_meta": {"terminal-auth": True}}
         result = await client.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
         (method,) = result["authMethods"]
@@ -65,9 +82,7 @@ async def test_a_client_with_terminal_auth_gets_the_setup_method_and_auth_requir
         )
         assert answer["error"]["code"] == -32000
         assert "ACP_AGENT_PROVIDER" in answer["error"]["message"]
-        # Once a user config names a provider (what `acp-agent setup` writes), session/new works.
-        (tmp_path / "xdg" / "acp-agent").mkdir(parents=True)
-        (tmp_path / "xdg" / "acp-agent" / "config.toml").write_text('provider = "openai"\nmodel = "m"\n')
+        factory.names = True  # what `acp-agent setup` writing the user configuration makes true
         assert (await client.new_session(str(tmp_path))).startswith("sess_")
 
 
