@@ -19,7 +19,7 @@ import anyio.to_thread
 from ..protocol.errors import RpcError
 from ..session._setup import CommandOutcome
 from ._catalog import HTTP_PROVIDERS, ModelCatalog, known_context_window, model_values
-from ._commands import McpPrompts, SlashCommand, SlashCommands, StaticCommands
+from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._modes import MODE_INFO
 from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
 from ._toggles import Toggle
@@ -58,6 +58,7 @@ class CodingControls:
         catalog: ModelCatalog | None = None,
         toggles: Sequence[Toggle] = (),
         trust: Any = None,
+        command_sources: Sequence[CommandProvider] = (),
     ) -> None:
         self._env = env
         self._config = config
@@ -78,6 +79,8 @@ class CodingControls:
         self.slash.add(StaticCommands(self._builtin_commands()))
         extra = [SlashCommand(n, d, h, hint) for n, (d, hint, h) in (extra_commands or {}).items()]
         self.slash.add(StaticCommands(extra))
+        for source in command_sources:  # custom command files, /init
+            self.slash.add(source)
         if mcp is not None:
             self.slash.add(McpPrompts(mcp))
 

@@ -5,7 +5,8 @@ editor when it offers ``fs``/``terminal``; the plan tools; the read-only ``explo
 (and ``web_search`` with SearXNG configured); a Journal for ``/undo``; the mode's policy with the editor
 answering its questions; compaction (automatic near a known context window, ``/compact``); modes, config
 options and slash commands; MCP servers from the session and the configuration, their elicitations asked
-through the editor.
+through the editor; the project context (``_context``): the system prompt with the environment, AGENTS.md
+instructions and skills, custom commands and ``/init``, and the hooks around tools and prompts.
 
 Trust: a project configuration's settings that need trust apply only when the project is trusted; when it
 asks for some the user has not trusted, the session starts without them and asks at the first prompt
@@ -32,15 +33,18 @@ from harness.tools import Journal, Root, Shell, file_tools
 from harness.tools.plan import Plan, Reminder
 
 from ..protocol.errors import INTERNAL_ERROR, RpcError
-from ..session._setup import SessionSetup, ToolDisplay, default_system_prompt
+from ..session._setup import SessionSetup, ToolDisplay
 from ..session._store import SessionStore
 from ..trust import TrustStore
 from ._catalog import ModelCatalog
 from ._compact import CHECKPOINTS_FILE, Compaction
+from ._context import ProjectContext, PromptFileError, SystemPrompt
 from ._controls import CodingControls, ThoughtLevel, known_context_window
 from ._editor import EditorFileSystem
 from ._elicit import McpElicitor
 from ._gate import PermissionGate, RunningMarker, SessionLink
+from ._hook_calls import PostToolHooks, PreToolHooks
+from ._instructions import DeeperInstructions
 from ._modes import ModeState, PolicyMiddleware, protected_paths, store_paths
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
@@ -65,13 +69,6 @@ __all__ = ["CodingFactory", "PlanExit"]
 
 log = logging.getLogger(__name__)
 
-_GUIDE = (
-    "\n\nWork with the tools: read before you edit; prefer edit_file or apply_patch for changes to existing "
-    "files; run tests and commands with shell. For a task of several steps, keep a plan with plan_set and "
-    "plan_update. To find your way in an unfamiliar part of the project, ask explore (a read-only helper "
-    "that reports back) instead of reading many files yourself. Paths are relative to the first project "
-    "directory."
-)
 _PLAN_NOTE = (
     "\n\nYou are in plan mode: you may read, search and plan, but not edit files or run commands. Write the "
     "plan with plan_set; when it is ready, call plan_exit to propose switching to a mode that carries it out."
@@ -212,6 +209,7 @@ class CodingFactory:
         pending = config.project is not None and bool(config.project.ignored)
         mcp = await self._mcp(env, config, link, defer=pending)
         gate = PermissionGate(env, modes, link, views, root=root, fs=fs)
+        context = await self._context(env, config, link, modes, sandbox)
         trust: ProjectTrustPrompt | None = None
         if pending and config.project is not None:
 
@@ -220,6 +218,7 @@ class CodingFactory:
 
             async def apply(trusted: Config) -> None:
                 await self._apply_trusted(trusted, env, modes, mcp, controls, trust_store, sandbox)
+                context.use_config(trusted)  # the project's hooks, now that it is trusted
 
             trust = ProjectTrustPrompt(config.project, trust_store, gate, link, reload, apply)
 
@@ -245,6 +244,7 @@ class CodingFactory:
             trust=trust,
             catalog=self._catalog,
             toggles=toggles,
+            command_sources=[context.commands],
         )
         await controls.load_models()
         link.controls = controls
@@ -263,14 +263,19 @@ class CodingFactory:
             PlanExit(modes, controls),
             explore,
             Switched(web_tools(config), web),
+            context.skills,
         ]
         if mcp is not None:
             sources.append(mcp.tools)
         if mcp is not None:
             mcp.elicitation_handler = McpElicitor(gate, link)
 
+        if env.spawn is not None:
+            env.spawn(context.watch)
+
         async def aclose() -> None:
             sandbox.aclose()
+            context.aclose()
             if mcp is not None:
                 await mcp.aclose()
 
@@ -284,8 +289,12 @@ class CodingFactory:
             middleware=[
                 secrets,  # outermost: every result leaves the tools redacted (see harness.secrets)
                 gate,
+                PreToolHooks(context.hooks),
                 SandboxGate(PolicyMiddleware(modes), sandbox, say),
+                DeeperInstructions(context.instructions, root.first),
+                PostToolHooks(context.hooks),
                 RunningMarker(link),
+                SystemPrompt(context),
                 _ModeNote(modes),
                 thought,
                 Reminder(plan),
@@ -294,7 +303,8 @@ class CodingFactory:
                 compaction.middleware,
                 *_retry(config.provider),
             ],
-            system=default_system_prompt(env) + _GUIDE,
+            system=context.system,
+            before_prompt=context.before_prompt,
             options=Options(context_window=window) if window else None,
             context=env,
             aclose=aclose,
@@ -348,6 +358,37 @@ class CodingFactory:
             return sandbox
 
         return await anyio.to_thread.run_sync(make)
+
+    async def _context(
+        self,
+        env: SessionEnvironment,
+        config: Config,
+        link: SessionLink,
+        modes: ModeState,
+        sandbox: SessionSandbox,
+    ) -> ProjectContext:
+        """Instructions, environment, commands, skills and hooks; the system prompt's assembly."""
+        from ..config import user_config_dir
+
+        def make() -> ProjectContext:
+            return ProjectContext(
+                env,
+                config,
+                self.environ,
+                link,
+                user_dir=user_config_dir(self.environ),
+                secrets=self.secrets,
+                mode=lambda: modes.mode,
+                sandbox=lambda: sandbox.for_call({}),  # hooks run as a shell command would now
+                support=sandbox.support,
+            )
+
+        context = await anyio.to_thread.run_sync(make)
+        try:
+            await context.load()
+        except PromptFileError as exc:
+            raise RpcError(INTERNAL_ERROR, str(exc), {"errorKind": "configuration_error"}) from exc
+        return context
 
     async def _mcp(
         self, env: SessionEnvironment, config: Config, link: SessionLink, *, defer: bool = False

@@ -165,7 +165,22 @@ def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -
         }
     if kind == "project" and "mcp_servers" in layer.values:
         layer.values["mcp_servers"] = _untrusted(layer.values["mcp_servers"])
+    if kind == "project":
+        _project_only(layer)
     return layer
+
+
+def _project_only(layer: Layer) -> None:
+    """A project's hooks are marked as such (always sandboxed); its ``user_only`` settings are dropped."""
+    if "hooks" in layer.values:
+        layer.values["hooks"] = tuple(h.for_project() for h in layer.values["hooks"])
+    for key in [k for k in layer.values if SETTINGS[k].user_only]:
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "%s: %s is ignored in a project's configuration", layer.source, key
+        )
+        del layer.values[key]
 
 
 def _untrusted(servers: Mapping[str, McpServerEntry]) -> dict[str, McpServerEntry]:

@@ -19,6 +19,7 @@ from ._files import Layer, find_project_config, read_dir, resolve_path, user_con
 from ._table import SETTINGS, Setting
 
 if TYPE_CHECKING:
+    from ..coding._hook_config import HookEntry
     from ..trust import ProjectTrust
     from ._mcp import McpServerEntry
 
@@ -126,6 +127,16 @@ class Config:
     @property
     def sandbox_deny_read(self) -> tuple[Path, ...]:
         return cast("tuple[Path, ...]", self.get("sandbox_deny_read"))
+
+    @property
+    def hooks(self) -> tuple[HookEntry, ...]:
+        """The hooks: the project's (``HookEntry.project``, only in a trusted project) and the user's."""
+        return cast("tuple[HookEntry, ...]", self.get("hooks"))
+
+    @property
+    def system_prompt_file(self) -> Path | None:
+        """The user's replacement for the built-in system prompt (the user's own file only)."""
+        return cast("Path | None", self.get("system_prompt_file"))
 
     @property
     def permissions_project_file(self) -> Path:

@@ -83,6 +83,7 @@ class Setting:
       ``confined``: a project file may name only a path inside the project;
     - ``secret``: a credential: never read from a file, never shown;
     - ``describe``: what the value does, in a line of the trust request;
+    - ``user_only``: only the user's own file may set it; a project file's value is ignored (logged);
     - ``narrows``: the choices from narrowest to widest (with ``trust``): a project file may always pick a
       value at least as narrow as the one the other sources give, and it then applies over all of them,
       flags included (a repository may tighten the sandbox, needing no trust and asking nothing); a wider
@@ -104,6 +105,7 @@ class Setting:
     secret: bool = False
     describe: Callable[[Any], str] | None = None
     narrows: tuple[str, ...] = ()
+    user_only: bool = False
 
     def narrower(self, a: Any, b: Any) -> bool:
         """Whether ``a`` is at least as narrow as ``b`` (``narrows`` settings only)."""
@@ -122,6 +124,18 @@ def _check_mcp_servers(value: Any, at: At) -> Any:
     from ._mcp import check_mcp_servers  # only when a file has servers (start-up budget)
 
     return check_mcp_servers(value, at)
+
+
+def _check_hooks(value: Any, at: At) -> Any:
+    from ..coding._hook_config import check_hooks  # only when a file has hooks (start-up budget)
+
+    return check_hooks(value, at)
+
+
+def _describe_hooks(value: Any) -> str:
+    from ..coding._hook_config import describe_hooks
+
+    return describe_hooks(value)
 
 
 def _choices(check: Check) -> tuple[str, ...]:
@@ -187,6 +201,22 @@ SETTINGS: Final[dict[str, Setting]] = {
             trust=True,
             merge="by_name",
             default={},
+        ),
+        Setting(
+            "hooks",
+            _check_hooks,
+            "shell commands run around tool calls, at each prompt, at the session's start and at a turn's end",
+            trust=True,
+            merge="union",
+            default=(),
+            describe=_describe_hooks,
+        ),
+        Setting(
+            "system_prompt_file",
+            check_path,
+            "a file replacing (or, with a {{default}} line, extending) the built-in system prompt",
+            path="file",
+            user_only=True,
         ),
         Setting(
             "secret_env",

@@ -68,6 +68,7 @@ class Session:
         self._turn_done: anyio.Event | None = None
         self._cancel_requested = False
         self._cancel_sequence = 0
+        self._preparing: anyio.CancelScope | None = None
         self._closed = False
         self._mapper: EventMapper | None = None
         self._shown = ShownLog()
@@ -174,6 +175,11 @@ class Session:
                 if outcome is not None and outcome.prompt is not None:
                     message = _replace_text(message, outcome.prompt)
             await controls.turn_starting()
+        if self.setup.before_prompt is not None:
+            prepared = await self._before_prompt(message)
+            if prepared is None:
+                return "cancelled"
+            message = prepared
         run = await self._ensure_run()
         if self._cancel_requested:
             return "cancelled"
@@ -240,6 +246,18 @@ class Session:
             misuse = exc
         return misuse
 
+    async def _before_prompt(self, message: Message) -> Message | None:
+        """The factory's ``before_prompt``, cancelled by ``cancel`` (None then): its hooks are killed."""
+        assert self.setup.before_prompt is not None
+        with anyio.CancelScope() as scope:
+            self._preparing = scope
+            try:
+                if not self._cancel_requested:
+                    return await self.setup.before_prompt(message)
+            finally:
+                self._preparing = None
+        return None
+
     async def _ensure_run(self) -> Run:
         if self._run is not None:
             return self._run
@@ -280,6 +298,8 @@ class Session:
         self._cancel_requested = True
         if self._mapper is not None:
             self._mapper.cancelling = True
+        if self._preparing is not None:
+            self._preparing.cancel()
         if self._run is not None:
             self._run.cancel()
 

@@ -140,6 +140,9 @@ class SessionSetup:
     controls: SessionControls | None = None
     views: Mapping[str, ToolView] | None = None
     """How the factory's own tools look, by tool name (others get a ``MetaView`` from their spec)."""
+    before_prompt: Callable[[Message], Awaitable[Message]] | None = None
+    """Each prompt (after a command's expansion), before the model sees it: the message to use instead
+    (prompt hooks, a per-turn refresh of the system prompt). Cancelled with the turn."""
 
 
 class SessionFactory(Protocol):

@@ -1,0 +1,298 @@
+"""What the model knows of the project and the user, assembled per turn: the system prompt and the hooks.
+
+The system prompt is the base prompt (``prompts/system.md``, or the user's ``system_prompt_file``; a
+``{{default}}`` line in it stands for the default), then the environment block, the instructions
+(``AGENTS.md`` and the like), the skills list and the session-start hooks' notes. It is refreshed at the
+start of every turn (``ProjectContext.before_prompt``, which the session calls with each prompt): instruction
+files, commands and skills are re-read only when they changed; the environment block is made anew. A model
+middleware (``SystemPrompt``) gives each model call of the turn that text, and runs the ``stop`` hooks
+when the final reply is complete. The command folders are also watched between turns (a stat every
+``WATCH_S``), so a new command file shows in the editor's list without a prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.to_thread
+
+from harness import Message, Role, Text
+from harness.model import Finish, FinishReason, TextChunk, ToolStart
+
+from ._custom_commands import Commands, prompt_text
+from ._environment import environment_section
+from ._hook_calls import prompt_hooks, session_start_hooks, stop_hooks
+from ._hooks import Hooks
+from ._instructions import Instructions
+from ._skills import Skills
+from ._textfiles import read_bounded, signature
+
+if TYPE_CHECKING:
+    from harness.middleware import NextModel
+    from harness.model import Delta, Prompt
+    from harness.sandbox import SandboxPolicy, Support
+    from harness.secrets import Secrets
+
+    from ..config import Config
+    from ..session._setup import SessionEnvironment
+    from ._gate import SessionLink
+
+__all__ = ["DEFAULT_PLACEHOLDER", "PromptFileError", "ProjectContext", "SystemPrompt", "base_prompt"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PLACEHOLDER: Final = "{{default}}"
+PROMPT_FILE_LIMIT: Final = 128 * 1024
+WATCH_S: Final = 3.0
+RESERVED_COMMANDS: Final = ("mode", "model", "undo", "compact")
+
+
+class PromptFileError(Exception):
+    """The user's ``system_prompt_file`` cannot be read."""
+
+
+def base_prompt(path: Path | None) -> str:
+    """The base system prompt: the default, or the user's file (``{{default}}`` in it is the default).
+    Blocking; raises ``PromptFileError`` when the user's file cannot be read."""
+    default = prompt_text("system.md").strip()
+    if path is None:
+        return default
+    read = read_bounded(path, PROMPT_FILE_LIMIT)
+    if read is None:
+        raise PromptFileError(f"system_prompt_file {path} cannot be read: make it a readable text file")
+    return read.text.replace(DEFAULT_PLACEHOLDER, default).strip()
+
+
+class ProjectContext:
+    """The session's instructions, environment, commands, skills and hooks (see the module docstring)."""
+
+    def __init__(
+        self,
+        env: SessionEnvironment,
+        config: Config,
+        environ: Mapping[str, str],
+        link: SessionLink,
+        *,
+        user_dir: Path,
+        secrets: Secrets,
+        mode: Callable[[], str] | None = None,
+        sandbox: Callable[[], SandboxPolicy | None] | None = None,
+        support: Support | None = None,
+    ) -> None:
+        self._env = env
+        self._environ = environ
+        self._link = link
+        self._secrets = secrets
+        self._prompt_file = config.system_prompt_file
+        home = Path(environ.get("HOME") or Path.home())
+        self.instructions = Instructions(env.roots, user_dir / "AGENTS.md")
+        cwd_chain = [
+            (folder, repo)
+            for folder, repo in self.instructions.folders
+            if env.cwd.resolve().is_relative_to(folder)
+        ]
+        codex = Path(environ.get("CODEX_HOME") or home / ".codex")
+        self.commands = Commands(
+            cwd_chain,
+            [user_dir / "commands", home / ".claude" / "commands"],
+            codex_prompts=codex / "prompts",
+            reserved=RESERVED_COMMANDS,
+        )
+        self.skills = Skills(
+            cwd_chain, [user_dir / "skills", home / ".agents" / "skills", home / ".claude" / "skills"]
+        )
+        self.hooks = Hooks(
+            config.hooks,
+            session_id=env.session_id,
+            cwd=env.cwd,
+            environ=environ,
+            secrets=secrets,
+            show=self._show,
+            mode=mode or (lambda: "default"),
+            sandbox=sandbox,
+            support=support,
+        )
+        self._base = ""
+        self._base_signature: Any = None
+        self._system: str | None = None
+        self._notes: list[str] = []
+        self._started = False
+        self._shown = 0
+        self._watching: anyio.CancelScope | None = None
+        self._closed = False
+
+    def use_config(self, config: Config) -> None:
+        """The configuration as it is once the user trusted the project mid-session: its hooks join."""
+        self.hooks.use(config.hooks)
+
+    # --- the system prompt -------------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """The first read (at session creation): raises ``PromptFileError`` for a broken prompt file."""
+
+        def first() -> None:
+            self._base = base_prompt(self._prompt_file)
+            self._base_signature = signature([self._prompt_file]) if self._prompt_file else None
+            self.commands.scan_sync()
+
+        await anyio.to_thread.run_sync(first)
+
+    @property
+    def refreshed(self) -> bool:
+        return self._system is not None
+
+    @property
+    def system(self) -> str:
+        """The system prompt as of the last refresh (the base prompt before the first)."""
+        return self._system if self._system is not None else self._base
+
+    def _rescan(self) -> bool:
+        """Blocking: re-read what changed; returns whether the command list changed."""
+        if self._prompt_file is not None:
+            sig = signature([self._prompt_file])
+            if sig != self._base_signature:
+                try:
+                    self._base = base_prompt(self._prompt_file)
+                except PromptFileError as exc:
+                    log.warning("%s; keeping the prompt read before", exc)
+                self._base_signature = sig
+        self.instructions.refresh_sync()
+        self.skills.scan_sync()
+        return self.commands.scan_sync()
+
+    async def refresh(self) -> None:
+        """Once per turn: re-read the files that changed, make the environment block anew."""
+        got: dict[str, Any] = {}
+
+        async def rescan() -> None:
+            try:
+                got["commands_changed"] = await anyio.to_thread.run_sync(self._rescan)
+            except OSError:  # a folder that vanished mid-walk, say: keep what was read before
+                log.exception("re-reading the instructions, commands and skills failed")
+                got["commands_changed"] = False
+
+        async def environment() -> None:
+            got["environment"] = await environment_section(
+                self._env.roots, self._environ, secrets=self._secrets
+            )
+
+        async with anyio.create_task_group() as tg:  # the file reads and git status at once
+            tg.start_soon(rescan)
+            tg.start_soon(environment)
+        commands_changed: bool = got["commands_changed"]
+        parts = [self._base, got["environment"], self.instructions.section(), self.skills.section()]
+        if self._notes:
+            parts.append("# Notes from the session-start hooks\n\n" + "\n\n".join(self._notes))
+        self._system = "\n\n".join(p for p in parts if p)
+        if commands_changed:
+            await self._commands_changed()
+
+    async def _commands_changed(self) -> None:
+        controls = self._link.controls
+        if controls is not None and self._link.handle is not None:
+            await controls.send_commands()
+
+    # --- the session's seams -----------------------------------------------------------------------
+
+    async def before_prompt(self, message: Message) -> Message:
+        """Each prompt, before the model sees it: the session-start hooks (the first time), the refresh,
+        then the user-prompt hooks (a blocked prompt is replaced by the reason; notes are added to it)."""
+        if not self._started:
+            self._started = True
+            self._notes = await session_start_hooks(
+                self.hooks, "startup" if not self._env_history() else "resume"
+            )
+        await self.refresh()
+        if not self.hooks.has("user_prompt_submit"):
+            return message
+        verdict = await prompt_hooks(self.hooks, message.text)
+        if verdict.blocked is not None:
+            note = (
+                "(The user's prompt was blocked before it reached you and is not shown. "
+                f"{verdict.blocked}. Tell the user briefly that their prompt was blocked and why.)"
+            )
+            return Message(Role.USER, (Text(note),), meta=message.meta)
+        if not verdict.notes:
+            return message
+        return Message(
+            message.role, (*message.parts, *(Text("\n\n" + n) for n in verdict.notes)), meta=message.meta
+        )
+
+    def _env_history(self) -> bool:
+        handle = self._link.handle
+        return handle is not None and bool(handle.messages())
+
+    async def _show(self, title: str, text: str, failed: bool) -> None:
+        from ..protocol.models import ContentToolCallContent, TextContent, ToolCallStart
+
+        self._shown += 1
+        update = ToolCallStart(
+            tool_call_id=f"hook_{self._shown}_{self._env.session_id[:8]}",
+            title=title,
+            kind="execute",
+            status="failed" if failed else "completed",
+            content=[ContentToolCallContent(content=TextContent(text=text))],
+        )
+        await self._link.send(update)
+
+    # --- watching the command folders between turns -----------------------------------------------
+
+    async def watch(self) -> None:
+        """Runs until ``aclose``: re-reads the command folders every ``WATCH_S`` seconds."""
+        with anyio.CancelScope() as scope:
+            self._watching = scope
+            if self._closed:
+                return
+            while True:
+                await anyio.sleep(WATCH_S)
+                try:
+                    changed = await anyio.to_thread.run_sync(self.commands.scan_sync)
+                    if changed:
+                        await self._commands_changed()
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except Exception:
+                    log.exception("watching the command folders failed")
+
+    def aclose(self) -> None:
+        self._closed = True
+        if self._watching is not None:
+            self._watching.cancel()
+
+
+class SystemPrompt:
+    """Model middleware (outermost): each model call gets the turn's system prompt; when a reply ends the
+    turn (no tool call), the ``stop`` hooks run."""
+
+    def __init__(self, context: ProjectContext) -> None:
+        self._context = context
+
+    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        return self._stream(prompt, next)
+
+    async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        context = self._context
+        stops = context.hooks.has("stop")
+        called_tool = False
+        finish: FinishReason | None = None
+        text: list[str] = []
+        if not context.refreshed:  # a model call before any prompt (a resumed compaction, say)
+            await context.refresh()
+        async for delta in next(prompt.replace(system=context.system)):
+            if stops:
+                match delta:
+                    case ToolStart():
+                        called_tool = True
+                    case TextChunk(text=chunk):
+                        text.append(chunk)
+                    case Finish(reason=reason):
+                        finish = reason
+                    case _:
+                        pass
+            yield delta
+        if stops and not called_tool and finish in (None, FinishReason.STOP):
+            await stop_hooks(context.hooks, "".join(text))

@@ -1,0 +1,156 @@
+"""The hooks at work: around each tool call (``PreToolHooks`` outside the mode's policy, ``PostToolHooks``
+inside it), on each prompt, at the session's first prompt and when a turn's reply is complete. What each
+outcome does is in ``_hooks``'s docstring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final
+
+from harness import Approval, Result, Text
+
+from ._hooks import Hooks, blocked_text, context_text, label
+
+if TYPE_CHECKING:
+    from harness import Call, ToolCall
+    from harness.middleware import NextTool
+
+__all__ = [
+    "PostToolHooks",
+    "PreToolHooks",
+    "PromptVerdict",
+    "prompt_hooks",
+    "session_start_hooks",
+    "stop_hooks",
+]
+
+_OUTPUT_LIMIT: Final = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    deny: str | None = None
+    ask: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+class PreToolHooks:
+    """Tool middleware, outside the mode's policy: runs the ``pre_tool_use`` hooks once per call. A block
+    fails the call with the hook's reason; ``ask`` puts a question to the user (the gate outside answers
+    it, and the same answer serves the policy's own question); context goes with the call's result."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+        self._verdicts: dict[str, _Verdict] = {}
+
+    async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
+        if not self._hooks.has("pre_tool_use"):
+            return await next(call, context)
+        verdict = self._verdicts.get(call.id)
+        if verdict is None:
+            verdict = await self._judge(call)
+            if len(self._verdicts) > 256:  # calls whose question was never answered (a cancelled turn)
+                self._verdicts.clear()
+            self._verdicts[call.id] = verdict
+        try:
+            if verdict.deny is not None:
+                return Result.failure(verdict.deny, meta={"hook": "deny"})
+            if verdict.ask is not None:
+                decision = context.decision()
+                if decision is None:
+                    return context.needs_input([Approval(verdict.ask)])
+                if not decision.allowed:
+                    return Result.failure(
+                        f"Denied: {decision.reason or 'the user declined'}", meta={"hook": "declined"}
+                    )
+            result = await next(call, context)
+            if verdict.notes and context.pending() is None:
+                result = replace(
+                    result, content=(*result.content, *(Text("\n\n" + n) for n in verdict.notes))
+                )
+            return result
+        finally:
+            if context.pending() is None:
+                self._verdicts.pop(call.id, None)
+
+    async def _judge(self, call: ToolCall) -> _Verdict:
+        facts = {"tool": call.name, "input": dict(call.input), "tool_call_id": call.id}
+        outcomes = await self._hooks.run("pre_tool_use", facts, call.name)
+        notes = tuple(context_text(o) for o in outcomes if o.context)
+        for o in outcomes:
+            if o.blocked is not None:
+                return _Verdict(deny=blocked_text(o), notes=notes)
+        asks = [o for o in outcomes if o.ask is not None]
+        if asks:
+            reason = "; ".join(f"hook `{label(o.entry)}` asks: {o.ask}" for o in asks)
+            await self._hooks.show(f"Hook asks before {call.name}", reason)
+            return _Verdict(ask=reason, notes=notes)
+        return _Verdict(notes=notes)
+
+
+class PostToolHooks:
+    """Tool middleware, inside the mode's policy (so only calls that really ran): the ``post_tool_use``
+    hooks see the call and its output; their context, or the stderr of an exit 2, is added to the result."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+
+    async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
+        result = await next(call, context)
+        if context.pending() is not None or not self._hooks.has("post_tool_use"):
+            return result
+        facts: dict[str, Any] = {
+            "tool": call.name,
+            "input": dict(call.input),
+            "tool_call_id": call.id,
+            "output": result.as_text()[:_OUTPUT_LIMIT],
+            "error": result.error,
+        }
+        outcomes = await self._hooks.run("post_tool_use", facts, call.name)
+        notes = [context_text(o) for o in outcomes if o.context]
+        notes += [f"Hook `{label(o.entry)}` reports: {o.blocked}" for o in outcomes if o.blocked]
+        if not notes:
+            return result
+        return replace(result, content=(*result.content, *(Text("\n\n" + n) for n in notes)))
+
+
+@dataclass(frozen=True, slots=True)
+class PromptVerdict:
+    """A prompt's hooks: ``blocked`` (the reason shown to the model instead of the prompt) or notes."""
+
+    blocked: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+async def prompt_hooks(hooks: Hooks, prompt: str) -> PromptVerdict:
+    outcomes = await hooks.run("user_prompt_submit", {"prompt": prompt})
+    notes = tuple(context_text(o) for o in outcomes if o.context)
+    for o in outcomes:
+        if o.blocked is not None:
+            await hooks.show(f"Prompt blocked by hook: {label(o.entry)}", o.blocked, True)
+            return PromptVerdict(blocked=blocked_text(o), notes=notes)
+    for o in outcomes:
+        if o.context:
+            await hooks.show(f"Hook user_prompt_submit: {label(o.entry)}", o.context)
+    return PromptVerdict(notes=notes)
+
+
+async def session_start_hooks(hooks: Hooks, source: str) -> list[str]:
+    """The session-start hooks' context notes (they go into the system prompt)."""
+    outcomes = await hooks.run("session_start", {"source": source})
+    for o in outcomes:
+        if o.context:
+            await hooks.show(f"Hook session_start: {label(o.entry)}", o.context)
+        elif o.blocked:
+            await hooks.show(f"Hook session_start: {label(o.entry)}", o.blocked, True)
+    return [context_text(o) for o in outcomes if o.context]
+
+
+async def stop_hooks(hooks: Hooks, last_message: str) -> None:
+    """The stop hooks, when a turn's final reply is complete. They cannot continue the turn: what they
+    say (exit 2's stderr, or context) is shown to the user."""
+    outcomes = await hooks.run("stop", {"last_message": last_message[:_OUTPUT_LIMIT]})
+    for o in outcomes:
+        said = o.blocked or o.context
+        if said:
+            await hooks.show(f"Hook stop: {label(o.entry)}", said, o.blocked is not None)
