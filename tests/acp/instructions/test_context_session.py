@@ -1,0 +1,216 @@
+"""The project context in a session (real factory, in-memory editor, fake model): prompt hooks, the
+session-start and stop hooks, a hook that asks, the hooks' environment, /init and the user's prompt file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from harness.testing import FakeModel, Reply
+from tests.acp.coding._support import calls, editor_agent, fake, final, prompt, select, text_of
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-context-test-key-0001"
+
+
+def _environ(tmp: Path, toml: str = "", **extra: str) -> dict[str, str]:
+    config = tmp / "user" / ".config" / "acp-agent"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(toml)
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ACP_AGENT_API_KEY": KEY, **extra}
+
+
+def _out(tmp: Path) -> Path:
+    """A folder inside the session's project: hooks run sandboxed, and the sandbox lets them write under
+    the project's folders."""
+    out = tmp / "project" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _system(model: FakeModel, i: int = 0) -> str:
+    return model.prompts[i].system or ""
+
+
+def _user_texts(model: FakeModel, i: int = 0) -> list[str]:
+    return [m.text for m in model.prompts[i].messages if m.role == "user"]
+
+
+def _hook_entries(editor: Any) -> list[dict[str, Any]]:
+    return [
+        u
+        for u in editor.updates()
+        if u["sessionUpdate"] == "tool_call" and str(u["toolCallId"]).startswith("hook_")
+    ]
+
+
+async def test_a_user_prompt_hook_that_blocks_keeps_the_prompt_from_the_model_which_is_told_why(
+    tmp_path: Path,
+) -> None:
+    toml = """
+[[hooks.user_prompt_submit]]
+command = "grep -q 'password' && { echo 'the prompt holds a password' >&2; exit 2; } || exit 0"
+"""
+    model = fake(Reply(text="Your prompt was blocked."), Reply(text="fine"))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        assert (await prompt(editor, sid, "my password is hunter2"))["stopReason"] == "end_turn"
+        await prompt(editor, sid, "hello")
+    sent = "\n".join(_user_texts(model, 0))
+    assert "hunter2" not in sent
+    assert "blocked before it reached you" in sent and "the prompt holds a password" in sent
+    assert "hunter2" not in "\n".join(_user_texts(model, 1)), "not in later turns either"
+    [entry] = _hook_entries(editor)
+    assert entry["status"] == "failed" and entry["title"].startswith("Prompt blocked by hook: grep -q")
+
+
+async def test_prompt_and_session_start_hooks_add_context_and_the_stop_hook_sees_the_reply(
+    tmp_path: Path,
+) -> None:
+    seen = _out(tmp_path) / "stop.json"
+    toml = f"""
+[[hooks.session_start]]
+command = "echo 'The staging server is down today.'"
+
+[[hooks.user_prompt_submit]]
+command = "echo '{{\\"context\\": \\"The user is on call.\\"}}'"
+
+[[hooks.stop]]
+command = "cat > {seen}"
+"""
+    model = fake(Reply(text="first reply"), Reply(text="second reply"))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        await prompt(editor, sid, "one")
+        await prompt(editor, sid, "two")
+    assert "The staging server is down today." in _system(model, 0)
+    assert "The staging server is down today." in _system(model, 1), "session-wide"
+    assert any("The user is on call." in t for t in _user_texts(model, 1))
+    stop = json.loads(seen.read_text())
+    assert stop["event"] == "stop" and stop["last_message"] == "second reply"
+    titles = [e["title"] for e in _hook_entries(editor)]
+    assert titles.count("Hook session_start: echo 'The staging server is down today.'") == 1
+
+
+async def test_a_pre_tool_hook_that_asks_puts_the_question_to_the_user_where_the_mode_would_not(
+    tmp_path: Path,
+) -> None:
+    toml = """
+[[hooks.pre_tool_use]]
+matcher = "write_file"
+command = "echo '{\\"decision\\": \\"ask\\", \\"reason\\": \\"generated files need a review\\"}'"
+"""
+    model = fake(calls(("write_file", {"path": "gen.txt", "content": "x"})), Reply(text="ok"))
+    environ = _environ(tmp_path, toml, ACP_AGENT_DEFAULT_MODE="accept-edits")
+    async with editor_agent(tmp_path, model, environ=environ) as (editor, sid, project):
+        editor.permission = select("reject_once")
+        await prompt(editor, sid, "write it")
+        assert not (project / "gen.txt").exists()
+        [asked] = editor.requests_of("session/request_permission")
+        assert asked["toolCall"]["toolCallId"] == "call_0_write_file"
+        assert final(editor, "call_0_write_file")["status"] == "failed"
+        [entry] = _hook_entries(editor)
+        assert "generated files need a review" in text_of(entry)
+
+
+async def test_hooks_run_in_the_project_without_the_agents_credentials(tmp_path: Path) -> None:
+    dump = _out(tmp_path) / "env.txt"
+    toml = f'[[hooks.pre_tool_use]]\ncommand = "env > {dump}; pwd >> {dump}"\n'
+    model = fake(calls(("list_dir", {"path": "."})), Reply(text="ok"))
+    environ = _environ(tmp_path, toml, OPENAI_API_KEY=KEY)
+    async with editor_agent(tmp_path, model, environ=environ) as (editor, sid, project):
+        await prompt(editor, sid, "list")
+    seen = dump.read_text()
+    assert KEY not in seen and "ACP_AGENT_API_KEY" not in seen
+    assert f"ACP_AGENT_PROJECT_DIR={project}" in seen and "ACP_AGENT_HOOK_EVENT=pre_tool_use" in seen
+    assert seen.strip().endswith(str(project))
+
+
+async def test_init_asks_the_agent_to_write_agents_md_with_the_normal_tools(tmp_path: Path) -> None:
+    model = fake(Reply(text="exploring"))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path)) as (editor, sid, _):
+        await prompt(editor, sid, "/init the test layout")
+    sent = _user_texts(model)[0]
+    assert sent.startswith("Explore this project and write an AGENTS.md")
+    assert sent.endswith("pay particular attention to: the test layout")
+
+
+async def test_the_users_prompt_file_replaces_the_default_prompt(tmp_path: Path) -> None:
+    (tmp_path / "mine.md").write_text("You are a pirate.\n")
+    toml = f'system_prompt_file = "{tmp_path / "mine.md"}"\n'
+    model = fake(Reply(text="arr"))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        await prompt(editor, sid, "hi")
+    system = _system(model)
+    assert system.startswith("You are a pirate.\n\n# Environment") and "You are acp-agent" not in system
+
+
+async def test_an_unreadable_prompt_file_fails_session_new_with_a_clear_error(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.md"
+    mine.write_text("You are a pirate.\n")
+    toml = f'system_prompt_file = "{mine}"\n'
+    async with editor_agent(tmp_path, fake(), environ=_environ(tmp_path, toml)) as (editor, _, project):
+        mine.unlink()
+        answer = await editor.response(
+            await editor.send_request("session/new", {"cwd": str(project), "mcpServers": []})
+        )
+    error = answer["error"]
+    assert error["data"]["errorKind"] == "configuration_error"
+    assert f"system_prompt_file {mine} cannot be read" in error["message"]
+
+
+async def test_a_hung_prompt_hook_is_killed_when_the_prompt_is_cancelled(tmp_path: Path) -> None:
+    fifo = _out(tmp_path) / "hook.pid"
+    os.mkfifo(fifo)
+    toml = f'[[hooks.user_prompt_submit]]\ncommand = "echo $$ > {fifo}; sleep 60"\ntimeout_s = 120\n'
+    model = fake(Reply(text="never"))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        request = await editor.send_request("session/prompt", editor.prompt_params(sid, "hello"))
+        with anyio.fail_after(10):
+            pid = int(await anyio.to_thread.run_sync(fifo.read_text, abandon_on_cancel=True))
+        await editor.notify("session/cancel", {"sessionId": sid})
+        answer = await editor.response(request)
+    assert answer["result"] == {"stopReason": "cancelled"}
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert model.calls == 0
+
+
+async def test_hooks_run_in_the_sessions_sandbox_unless_the_user_opts_one_out(tmp_path: Path) -> None:
+    from tests.sandbox.conftest import require_landlock
+
+    require_landlock()
+    boxed, free = tmp_path / "boxed.txt", tmp_path / "free.txt"
+    toml = f"""
+[[hooks.pre_tool_use]]
+command = "echo boxed > {boxed}"
+
+[[hooks.pre_tool_use]]
+command = "echo free > {free}"
+sandbox = false
+"""
+    model = fake(calls(("list_dir", {"path": "."})), Reply(text="ok"))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        await prompt(editor, sid, "list")
+        [failed] = _hook_entries(editor)
+    assert not boxed.exists(), "outside the project: the sandbox refused the write"
+    assert free.read_text() == "free\n"
+    assert "Permission denied" in text_of(failed) and failed["title"].startswith(
+        "Hook pre_tool_use failed: echo boxed"
+    )
+
+
+def test_a_projects_hook_cannot_leave_the_sandbox(tmp_path: Path) -> None:
+    from acp_agent.config import load_config
+
+    project = tmp_path / "project"
+    (project / ".acp-agent").mkdir(parents=True)
+    (project / ".acp-agent" / "config.toml").write_text('[[hooks.stop]]\ncommand = "x"\nsandbox = false\n')
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    assert load_config(project, {}, env).hooks == (), "an untrusted project's hooks are dropped"
+    [hook] = load_config(project, {}, env, trust=True).hooks
+    assert hook.project and hook.sandbox

@@ -1,0 +1,177 @@
+"""Issue 16's hooks through the real process: a pre-tool hook that blocks, a post-tool hook's context, a
+project hook in an untrusted project, and hung hooks killed by their timeout and by cancel."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.acp.instructions._support import LIMIT_S, calls, project_agent, text, tool_messages
+
+pytestmark = pytest.mark.anyio
+
+
+def _user_config(tmp: Path, toml: str) -> None:
+    path = tmp / "user" / ".config" / "acp-agent" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(toml)
+
+
+def _out(tmp: Path) -> Path:
+    """Where a test's hooks write: a folder inside the project (hooks run in the session's sandbox, which
+    lets commands write under the project's folders)."""
+    out = tmp / "project" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _final(updates: list[dict[str, Any]], call_id: str) -> dict[str, Any]:
+    ends = [
+        u for u in updates if u.get("toolCallId") == call_id and u.get("status") in ("completed", "failed")
+    ]
+    assert ends, f"call {call_id} never ended"
+    return ends[-1]
+
+
+def _hook_entries(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        u for u in updates if u["sessionUpdate"] == "tool_call" and str(u["toolCallId"]).startswith("hook_")
+    ]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _pid_from(fifo: Path) -> int:
+    """The pid the hook writes into ``fifo`` (the read waits for the writer: no polling)."""
+    with anyio.fail_after(LIMIT_S):
+        return int(await anyio.to_thread.run_sync(fifo.read_text, abandon_on_cancel=True))
+
+
+async def test_a_pre_tool_hook_exit_2_blocks_a_shell_command_and_the_model_sees_why(tmp_path: Path) -> None:
+    seen = _out(tmp_path) / "hook-input.json"
+    _user_config(
+        tmp_path,
+        f"""
+[[hooks.pre_tool_use]]
+matcher = "shell"
+command = "cat > {seen}; echo 'touching files is not allowed here' >&2; exit 2"
+""",
+    )
+    replies = [calls(("shell", {"command": "touch canary"}), id="sh"), text("understood")]
+    async with project_agent(tmp_path, replies) as p:
+        assert (await p.prompt("make a canary"))["result"] == {"stopReason": "end_turn"}
+        bodies, updates = p.bodies(), p.updates()
+    assert not (tmp_path / "project" / "canary").exists(), "the command did not run"
+    assert p.asked == [], "the hook decided before any permission question"
+    [result] = tool_messages(bodies[1])
+    assert result.removeprefix("Error: ").startswith("Blocked by hook `cat > ")
+    assert result.endswith(": touching files is not allowed here")
+    assert _final(updates, "sh_0")["status"] == "failed"
+    payload = json.loads(seen.read_text())
+    assert payload["event"] == "pre_tool_use" and payload["tool"] == "shell"
+    assert payload["input"] == {"command": "touch canary"} and payload["cwd"] == str(tmp_path / "project")
+    assert payload["tool_name"] == "shell" and payload["hook_event_name"] == "PreToolUse"
+
+
+async def test_a_post_tool_hook_context_reaches_the_model_with_the_result(tmp_path: Path) -> None:
+    _user_config(
+        tmp_path,
+        """
+[[hooks.post_tool_use]]
+matcher = "read_.*"
+command = "echo '{\\"context\\": \\"Remember: this file is generated.\\"}'"
+""",
+    )
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "a.txt").write_text("alpha\n")
+    replies = [calls(("read_file", {"path": "a.txt"}), id="rd"), text("noted")]
+    async with project_agent(tmp_path, replies) as p:
+        await p.prompt("read a.txt")
+        bodies = p.bodies()
+    [result] = tool_messages(bodies[1])
+    assert "alpha" in result
+    assert "(post_tool_use): Remember: this file is generated." in result
+
+
+def _trust_choice(answer: str) -> Any:
+    """Answers the trust question with ``answer``, any other permission request with allow once."""
+
+    def choose(params: dict[str, Any]) -> str:
+        return answer if str(params["toolCall"]["toolCallId"]).startswith("trust_") else "allow_once"
+
+    return choose
+
+
+@pytest.mark.parametrize("answer", ["reject_once", "allow_once"])
+async def test_a_project_hook_runs_only_in_a_trusted_project_and_the_users_hook_always(
+    tmp_path: Path, answer: str
+) -> None:
+    project = tmp_path / "project"
+    (project / ".acp-agent").mkdir(parents=True)
+    (project / ".acp-agent" / "config.toml").write_text(
+        f'[[hooks.pre_tool_use]]\ncommand = "touch {_out(tmp_path) / "project-hook-ran"}"\n'
+    )
+    _user_config(tmp_path, f'[[hooks.pre_tool_use]]\ncommand = "touch {_out(tmp_path) / "user-hook-ran"}"\n')
+    (project / "a.txt").write_text("alpha\n")
+    replies = [calls(("read_file", {"path": "a.txt"}), id="rd"), text("ok")]
+    async with project_agent(tmp_path, replies) as p:
+        p.choose = _trust_choice(answer)
+        await p.prompt("read a.txt")
+        updates = p.updates()
+    [asked] = [a for a in p.asked if a["toolCall"]["toolCallId"].startswith("trust_")]
+    listed = asked["toolCall"]["content"][0]["content"]["text"]
+    assert f"runs hook commands: `touch {_out(tmp_path) / 'project-hook-ran'}` at pre_tool_use" in listed
+    assert (_out(tmp_path) / "project-hook-ran").exists() == (answer == "allow_once")
+    assert (_out(tmp_path) / "user-hook-ran").exists()
+    assert _final(updates, "rd_0")["status"] == "completed"
+
+
+async def test_a_hung_hook_is_killed_at_its_timeout_and_does_not_block(tmp_path: Path) -> None:
+    pid_file = _out(tmp_path) / "hook.pid"
+    _user_config(
+        tmp_path,
+        f'[[hooks.pre_tool_use]]\nmatcher = "shell"\ncommand = "echo $$ > {pid_file}; sleep 60"\ntimeout_s = 1\n',
+    )
+    replies = [calls(("shell", {"command": "touch out/ran"}), id="sh"), text("ok")]
+    async with project_agent(tmp_path, replies) as p:
+        await p.prompt("run it")
+        updates = p.updates()
+        pid = int(pid_file.read_text())
+        assert not _alive(pid), "the hook was killed"
+    assert (_out(tmp_path) / "ran").exists(), "a failing hook does not block"
+    [entry] = _hook_entries(updates)
+    assert entry["title"].startswith("Hook pre_tool_use failed: echo $$")
+    assert "timed out after 1 s and was killed" in entry["content"][0]["content"]["text"]
+
+
+async def test_a_hung_hook_is_killed_when_the_turn_is_cancelled(tmp_path: Path) -> None:
+    pid_file = _out(tmp_path) / "hook.pid"
+    os.mkfifo(pid_file)
+    _user_config(
+        tmp_path,
+        f'[[hooks.pre_tool_use]]\nmatcher = "shell"\ncommand = "echo $$ > {pid_file}; sleep 60"\ntimeout_s = 120\n',
+    )
+    replies = [calls(("shell", {"command": "touch out/ran"}), id="sh"), text("never")]
+    async with project_agent(tmp_path, replies) as p:
+        request = await p.agent.request(
+            "session/prompt", {"sessionId": p.session, "prompt": [{"type": "text", "text": "run it"}]}
+        )
+        pid = await _pid_from(pid_file)
+        assert _alive(pid)
+        await p.agent.notify("session/cancel", {"sessionId": p.session})
+        with anyio.fail_after(10):
+            answer = await p.agent.response(request)
+        assert answer["result"] == {"stopReason": "cancelled"}
+        assert not _alive(pid), "the hook was killed with the turn"
+    assert not (_out(tmp_path) / "ran").exists()
