@@ -17,7 +17,16 @@ from typing import Any
 
 import anyio
 
-BENCHES = ["harness_overhead", "providers", "cold_start", "streaming", "cancel", "sessions", "sandbox"]
+BENCHES = [
+    "harness_overhead",
+    "providers",
+    "cold_start",
+    "streaming",
+    "cancel",
+    "sessions",
+    "sandbox",
+    "context",
+]
 
 
 def main() -> int:
