@@ -1,5 +1,6 @@
-"""The real ``acp-agent`` process against the fake model server (OpenAI Chat Completions), in a project
-folder and a user folder of the test's making; what reached the model is read back from the requests."""
+"""The real ``acp-agent`` process against the conformance kit's fake model server (OpenAI Chat
+Completions), in a project folder and a user folder of the test's making; what reached the model is read
+back from the requests."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from tests.providers.fake_server import FakeServer, Reply
+from acp_conformance.fake_model import FakeServer, Reply
 from tests.reliability._reliability_support import AgentProcess, agent_env, agent_process, initialized
 
 __all__ = ["Project", "calls", "project_agent", "text"]
