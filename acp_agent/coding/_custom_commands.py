@@ -54,7 +54,6 @@ class CustomCommand:
     path: Path
 
 
-
 def expand_arguments(body: str, args: str) -> str:
     """``body`` with ``$ARGUMENTS`` and ``$1``…``$9`` replaced (absent words become empty)."""
     try:

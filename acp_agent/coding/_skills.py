@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from harness import Hints, Result, ToolSpec
+from harness.tools._values import ToolMeta
 
 from ._textfiles import read_bounded, split_front_matter
 
@@ -202,7 +203,7 @@ class SkillTool:
                 "additionalProperties": False,
             },
             Hints(read_only=True, idempotent=True),
-            meta={"kind": "read", "acp_title": _title},
+            meta=ToolMeta(kind="read", title=_title),
         )
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from acp_agent.coding._commands import Commands, expand_arguments
 from acp_agent.coding._context import DEFAULT_PLACEHOLDER, PromptFileError, base_prompt
+from acp_agent.coding._custom_commands import Commands, expand_arguments
 from acp_agent.coding._hook_config import HookEntry, check_hooks
 from acp_agent.coding._hooks import interpret
 from acp_agent.coding._instructions import FILE_LIMIT, TOTAL_LIMIT, Instructions
@@ -128,10 +128,11 @@ async def test_project_commands_win_over_user_ones_and_built_in_names_are_kept(t
     commands = Commands([(repo, repo)], [user], codex_prompts=codex, reserved=["mode"])
     assert commands.scan_sync()
     assert commands.names() == ["notes", "ops:deploy", "prompts:explain"]
-    deploy = await commands.command("ops:deploy", "")
+    by_name = {c.name: c for c in await commands.commands()}
+    deploy = await by_name["ops:deploy"].run("")
     assert deploy is not None and deploy.prompt == "deploy from project"
-    assert await commands.command("mode", "x") is None
-    listed = {c["name"]: c for c in await commands.commands()}
+    assert "mode" not in by_name
+    listed = {name: c.to_acp() for name, c in by_name.items()}
     assert listed["notes"] == {
         "name": "notes",
         "description": "Take notes (user)",
