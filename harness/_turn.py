@@ -217,6 +217,7 @@ def _land(s: TurnState, *, queued: bool) -> Iterator[Interjected]:
         while s.steer:
             m = s.steer.pop(0)
             s.append(m)
+            s.commit()  # delivered (the user is told): a failure of the next step must not drop it
             yield Interjected(s.number, s.parent, m, Delivery.STEER)
     elif s.queue:
         m = s.queue.pop(0)

@@ -224,3 +224,26 @@ async def test_a_steer_waiting_while_the_queue_waits_lands_first() -> None:
     assert model.prompts[1].messages[-1] == steer
     assert model.prompts[2].messages[-1] == later
     assert ended(run).reason is EndReason.DONE
+
+
+async def test_a_steer_that_landed_survives_a_failure_of_the_next_step() -> None:
+    steer = Message.user("Stop, do B instead")
+    holder: dict[str, Run] = {}
+
+    @tool
+    def first() -> str:
+        holder["run"].interject(steer)
+        return "first done"
+
+    model = FakeModel(
+        [Reply(tool_calls=[("first", {}, "c1")]), Reply(text="par", error=ErrorKind.RATE_LIMITED)]
+    )
+    run = Run(model, Tools(first))
+    holder["run"] = run
+    events = await drive(run, Message.user("do A"))
+
+    assert ended(run).reason is EndReason.FAILED
+    assert [e.message for e in of(events, Interjected)] == [steer]
+    # The user saw it delivered, so it is part of the conversation, not lost with the failed step.
+    assert run.messages()[-1] == steer
+    assert ended(run).queued == ()
