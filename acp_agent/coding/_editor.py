@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from harness.tools import LocalFileSystem
 
 from ..protocol.errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, ConnectionClosedError, RpcError
+from ..protocol.jsonvalue import as_object
 
 if TYPE_CHECKING:
     from ..session._setup import SessionEnvironment
@@ -57,7 +58,7 @@ class EditorFileSystem:
             result = await self._request("fs/read_text_file", {"path": str(path)}, "read")
         except _ToDisk:
             return await self._disk.read_text(path)
-        content = _obj(result).get("content")
+        content = as_object(result).get("content")
         if not isinstance(content, str):
             raise EditorFileError("the editor answered fs/read_text_file without the file's text")
         return content
@@ -126,8 +127,3 @@ async def _remove_dirs(made: list[anyio.Path]) -> None:
                 await d.rmdir()
             except OSError:
                 return
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` as a JSON object (``{}`` when it is not one)."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}

@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.to_thread
@@ -24,6 +24,7 @@ from harness.policy import Policy, Rule, Verdict
 from harness.tools import PathError
 
 from ..protocol.errors import ConnectionClosedError, RpcError
+from ..protocol.jsonvalue import as_object
 
 if TYPE_CHECKING:
     from harness import Call, ToolCall
@@ -216,7 +217,7 @@ class PermissionGate:
         except RpcError as exc:
             log.warning("session/request_permission failed (%s); treating it as a rejection", exc)
             return "reject_once"
-        outcome = _obj(_obj(answer).get("outcome"))
+        outcome = as_object(as_object(answer).get("outcome"))
         if outcome.get("outcome") != "selected":
             raise Cancelled()
         chosen = outcome.get("optionId")
@@ -293,7 +294,7 @@ class PermissionGate:
 
     def can_elicit(self, mode: str = "form") -> bool:
         """Whether the client advertised ``elicitation.<mode>`` (``form`` or ``url``)."""
-        return _obj(self.env.client_capabilities.get("elicitation")).get(mode) is not None
+        return as_object(self.env.client_capabilities.get("elicitation")).get(mode) is not None
 
     async def _ask(self, call: ToolCall, question: Question) -> Any:
         if self.can_elicit("form"):
@@ -330,7 +331,7 @@ class PermissionGate:
         except RpcError as exc:
             log.warning("elicitation/create failed (%s)", exc)
             return None
-        return _obj(answer)
+        return as_object(answer)
 
     async def _elicit(self, call: ToolCall, question: Question) -> Any:
         prop: dict[str, Any] = {"type": "string", "title": "Answer"}
@@ -351,7 +352,7 @@ class PermissionGate:
         if answer is None:
             return Decision.deny("the editor could not ask the question")
         action = answer.get("action")
-        content = _obj(answer.get("content"))
+        content = as_object(answer.get("content"))
         if action == "accept" and "answer" in content:
             value = content["answer"]
             if question.choices is None or value in question.choices:
@@ -387,8 +388,3 @@ def _always_label(prefix: str, rules: list[Rule]) -> str:
             parts.append(rule.tool_glob)
     more = " …" if len(rules) > 3 else ""
     return f"{prefix} {', '.join(parts)}{more}"
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` as a JSON object (``{}`` when it is not one)."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from harness.secrets import Secrets
 
 from ..protocol.errors import RpcError
+from ..protocol.jsonvalue import as_object
 
 if TYPE_CHECKING:
     from harness.tools import CommandRequest, OutputSink
@@ -132,7 +133,7 @@ class EditorTerminalRunner:
             created = await conn.request("terminal/create", params, timeout=REQUEST_TIMEOUT_S)
         except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError
             raise OSError(f"the editor could not start a terminal: {exc}") from exc
-        terminal_id = str(_obj(created).get("terminalId") or "")
+        terminal_id = str(as_object(created).get("terminalId") or "")
         if not terminal_id:
             raise OSError("the editor answered terminal/create without a terminalId")
         if request.call_id:
@@ -190,10 +191,10 @@ class EditorTerminalRunner:
         except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError too
             log.debug("terminal/output failed: %s", exc)
             return 0
-        text = _obj(answer).get("output")
+        text = as_object(answer).get("output")
         if not isinstance(text, str):
             return 0
-        new = tracker.new(text, _obj(answer).get("truncated") is True)
+        new = tracker.new(text, as_object(answer).get("truncated") is True)
         if new:
             await output(new)
         return len(text)
@@ -210,15 +211,10 @@ _SIGNALS: Final = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGTER
 
 
 def _exit_code(status: Any) -> int | None:
-    code = _obj(status).get("exitCode")
+    code = as_object(status).get("exitCode")
     if isinstance(code, int):
         return code
-    signal = _obj(status).get("signal")
+    signal = as_object(status).get("signal")
     if isinstance(signal, str):
         return -_SIGNALS.get(signal.upper(), 15)
     return None
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` as a JSON object (``{}`` when it is not one)."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}

@@ -214,6 +214,24 @@ class _HeadTail:
         return head + tail
 
 
+@dataclass(slots=True)
+class _Ran:
+    """How a command's run ended: its exit code (None: it did not exit), timed out, cancelled."""
+
+    code: int | None = None
+    timed_out: bool = False
+    cancelled: bool = False
+
+    def status(self, timeout: float) -> str:
+        if self.timed_out:
+            return f"[timed out after {timeout:g} s; the command and its processes were killed]"
+        if self.cancelled:
+            return "[cancelled; the command and its processes were killed]"
+        if self.code is not None and self.code < 0:
+            return f"[killed by signal {-self.code}]"
+        return f"[exit code {self.code}]"
+
+
 class Shell:
     """``shell {command, cwd?, timeout_s?}`` under a ``Root`` (the working directory must be inside it)."""
 
@@ -287,66 +305,71 @@ class Shell:
             if shown:
                 await call.progress({"output": shown})
 
-        code: int | None = None
-        cancelled = call.is_cancelled()
-        timed_out = False
         policy = self.sandbox(input) if self.sandbox is not None else None
         if policy is not None:  # whoever starts it (the editor's terminal too), it sees no credential
             policy = policy.without_env(self.secrets.hidden_names(os.environ))
-        if not cancelled:
+        ran = _Ran(cancelled=call.is_cancelled())
+        if not ran.cancelled:
             request = CommandRequest(command, cwd, call.id, sandbox=policy)
-            failed: OSError | None = None
-            async with anyio.create_task_group() as tg:
-
-                async def watch() -> None:
-                    # The run's cancel signal, for hosts that do not cancel the tool's task.
-                    nonlocal cancelled
-                    while not call.is_cancelled():  # noqa: ASYNC110 (Call offers only a poll)
-                        await anyio.sleep(self.cancel_poll_s)
-                    cancelled = True
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(watch)
-                with anyio.move_on_after(timeout) as scope:
-                    try:
-                        code = await self.runner.run(request, sink)
-                    except OSError as e:
-                        failed = e
-                timed_out = scope.cancelled_caught
-                tg.cancel_scope.cancel()
-            if failed is not None:
-                return Result.failure(f"shell: cannot run the command: {failed}")
+            try:
+                await self._execute(request, sink, call, timeout, ran)
+            except OSError as e:
+                return Result.failure(f"shell: cannot run the command: {e}")
         rest = clean.flush()
         if rest:
             await call.progress({"output": rest})
         output = self.secrets.redact(buf.text())
         value = ShellValue(
-            exit_code=code,
+            exit_code=ran.code,
             output=output,
-            timed_out=timed_out,
-            cancelled=cancelled,
+            timed_out=ran.timed_out,
+            cancelled=ran.cancelled,
             truncated=buf.cut > 0,
             command=command,
             cwd=str(cwd),
         )
         if self.sandbox is not None:
             value["sandbox"] = policy.describe() if policy is not None else "off"
-        if timed_out:
-            status = f"[timed out after {timeout:g} s; the command and its processes were killed]"
-        elif cancelled:
-            status = "[cancelled; the command and its processes were killed]"
-        elif code is not None and code < 0:
-            status = f"[killed by signal {-code}]"
-        else:
-            status = f"[exit code {code}]"
+        status = ran.status(timeout)
         if capped:
             status += f" [timeout_s capped at {self.max_timeout_s:g}]"
         text = f"{output}\n{status}" if output else status
-        if policy is not None and code not in (0, None):
+        if policy is not None and ran.code not in (0, None):
             note = explain_denial(output, policy)
             if note:
                 text += "\n" + note
                 value["sandbox_note"] = note
-        if timed_out or cancelled:
+        if ran.timed_out or ran.cancelled:
             return Result.failure(text, value=value)
         return Result.text(text, value=value)
+
+    async def _execute(
+        self,
+        request: CommandRequest,
+        sink: Callable[[str], Awaitable[None]],
+        call: Call,
+        timeout: float,
+        ran: _Ran,
+    ) -> None:
+        """Run ``request`` until it exits, times out or the call is cancelled (recorded in ``ran``);
+        an ``OSError`` from the runner (the command could not start) propagates."""
+        failed: OSError | None = None
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                # The run's cancel signal, for hosts that do not cancel the tool's task.
+                while not call.is_cancelled():  # noqa: ASYNC110 (Call offers only a poll)
+                    await anyio.sleep(self.cancel_poll_s)
+                ran.cancelled = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            with anyio.move_on_after(timeout) as scope:
+                try:
+                    ran.code = await self.runner.run(request, sink)
+                except OSError as e:
+                    failed = e
+            ran.timed_out = scope.cancelled_caught
+            tg.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
