@@ -177,7 +177,7 @@ class Accumulator:
 class ModelRequest:
     """One model request of a step; ``resume`` is the edited message a Resume continues."""
 
-    __slots__ = ("_from_model", "acc", "message", "problems", "resume", "state")
+    __slots__ = ("_from_model", "_inner", "acc", "message", "problems", "resume", "state")
 
     def __init__(self, state: TurnState, resume: Message | None) -> None:
         self.state = state
@@ -189,6 +189,7 @@ class ModelRequest:
         self.message: Message | None = None
         self.problems: dict[str, str] = {}
         self._from_model: list[BaseException] = []
+        self._inner: list[AsyncIterator[Delta]] = []  # the model streams the middleware chain opened
 
     async def events(self) -> AsyncGenerator[Event, None]:
         s = self.state
@@ -243,6 +244,9 @@ class ModelRequest:
         finally:
             if not closed and it is not None:
                 await _close_stream(it)
+            for inner in self._inner:
+                await _close_stream(inner)
+            self._inner.clear()
         for event in self._complete_calls():
             yield event
         s.usage = s.usage + acc.current_usage()
@@ -311,16 +315,25 @@ class ModelRequest:
             return model.stream(prompt)
         from_model = self._from_model
 
-        async def innermost(p: Prompt) -> AsyncIterator[Delta]:
+        async def stream(p: Prompt) -> AsyncIterator[Delta]:
             # The prompt that reaches the model decides which tools may run.
             offered = {spec.name for spec in p.tools}
             s.offered = {k: v for k, v in by_name.items() if k in offered}
+            deltas = model.stream(p)
             try:
-                async for d in model.stream(p):
+                async for d in deltas:
                     yield d
             except Exception as e:
                 from_model.append(e)
                 raise
+            finally:
+                await _close_stream(deltas)
+
+        def innermost(p: Prompt) -> AsyncIterator[Delta]:
+            # Kept, so the step closes it even when a middleware raised without closing what it iterated.
+            opened = stream(p)
+            self._inner.append(opened)
+            return opened
 
         nxt: NextModel = innermost
         for mw in reversed(s.model_middleware):
