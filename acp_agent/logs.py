@@ -48,6 +48,17 @@ class _Redacting(logging.Filter):
         return True
 
 
+def _install(
+    root: logging.Logger, handler: logging.Handler, level: int, redact: Callable[[str], str] | None
+) -> None:
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter(_FORMAT))
+    if redact is not None:
+        handler.addFilter(_Redacting(redact))
+    handler._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
+    root.addHandler(handler)
+
+
 def configure_logging(
     level: str, home: Path, *, stream: TextIO | None = None, redact: Callable[[str], str] | None = None
 ) -> Path | None:
@@ -63,13 +74,7 @@ def configure_logging(
     for handler in list(root.handlers):
         if getattr(handler, "_acp_agent", False):
             root.removeHandler(handler)
-    err = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    err.setLevel(chosen)
-    err.setFormatter(logging.Formatter(_FORMAT))
-    if redact is not None:
-        err.addFilter(_Redacting(redact))
-    err._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
-    root.addHandler(err)
+    _install(root, logging.StreamHandler(stream if stream is not None else sys.stderr), chosen, redact)
     path = log_file_path(home)
     if path is None:
         return None
@@ -81,12 +86,7 @@ def configure_logging(
     except OSError as exc:
         logging.getLogger(__name__).warning("cannot write the log file %s: %s", path, exc)
         return None
-    file_handler.setLevel(file_level)
-    file_handler.setFormatter(logging.Formatter(_FORMAT))
-    if redact is not None:
-        file_handler.addFilter(_Redacting(redact))
-    file_handler._acp_agent = True  # pyright: ignore[reportAttributeAccessIssue]
-    root.addHandler(file_handler)
+    _install(root, file_handler, file_level, redact)
     # Third-party chatter stays out of the file unless asked for.
     for noisy in ("httpx2", "httpcore", "mcp", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

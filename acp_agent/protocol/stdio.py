@@ -34,18 +34,41 @@ def _pollable(fd: int) -> bool:
     return not stat.S_ISREG(os.fstat(fd).st_mode)
 
 
-class FdReceiveStream(ByteReceiveStream):
-    """Reads an owned file descriptor without blocking the event loop; ``pending`` bytes (read before
-    the loop started) come first."""
+class _OwnedFd:
+    """An owned file descriptor, non-blocking while it is ours when it can be polled; ``aclose`` gives
+    back its blocking mode (matters for a terminal) and closes it."""
 
-    def __init__(self, fd: int, pending: bytes = b"") -> None:
+    _fd: int
+    _pollable: bool
+    _was_blocking: bool
+    _closed: bool
+
+    def _open(self, fd: int) -> None:
         self._fd = fd
-        self._pending = pending
         self._pollable = _pollable(fd)
         self._was_blocking = os.get_blocking(fd)
         if self._pollable:
             os.set_blocking(fd, False)
         self._closed = False
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._pollable:
+            anyio.notify_closing(self._fd)
+            with contextlib.suppress(OSError):
+                os.set_blocking(self._fd, self._was_blocking)
+        os.close(self._fd)
+
+
+class FdReceiveStream(_OwnedFd, ByteReceiveStream):
+    """Reads an owned file descriptor without blocking the event loop; ``pending`` bytes (read before
+    the loop started) come first."""
+
+    def __init__(self, fd: int, pending: bytes = b"") -> None:
+        self._open(fd)
+        self._pending = pending
 
     async def receive(self, max_bytes: int = _READ_SIZE) -> bytes:
         if self._pending and not self._closed:
@@ -66,27 +89,12 @@ class FdReceiveStream(ByteReceiveStream):
                 raise anyio.EndOfStream
             return data
 
-    async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._pollable:
-            anyio.notify_closing(self._fd)
-            with contextlib.suppress(OSError):
-                os.set_blocking(self._fd, self._was_blocking)
-        os.close(self._fd)
 
-
-class FdSendStream(ByteSendStream):
+class FdSendStream(_OwnedFd, ByteSendStream):
     """Writes an owned file descriptor without blocking the event loop."""
 
     def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._pollable = _pollable(fd)
-        self._was_blocking = os.get_blocking(fd)
-        if self._pollable:
-            os.set_blocking(fd, False)
-        self._closed = False
+        self._open(fd)
 
     async def send(self, item: bytes) -> None:
         view = memoryview(item)
@@ -104,16 +112,6 @@ class FdSendStream(ByteSendStream):
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise anyio.BrokenResourceError from exc
             view = view[written:]
-
-    async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._pollable:
-            anyio.notify_closing(self._fd)
-            with contextlib.suppress(OSError):
-                os.set_blocking(self._fd, self._was_blocking)
-        os.close(self._fd)
 
 
 def open_stdio(
