@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from harness import (
     tool,
 )
 from harness.events import (
+    Event,
     MessageEnded,
     MessageResumed,
     MessageStarted,
@@ -43,7 +45,7 @@ def clock() -> str:
     return "12:00"
 
 
-def interrupt_on(run: Run, predicate: Any) -> Any:
+def interrupt_on(run: Run, predicate: Callable[[Event], bool]) -> Callable[[Any], None]:
     def on_event(event: Any) -> None:
         if predicate(event):
             run.interrupt()

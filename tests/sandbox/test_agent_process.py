@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.acp.coding.test_sdk_end_to_end import Editor, _env, _open
+from tests.acp.coding.test_sdk_end_to_end import Editor, agent_env, open_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("landlock")]
 
@@ -68,8 +68,8 @@ async def test_accept_edits_runs_a_sandboxed_command_unasked_and_it_stays_in_the
     )
     script = [_shell(command=command), {"text": "ran"}]
     editor = Editor([])
-    env = _env(tmp_path, script, "s") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
-    async with await _open(editor, env, project) as (conn, _proc):
+    env = agent_env(tmp_path, script, "s") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
+    async with await open_agent(editor, env, project) as (conn, _proc):
         sid = await _session(conn, project, terminal=terminal)
         result = await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
         assert result.stop_reason == "end_turn"
@@ -103,9 +103,9 @@ async def test_network_is_refused_in_the_sandbox_and_an_approved_network_escalat
         {"text": "done"},
     ]
     editor = Editor(["allow_once"])
-    env = _env(tmp_path, script, "n") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
+    env = agent_env(tmp_path, script, "n") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
     try:
-        async with await _open(editor, env, project) as (conn, _proc):
+        async with await open_agent(editor, env, project) as (conn, _proc):
             sid = await _session(conn, project, terminal=terminal)
             await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
     finally:
@@ -130,8 +130,8 @@ async def test_leaving_the_sandbox_asks_and_a_rejected_escalation_does_not_run(t
         {"text": "allowed"},
     ]
     editor = Editor(["reject_once", "allow_once"])
-    env = _env(tmp_path, script, "e") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
-    async with await _open(editor, env, project) as (conn, _proc):
+    env = agent_env(tmp_path, script, "e") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
+    async with await open_agent(editor, env, project) as (conn, _proc):
         sid = await _session(conn, project, terminal=False)
         await conn.prompt(session_id=sid, prompt=[acp.text_block("first")])
         assert not canary.exists()
@@ -152,11 +152,11 @@ async def test_without_a_sandbox_accept_edits_asks_and_the_editor_is_told_once(t
         {"text": "done"},
     ]
     editor = Editor(["allow_once", "allow_once"])
-    env = _env(tmp_path, script, "f") | {
+    env = agent_env(tmp_path, script, "f") | {
         "ACP_AGENT_DEFAULT_MODE": "accept-edits",
         "ACP_AGENT_SANDBOX_UNAVAILABLE": "1",
     }
-    async with await _open(editor, env, project) as (conn, _proc):
+    async with await open_agent(editor, env, project) as (conn, _proc):
         sid = await _session(conn, project, terminal=False)
         await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
     assert len(editor.permissions) == 2  # today's asking
@@ -184,12 +184,12 @@ async def test_a_sandboxed_env_shows_no_credential_even_where_the_editor_starts_
     project = _project(tmp_path)
     script = [_shell(command="env; echo key-check: ${OPENAI_API_KEY:-unset}"), {"text": "done"}]
     editor = Editor([])
-    env = _env(tmp_path, script, "k") | {
+    env = agent_env(tmp_path, script, "k") | {
         "ACP_AGENT_DEFAULT_MODE": "accept-edits",
         "OPENAI_API_KEY": key,
         "COPIED_KEY": key,
     }
-    async with await _open(editor, env, project) as (conn, _proc):
+    async with await open_agent(editor, env, project) as (conn, _proc):
         sid = await _session(conn, project, terminal=terminal)
         await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
     assert editor.permissions == []  # it ran sandboxed, unasked

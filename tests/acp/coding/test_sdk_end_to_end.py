@@ -25,7 +25,7 @@ def anyio_backend() -> str:
     return "asyncio"  # the SDK runs on asyncio
 
 
-def _env(tmp: Path, script: list[dict[str, Any]], name: str) -> dict[str, str]:
+def agent_env(tmp: Path, script: list[dict[str, Any]], name: str) -> dict[str, str]:
     path = tmp / f"{name}.json"
     path.write_text(json.dumps(script))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACP_AGENT_", "OPENAI_", "ANTHROPIC_"))}
@@ -134,7 +134,7 @@ class Editor:
         return None
 
 
-async def _open(editor: Editor, env: dict[str, str], project: Path) -> Any:
+async def open_agent(editor: Editor, env: dict[str, str], project: Path) -> Any:
     import acp
 
     return acp.spawn_agent_process(cast(Any, editor), AGENT[0], *AGENT[1:], env=env, cwd=project)
@@ -182,7 +182,7 @@ async def test_read_edit_and_test_command_end_to_end_with_the_sdk_client(tmp_pat
     # command asks (allow_once); the diff and the terminal are in the updates; the file changes through
     # fs/write_text_file.
     editor = Editor(["allow_always", "allow_once"])
-    async with await _open(editor, _env(tmp_path, first, "first"), project) as (conn, _proc):
+    async with await open_agent(editor, agent_env(tmp_path, first, "first"), project) as (conn, _proc):
         sid = await _session(conn, project)
         await conn.set_session_mode(session_id=sid, mode_id="accept-edits")
         result = await conn.prompt(session_id=sid, prompt=[acp.text_block("touch")])
@@ -228,7 +228,7 @@ async def test_read_edit_and_test_command_end_to_end_with_the_sdk_client(tmp_pat
         {"text": "never"},
     ]
     editor = Editor(["allow_once"])
-    async with await _open(editor, _env(tmp_path, second, "second"), project) as (conn, _proc):
+    async with await open_agent(editor, agent_env(tmp_path, second, "second"), project) as (conn, _proc):
         sid = await _session(conn, project)
 
         async def cancel_when_running() -> None:
