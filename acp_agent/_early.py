@@ -97,6 +97,7 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
                 "close": {},
                 "delete": {},
                 "additionalDirectories": {},
+                "fork": {},
             },
         },
         "authMethods": auth_methods,

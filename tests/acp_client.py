@@ -15,19 +15,19 @@ import json
 import math
 import os
 import sys
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream
+from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acp_agent.protocol.jsonvalue import as_object
 
-__all__ = ["WAIT", "AcpClient", "BytePipe", "memory_pipe", "spawned_agent"]
+__all__ = ["WAIT", "AcpClient", "BytePipe", "RpcFailure", "memory_pipe", "spawned_agent"]
 
 WAIT: Final = 10.0
 """Seconds any single wait of a test may take."""
@@ -82,12 +82,25 @@ def memory_pipe(buffer: float = math.inf) -> BytePipe:
     return BytePipe(_MemorySend(send), _MemoryReceive(receive))
 
 
+class RpcFailure(Exception):
+    """Raised by an ``on_request`` handler: the agent's request is answered with this error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class AcpClient:
     """The test's side of an ACP connection (see the module docstring)."""
 
     __test__ = False
 
-    def __init__(self, send: ByteSendStream, receive: ByteReceiveStream) -> None:
+    def __init__(
+        self,
+        send: ByteSendStream,
+        receive: ByteReceiveStream,
+        on_request: Callable[[str, Any], Awaitable[Any]] | None = None,
+    ) -> None:
         self._send = send
         self._receive = receive
         self.lines: list[bytes] = []
@@ -97,18 +110,42 @@ class AcpClient:
         self._changed = anyio.Event()
         self._read = 0
         self._next_id = 1
+        self.on_request = on_request
+        """Answers the agent's requests (its result, or an ``RpcFailure``); None: they go unanswered."""
 
     async def read_loop(self) -> None:
-        """Record the agent's lines until it closes its output."""
+        """Record the agent's lines until it closes its output (answering its requests with
+        ``on_request``, each in a task of its own)."""
         buffer = b""
-        async for chunk in self._receive:
-            *complete, buffer = (buffer + chunk).split(b"\n")
-            for line in complete:
-                self.record(line)
-        if buffer:
-            self.record(buffer)
-        self.closed = True
-        self._wake()
+        async with anyio.create_task_group() as tg:
+            async for chunk in self._receive:
+                *complete, buffer = (buffer + chunk).split(b"\n")
+                for line in complete:
+                    self.record(line)
+                    self._maybe_answer(tg, self.messages[-1])
+            if buffer:
+                self.record(buffer)
+            self.closed = True
+            self._wake()
+            tg.cancel_scope.cancel()
+
+    def _maybe_answer(self, tg: TaskGroup, message: Any) -> None:
+        m = as_object(message)
+        if self.on_request is not None and "method" in m and "id" in m:
+            tg.start_soon(self._answer, m)
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        assert self.on_request is not None
+        try:
+            reply: dict[str, Any] = {
+                "result": await self.on_request(message["method"], message.get("params"))
+            }
+        except RpcFailure as exc:
+            reply = {"error": {"code": exc.code, "message": str(exc)}}
+        try:
+            await self.write({"jsonrpc": "2.0", "id": message["id"], **reply})
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
 
     def record(self, line: bytes) -> None:
         self.lines.append(line)
@@ -229,7 +266,10 @@ def _is_response(message: Any, request_id: Any) -> bool:
 
 @asynccontextmanager
 async def spawned_agent(
-    home: Path, cwd: Path, environ: Mapping[str, str] | None = None
+    home: Path,
+    cwd: Path,
+    environ: Mapping[str, str] | None = None,
+    on_request: Callable[[str, Any], Awaitable[Any]] | None = None,
 ) -> AsyncGenerator[AcpClient]:
     """The real ``python -m acp_agent`` (``ACP_AGENT_HOME`` = ``home``, run in ``cwd``; its stderr in
     ``home/agent-stderr.log``) and a client over its pipes. On exit its input ends and it must exit by
@@ -247,7 +287,7 @@ async def spawned_agent(
     ) as process:
         stderr.close()
         assert process.stdin is not None and process.stdout is not None
-        client = AcpClient(process.stdin, process.stdout)
+        client = AcpClient(process.stdin, process.stdout, on_request)
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.read_loop)
             try:

@@ -35,6 +35,7 @@ HELP: Final = """\
 /model [NAME]    show or switch the model
 /sessions        list saved sessions
 /load ID         continue a saved session
+/fork            continue in a copy of this session (this one stays as it is)
 /new             start a new session
 /quit            leave (also Ctrl-D, or Ctrl-C when idle)
 Other /commands are sent to the agent. Ctrl-C during a reply cancels it."""
@@ -72,6 +73,7 @@ class ChatApp:
         self.session_id: str | None = None
         self.modes: list[tuple[str, str]] = []
         self.can_load = False
+        self.can_fork = False
         self._turn_running = False
         self._cancelling = False
         self._asking: anyio.CancelScope | None = None
@@ -162,7 +164,9 @@ class ChatApp:
             self.renderer.error(f"the agent could not start: {_rpc_message(exc)}; run `acp-agent doctor`.")
             return False
         answer = as_obj(init)
-        self.can_load = bool(as_obj(answer.get("agentCapabilities")).get("loadSession"))
+        agent = as_obj(answer.get("agentCapabilities"))
+        self.can_load = bool(agent.get("loadSession"))
+        self.can_fork = as_obj(agent.get("sessionCapabilities")).get("fork") is not None
         for method in as_objs(answer.get("authMethods")):
             if method.get("description"):
                 self.renderer.error(str(method["description"]))
@@ -263,6 +267,8 @@ class ChatApp:
             await self._load(arg)
         elif name == "/new":
             await self.new_session()
+        elif name == "/fork":
+            await self._fork()
         return True
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
@@ -380,9 +386,25 @@ class ChatApp:
         self.renderer.end_line()
         self.renderer.notice(f"session {session_id} loaded")
 
+    async def _fork(self) -> None:
+        if not self.can_fork:
+            self.renderer.error("this agent cannot fork sessions")
+            return
+        params: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "cwd": str(self.options.cwd),
+            "mcpServers": [],
+        }
+        result = await self._call("session/fork", params)
+        if result is None:
+            return
+        source, self.session_id = self.session_id, str(as_obj(result).get("sessionId"))
+        self._opened(result)
+        self.renderer.notice(f"forked into session {self.session_id}; /load {source} goes back")
+
 
 _LOCAL_COMMANDS: Final = frozenset(
-    {"/quit", "/exit", "/help", "/mode", "/model", "/sessions", "/load", "/new"}
+    {"/quit", "/exit", "/help", "/mode", "/model", "/sessions", "/load", "/new", "/fork"}
 )
 
 

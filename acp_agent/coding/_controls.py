@@ -199,6 +199,21 @@ class CodingControls:
             raise RpcError.invalid_params(f"invalid params: configId: unknown option {config_id!r}")
         return self.config_options()
 
+    def adopt(self, options: Sequence[Mapping[str, Any]]) -> None:
+        """Take another session's option values (``session/fork``) quietly: the fork's response says them.
+        Values this session does not offer are left at its own."""
+        for option in options:
+            config_id, value = option.get("id"), option.get("currentValue")
+            toggle = self._toggles.get(str(config_id))
+            if toggle is not None and isinstance(value, bool):
+                toggle.on = value
+            elif config_id == "mode" and value in self._modes.offered:
+                self._modes.set(str(value))
+            elif config_id == "model" and isinstance(value, str) and self._http:
+                self._model_name = value  # the source's choice, checked there; the first turn builds it
+            elif config_id == "thought_level" and value in THOUGHT.get(self._config.provider or "", ()):
+                self._thought.level = str(value)
+
     async def _set_model(self, name: str) -> None:
         provider = self._config.provider
         if not self._http or provider is None:

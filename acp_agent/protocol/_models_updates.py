@@ -1,5 +1,7 @@
 """`session/update` notification params and every stable v1.21.0 `SessionUpdate` variant
-(discriminated on `sessionUpdate`)."""
+(discriminated on `sessionUpdate`), and the UNSTABLE variants this agent sends to clients that advertise
+them (``schema.unstable.json``: ``plan_update``/``plan_removed``, ``notice``, ``compaction_update``,
+``compaction_summary_chunk``)."""
 
 from __future__ import annotations
 
@@ -19,12 +21,20 @@ __all__ = [
     "AvailableCommand",
     "AvailableCommandInput",
     "AvailableCommandsUpdate",
+    "CompactionStatus",
+    "CompactionSummaryChunk",
+    "CompactionUpdate",
     "ConfigOptionUpdate",
     "Cost",
     "CurrentModeUpdate",
+    "Notice",
+    "NoticeSeverity",
     "PlanEntry",
     "PlanEntryPriority",
     "PlanEntryStatus",
+    "PlanItems",
+    "PlanRemoved",
+    "PlanUpdate",
     "SessionInfoUpdate",
     "SessionNotification",
     "SessionUpdate",
@@ -162,6 +172,65 @@ class UsageUpdate(WireModel):
     cost: Cost | None = None
 
 
+# --- UNSTABLE (schema.unstable.json): sent only to clients that advertise their side ---------------
+
+
+class PlanItems(WireModel):
+    """A plan as structured entries (``PlanUpdateContent`` of ``type: "items"``)."""
+
+    type: Literal["items"] = "items"
+    plan_id: str
+    entries: list[PlanEntry]
+
+
+class PlanUpdate(WireModel):
+    """`plan_update`: the complete content of the plan ``plan.plan_id`` (client capability ``plan``)."""
+
+    session_update: Literal["plan_update"] = "plan_update"
+    plan: PlanItems
+
+
+class PlanRemoved(WireModel):
+    """`plan_removed`: the plan ``plan_id`` is dismissed."""
+
+    session_update: Literal["plan_removed"] = "plan_removed"
+    plan_id: str
+
+
+NoticeSeverity: TypeAlias = Literal["info", "warning", "error"]
+
+
+class Notice(WireModel):
+    """`notice`: advisory information for the user, fire and forget (not session history)."""
+
+    session_update: Literal["notice"] = "notice"
+    severity: NoticeSeverity
+    title: Annotated[str, Field(min_length=1)]
+    description: str | None = None
+
+
+CompactionStatus: TypeAlias = Literal["in_progress", "completed", "failed", "cancelled"]
+
+
+class CompactionUpdate(WireModel):
+    """`compaction_update`: one compaction, by id (client capability ``session.compaction``). ``summary``
+    (only with ``completed``) replaces the retained summary; ``error`` only with ``failed``."""
+
+    session_update: Literal["compaction_update"] = "compaction_update"
+    compaction_id: str
+    status: CompactionStatus
+    summary: list[ContentBlock] | None = None
+    error: str | None = None
+
+
+class CompactionSummaryChunk(WireModel):
+    """`compaction_summary_chunk`: one block appended to an in-progress compaction's summary."""
+
+    session_update: Literal["compaction_summary_chunk"] = "compaction_summary_chunk"
+    compaction_id: str
+    content: ContentBlock
+
+
 SessionUpdate: TypeAlias = Annotated[
     UserMessageChunk
     | AgentMessageChunk
@@ -173,7 +242,12 @@ SessionUpdate: TypeAlias = Annotated[
     | CurrentModeUpdate
     | ConfigOptionUpdate
     | SessionInfoUpdate
-    | UsageUpdate,
+    | UsageUpdate
+    | PlanUpdate
+    | PlanRemoved
+    | Notice
+    | CompactionUpdate
+    | CompactionSummaryChunk,
     Field(discriminator="session_update"),
 ]
 

@@ -31,6 +31,7 @@ from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
 from ._first_run import needs_setup, terminal_auth
+from ._fork import fork_session
 from ._listing import list_sessions
 from ._roots import checked_roots
 from ._session import Session
@@ -236,13 +237,13 @@ class AcpAgent:
         ):
             # The editor runs `acp-agent setup` (the terminal auth method) before the user types.
             raise RpcError.auth_required(how_to_configure())
-        servers = _kept_servers(req.mcp_servers)
+        servers = kept_servers(req.mcp_servers)
         now = now_iso()
         meta = SessionMeta(f"sess_{uuid.uuid4().hex}", cwd, now, now, None, dirs, servers)
-        session = await self._open(meta, [], ctx)
+        session = await self.open_session(meta, [], ctx)
         await self.store.save_meta(meta)
         log.info("session %s created in %s", session.id, cwd)
-        return m.NewSessionResponse.model_validate({"sessionId": session.id, **_controls_state(session)})
+        return m.NewSessionResponse.model_validate({"sessionId": session.id, **controls_state(session)})
 
     async def load_session(self, req: m.LoadSessionRequest, ctx: RequestContext) -> dict[str, Any]:
         return await self._reopen(req, ctx, replay=True)
@@ -262,21 +263,22 @@ class AcpAgent:
             raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
         if live is not None and not replay:
             live.opened.set()
-            return _controls_state(live)
+            return controls_state(live)
         if live is not None:
             await live.close()
             self.sessions.pop(req.session_id, None)
-        servers = _kept_servers(req.mcp_servers or [])
+        servers = kept_servers(req.mcp_servers or [])
         meta = meta.touched(cwd=cwd, additional_directories=dirs, mcp_servers=servers)
         history = await self.store.load_messages(meta.id)
-        session = await self._open(meta, history, ctx)
+        session = await self.open_session(meta, history, ctx)
         await self.store.save_meta(meta)
         if replay:
             await session.replay()
         log.info("session %s %s (%d messages)", meta.id, "loaded" if replay else "resumed", len(history))
-        return _controls_state(session)
+        return controls_state(session)
 
-    async def _open(self, meta: SessionMeta, history: list[Any], ctx: RequestContext) -> Session:
+    async def open_session(self, meta: SessionMeta, history: list[Any], ctx: RequestContext) -> Session:
+        """A live session of ``meta`` and ``history`` (``session/new``, ``load``, ``resume``, ``fork``)."""
         assert self._conn is not None, "attach() the connection first"
         env = SessionEnvironment(
             session_id=meta.id,
@@ -438,6 +440,9 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
         AcpAgent.delete_session,
         capability=("sessionCapabilities", "delete"),
     ),
+    "session/fork": Route(
+        m.ForkSessionRequest.model_validate, fork_session, capability=("sessionCapabilities", "fork")
+    ),
     "session/prompt": Route(m.PromptRequest.model_validate, AcpAgent.prompt, cancellable=True),
     "session/set_mode": Route(m.SetSessionModeRequest.model_validate, AcpAgent.set_mode),
     "session/set_config_option": Route(
@@ -452,7 +457,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
 
 
-def _controls_state(session: Session) -> dict[str, Any]:
+def controls_state(session: Session) -> dict[str, Any]:
     """``modes`` and ``configOptions`` for a session response (nothing without controls)."""
     controls = session.setup.controls
     if controls is None:
@@ -467,7 +472,8 @@ def _controls_state(session: Session) -> dict[str, Any]:
     return out
 
 
-def _kept_servers(servers: list[Any]) -> tuple[dict[str, Any], ...]:
+def kept_servers(servers: list[Any]) -> tuple[dict[str, Any], ...]:
+    """The MCP servers of a request as stored (kinds this agent does not support are skipped, logged)."""
     kept: list[dict[str, Any]] = []
     for server in servers:
         if isinstance(server, m.McpServerUnknown):

@@ -71,10 +71,10 @@ async def test_unknown_methods_are_not_found_and_routed_ones_wait_for_initialize
             if route.needs_initialize:
                 answer = await client.response(await client.send_request(method, {}))
                 assert answer["error"]["code"] == -32600, (method, answer)
-        answer = await client.response(await client.send_request("session/fork", {}))
+        answer = await client.response(await client.send_request("nes/start", {}))
         assert answer["error"]["code"] == -32601
         await client.initialize()
-        answer = await client.response(await client.send_request("session/fork", {}))
+        answer = await client.response(await client.send_request("nes/start", {}))
         assert answer["error"]["code"] == -32601
 
 
