@@ -6,32 +6,47 @@ mode note, no plan reminder). It compacts on its own near the context window whe
 (the model family table); ``/compact`` compacts at once whatever the size. Each compaction is told as an
 ``agent_message_chunk`` (and a ``usage_update`` with the new estimate when the window is known), and the
 kept checkpoints are written, so a loaded session finds its summary instead of making it again.
+
+A client that advertises ``session.compaction`` (UNSTABLE) is told instead with one ``compaction_update``
+entity per compaction: ``in_progress`` when its first summary request goes to the model (``_Watched``
+sees it pass), the summary as a ``compaction_summary_chunk``, then ``completed`` (with the summary), or
+``failed`` (with the error; an empty summary is a failure too) or ``cancelled``. The session keeps the
+terminal update, so ``session/load`` replays it where it happened.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 import anyio.to_thread
 
 from harness import Options, Prompt
-from harness.compact import Checkpoint, Compact, Compacted
+from harness.compact import SUMMARY_SYSTEM, Checkpoint, Compact, Compacted
 
 from ..session._setup import CommandOutcome
 from ..session._store import write_json_atomic
 
 if TYPE_CHECKING:
-    from harness import Model
+    from collections.abc import AsyncIterator
 
+    from harness import Model
+    from harness.middleware import NextModel
+    from harness.model import Delta
+
+    from ..protocol.models import CompactionStatus
     from ._gate import SessionLink
 
 __all__ = ["CHECKPOINTS_FILE", "Compaction"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CHECKPOINTS_FILE: Final = "checkpoints.json"
 _SAVE_TIMEOUT_S: Final = 10.0
@@ -41,7 +56,7 @@ class Compaction:
     """The session's ``Compact`` (``middleware``), its ``/compact`` handler (``command``) and notices.
 
     ``model`` returns the session's current model (None before its first turn); ``path`` is where the
-    checkpoints are kept (None: not kept)."""
+    checkpoints are kept (None: not kept); ``updates``: the client takes ``compaction_update``s."""
 
     def __init__(
         self,
@@ -50,8 +65,13 @@ class Compaction:
         context_window: int | None,
         model: Any,
         path: Path | None = None,
+        updates: bool = False,
     ) -> None:
-        self.middleware = Compact(on_compacted=self._compacted)
+        self.compact = Compact(on_compacted=self._compacted)
+        self.middleware = _Watched(self)
+        """The session's model middleware: ``compact``, watched for the start of each compaction."""
+        self._updates = updates
+        self._open: str | None = None  # the id of the compaction told in progress
         self._link = link
         self._window = context_window
         self._model = model
@@ -66,13 +86,13 @@ class Compaction:
         if self._path is None:
             return
         for checkpoint in await anyio.to_thread.run_sync(_read_checkpoints, self._path):
-            self.middleware.remember(checkpoint)
+            self.compact.remember(checkpoint)
 
     async def _save(self) -> None:
         path = self._path
         if path is None:
             return
-        data = [c.to_dict() for c in self.middleware.checkpoints()]
+        data = [c.to_dict() for c in self.compact.checkpoints()]
         with anyio.CancelScope(shield=True), anyio.move_on_after(_SAVE_TIMEOUT_S):
             try:
                 await anyio.to_thread.run_sync(lambda: write_json_atomic(path, data, indent=None))
@@ -86,7 +106,9 @@ class Compaction:
 
         self._made = info
         await self._save()
-        if not self._by_command:
+        if self._open is not None:
+            await self._completed(self._open, info.checkpoint.summary)
+        elif not self._by_command:
             text = notice(info, automatic=not info.requested)
             await self._link.send(AgentMessageChunk(content=TextContent(text=text + "\n\n")))
         if self._window:
@@ -102,18 +124,18 @@ class Compaction:
             return CommandOutcome(reply="Nothing to compact: the conversation is empty.")
         model: Model | None = self._model()
         if model is None:  # a loaded session before its first turn: compact at the next model call
-            self.middleware.compact_now()
+            self.compact.compact_now()
             return CommandOutcome(reply="The conversation will be compacted at the next prompt.")
         prompt = Prompt(None, messages, (), Options(context_window=self._window))
         self._made = None
         self._by_command = True
         try:
-            await self.middleware.compact(prompt, model.stream)
+            await self.watched(lambda: self.compact.compact(prompt, self.watch(model.stream)))
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             log.warning("/compact failed: %s", exc, exc_info=True)
-            return CommandOutcome(reply=f"Compaction failed: {exc}")
+            return CommandOutcome(reply="" if self._updates else f"Compaction failed: {exc}")
         finally:
             self._by_command = False
         made = self._made
@@ -121,7 +143,85 @@ class Compaction:
             return CommandOutcome(
                 reply="Nothing to compact: the conversation holds only its most recent messages."
             )
-        return CommandOutcome(reply=notice(made, automatic=False))
+        return CommandOutcome(reply="" if self._updates else notice(made, automatic=False))
+
+    # --- compaction_update (session.compaction) ----------------------------------------------------
+
+    def watch(self, next: NextModel) -> NextModel:
+        """``next`` that tells a compaction in progress when a summary request passes (with updates)."""
+        if not self._updates:
+            return next
+
+        def watched(prompt: Prompt) -> AsyncIterator[Delta]:
+            return self._summary_stream(prompt, next) if prompt.system == SUMMARY_SYSTEM else next(prompt)
+
+        return watched
+
+    async def _summary_stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        if self._open is None:
+            from ..protocol.models import CompactionUpdate
+
+            self._open = f"compaction_{uuid.uuid4().hex[:12]}"
+            await self._link.send(CompactionUpdate(compaction_id=self._open, status="in_progress"))
+        async for delta in next(prompt):
+            yield delta
+
+    async def watched(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` (a compaction, or a model call that may compact first); a compaction it told in
+        progress and that did not complete ends ``failed`` or ``cancelled``."""
+        try:
+            result = await work()
+        except anyio.get_cancelled_exc_class():
+            await self._end("cancelled", None)
+            raise
+        except Exception as exc:
+            await self._end("failed", str(exc) or type(exc).__name__)
+            raise
+        await self._end("failed", "the model gave an empty summary")
+        return result
+
+    async def _completed(self, compaction_id: str, summary: str) -> None:
+        from ..protocol.models import CompactionSummaryChunk, CompactionUpdate, TextContent
+
+        self._open = None
+        text = TextContent(text=summary)
+        await self._link.send(CompactionSummaryChunk(compaction_id=compaction_id, content=text))
+        await self._link.send(
+            CompactionUpdate(compaction_id=compaction_id, status="completed", summary=[text])
+        )
+
+    async def _end(self, status: CompactionStatus, error: str | None) -> None:
+        from ..protocol.models import CompactionUpdate
+
+        compaction_id, self._open = self._open, None
+        if compaction_id is None:
+            return
+        update = CompactionUpdate(compaction_id=compaction_id, status=status, error=error)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_SAVE_TIMEOUT_S):
+            await self._link.send(update)
+
+
+class _Watched:
+    """``Compaction.compact`` as the session's model middleware, watched (see the module docstring)."""
+
+    def __init__(self, compaction: Compaction) -> None:
+        self._compaction = compaction
+
+    async def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        compaction = self._compaction
+        stream = compaction.compact.stream(prompt, compaction.watch(next))
+        try:
+            # A compaction happens before the first delta: until then it is watched.
+            first = await compaction.watched(lambda: anext(stream, None))
+            if first is None:
+                return
+            yield first
+            async for delta in stream:
+                yield delta
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def notice(info: Compacted, *, automatic: bool) -> str:

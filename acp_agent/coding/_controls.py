@@ -283,7 +283,6 @@ class CodingControls:
             await self._send_config_options()
 
     async def turn_starting(self) -> None:
-        from ..protocol.models import AgentMessageChunk, TextContent
 
         await self.slash.client_followed_up(prompt=True)
         if self._trust is not None:
@@ -294,7 +293,8 @@ class CodingControls:
         # Wait first: a server that fails while this turn waits for it is told in this turn.
         await self._mcp.wait_ready(MCP_READY_TIMEOUT_S)
         for failure in self._mcp.take_failures():
-            await self._link.send(AgentMessageChunk(content=TextContent(text=f"{failure}\n")))
+            title, _, detail = failure.partition(": ")
+            await self._link.advise(title, detail or None, f"{failure}\n")
 
     def current_model(self) -> Model | None:
         """The session's model once its first turn chose it (``/model`` switches what it delegates to)."""

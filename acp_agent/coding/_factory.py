@@ -204,7 +204,13 @@ class CodingFactory:
             return link.controls.current_model() if link.controls is not None else None
 
         checkpoints = SessionStore(env.home / "sessions").directory(env.session_id) / CHECKPOINTS_FILE
-        compaction = Compaction(link, context_window=window, model=current_model, path=checkpoints)
+        compaction = Compaction(
+            link,
+            context_window=window,
+            model=current_model,
+            path=checkpoints,
+            updates=env.client_can("session", "compaction"),
+        )
         await compaction.load()
         pending = config.project is not None and bool(config.project.ignored)
         mcp = await self._mcp(env, config, link, defer=pending)
@@ -280,9 +286,7 @@ class CodingFactory:
                 await mcp.aclose()
 
         async def say(text: str) -> None:
-            from ..protocol.models import AgentMessageChunk, TextContent
-
-            await link.send(AgentMessageChunk(content=TextContent(text=text + "\n\n")))
+            await link.advise("Shell commands are not sandboxed", text, text + "\n\n")
 
         return SessionSetup(
             tools=Tools(*sources),

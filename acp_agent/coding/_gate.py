@@ -66,6 +66,18 @@ class SessionLink:
         assert self.handle is not None
         await self.handle.send_update(update)
 
+    async def advise(self, title: str, description: str | None, fallback: str) -> None:
+        """Advisory news for the user: a ``warning`` notice where the client takes notices, else
+        ``fallback`` as the agent's message."""
+        from ..protocol.models import Notice
+
+        if self.handle is None:
+            await self._bound.wait()
+        assert self.handle is not None
+        await self.handle.send_notice(
+            Notice(severity="warning", title=title, description=description), fallback
+        )
+
 
 class Cancelled(Exception):
     """The editor answered ``cancelled`` (or the connection closed): the turn is being cancelled."""

@@ -123,7 +123,10 @@ class ProjectTrustPrompt:
         self.pending = False
         if chosen not in ("allow_once", "allow_always"):
             await self._status(call_id, "failed")
-            await self._say(trust_notice(self.project))
+            text = trust_notice(self.project)
+            await self._link.advise(
+                "The project's configuration was not applied: it is not trusted", text, text
+            )
             return
         config = await self._reload(True)
         project = config.project

@@ -39,6 +39,8 @@ class SessionRecords:
     nested: dict[str, list[dict[str, Any]]] = field(default_factory=dict[str, list[dict[str, Any]]])
     turns: dict[int, list[dict[str, Any]]] = field(default_factory=dict[int, list[dict[str, Any]]])
     plan: list[dict[str, Any]] | None = None
+    compactions: dict[int, list[dict[str, Any]]] = field(default_factory=dict[int, list[dict[str, Any]]])
+    """Each compaction's terminal ``compaction_update`` by the message count it came after."""
 
     @classmethod
     def read(cls, lines: Sequence[dict[str, Any]]) -> SessionRecords:
@@ -58,6 +60,12 @@ class SessionRecords:
                 out.turns.setdefault(int(t["after"]), []).append(t)
             elif isinstance(plan, list):
                 out.plan = [cast("dict[str, Any]", e) for e in cast("list[Any]", plan) if isinstance(e, dict)]
+            elif isinstance(compaction := line.get("compaction"), dict):
+                c = cast("dict[str, Any]", compaction)
+                if isinstance(c.get("after"), int) and isinstance(c.get("update"), dict):
+                    out.compactions.setdefault(int(c["after"]), []).append(
+                        cast("dict[str, Any]", c["update"])
+                    )
         return out
 
 
@@ -73,6 +81,10 @@ class ShownLog:
 
     def plan(self, entries: list[dict[str, Any]]) -> None:
         self._pending.append({"plan": entries})
+
+    def compaction(self, after: int, update: dict[str, Any]) -> None:
+        """A compaction ended (its terminal ``compaction_update``) after ``after`` messages."""
+        self._pending.append({"compaction": {"after": after, "update": update}})
 
     def calls_ended(self, records: Sequence[dict[str, Any]]) -> None:
         for record in records:
@@ -152,8 +164,11 @@ def _compact_diff(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "oldText": old_part, "newText": new_part}
 
 
-def replay_updates(messages: Sequence[Message], presenter: Presenter, records: SessionRecords) -> list[Any]:
-    """The updates (wire dicts and models) that show ``messages`` as the client saw them live."""
+def replay_updates(
+    messages: Sequence[Message], presenter: Presenter, records: SessionRecords, *, compactions: bool = False
+) -> list[Any]:
+    """The updates (wire dicts and models) that show ``messages`` as the client saw them live; with
+    ``compactions`` (the client takes ``compaction_update``), each compaction where it happened."""
     from harness import Role
 
     results: dict[str, ToolResult] = {}
@@ -166,6 +181,8 @@ def replay_updates(messages: Sequence[Message], presenter: Presenter, records: S
             updates.extend(_user(m))
         else:
             updates.extend(_assistant(m, presenter, results, records))
+        if compactions:
+            updates.extend(records.compactions.get(i, []))
         for turn in records.turns.get(i, []):
             updates.extend(_turn_end(turn, records))
     return updates

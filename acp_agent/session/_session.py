@@ -17,6 +17,7 @@ import anyio
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ._content import linked_files, prompt_to_message, title_from_prompt
+from ._frontier import ClientFrontier
 from ._present import Presenter
 from ._replay import ShownLog
 from ._store import SessionMeta, SessionStore
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from harness.transcript import JsonlTranscript
 
     from ..protocol.connection import Connection, RequestContext
-    from ..protocol.models import ContentBlock, SessionUpdate
+    from ..protocol.models import ContentBlock, Notice, SessionUpdate
     from ._setup import SessionEnvironment, SessionSetup
 
 __all__ = ["Session", "failure_message"]
@@ -72,6 +73,8 @@ class Session:
         self._closed = False
         self._mapper: EventMapper | None = None
         self._shown = ShownLog()
+        self.frontier = ClientFrontier.of(env)
+        """The unstable updates the client takes (``_frontier``)."""
         if setup.controls is not None:
             setup.controls.bind(self)
 
@@ -104,8 +107,20 @@ class Session:
             await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
             return
         if update.session_update == "plan":
-            self._shown.plan([dump(e) for e in update.entries])
+            entries = [dump(e) for e in update.entries]
+            self._shown.plan(entries)
+            instead = self.frontier.plan(entries)
+            if instead is not None:
+                await self._conn.notify("session/update", {"sessionId": self.id, "update": instead})
+                return
+        elif update.session_update == "compaction_update" and update.status != "in_progress":
+            self._shown.compaction(len(self.messages()), dump(update))  # replayed where it happened
         await self._conn.notify("session/update", SessionNotification(session_id=self.id, update=update))
+
+    async def send_notice(self, notice: Notice, fallback: str) -> None:
+        """Advisory news: a ``notice`` for a client that takes them, else ``fallback`` as the agent's
+        message (after the opening response, as every update)."""
+        await self.send_update(self.frontier.notice(notice, fallback))
 
     async def send_text_chunk(self, text: str) -> None:
         """The hot path of a streamed reply: an ``agent_message_chunk`` of text, built as the wire dict it
@@ -124,17 +139,16 @@ class Session:
 
         await self.presenter.refresh()
         records = SessionRecords.read(await self._store.load_shown(self.id))
-        for update in replay_updates(self.messages(), self.presenter, records):
+        compactions = self.frontier.compaction
+        for update in replay_updates(self.messages(), self.presenter, records, compactions=compactions):
             await self.send_replay_update(update)
         if self.meta.title:
             await self.send_replay_update(
                 SessionInfoUpdate(title=self.meta.title, updated_at=self.meta.updated_at)
             )
         if records.plan:
-            await self._conn.notify(
-                "session/update",
-                {"sessionId": self.id, "update": {"sessionUpdate": "plan", "entries": records.plan}},
-            )
+            plan = self.frontier.plan(records.plan) or {"sessionUpdate": "plan", "entries": records.plan}
+            await self._conn.notify("session/update", {"sessionId": self.id, "update": plan})
 
     # --- prompt turns ---------------------------------------------------------------------------
 
@@ -170,7 +184,9 @@ class Session:
             if text.startswith("/"):
                 outcome = await controls.command(text)
                 if outcome is not None and outcome.reply is not None:
-                    await self.send_update(AgentMessageChunk(content=TextContent(text=outcome.reply)))
+                    if outcome.reply:  # empty: the command showed its outcome otherwise
+                        await self.send_update(AgentMessageChunk(content=TextContent(text=outcome.reply)))
+                    await self._store.append_shown(self.id, self._shown.take())  # a compaction's record
                     return "end_turn"
                 if outcome is not None and outcome.prompt is not None:
                     message = _replace_text(message, outcome.prompt)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from harness import Message, Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
 
     from ..protocol.connection import Connection
-    from ..protocol.models import SessionUpdate
+    from ..protocol.models import Notice, SessionUpdate
     from ._present import ToolView
 
 __all__ = [
@@ -78,6 +78,11 @@ class SessionHandle(Protocol):
         """Send one ``session/update`` (after the session's opening response)."""
         ...
 
+    async def send_notice(self, notice: Notice, fallback: str) -> None:
+        """Advisory news: a ``notice`` where the client takes them, else ``fallback`` as the agent's
+        message."""
+        ...
+
     def cancel(self) -> None: ...
 
     def messages(self) -> list[Message]:
@@ -87,7 +92,7 @@ class SessionHandle(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class CommandOutcome:
-    """A slash command's outcome: ``reply`` is shown as the agent's message and ends the turn;
+    """A slash command's outcome: ``reply`` is shown as the agent's message (none when empty) and ends the turn;
     ``prompt`` (an expanded prompt command) goes to the model instead of the typed text."""
 
     reply: str | None = None
