@@ -260,7 +260,9 @@ class CodingFactory:
             LateModel(current_model),
             context_window=window,
             system_suffix=_roots_note(env),
-            middleware=[secrets],
+            # The session's rules judge the sub-agent's calls too; what they ask about pauses the
+            # sub-agent and is asked through the session's gate (the explore call's approval).
+            middleware=[secrets, PolicyMiddleware(modes)],
         )
         sources: list[Any] = [
             *files,

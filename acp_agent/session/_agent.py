@@ -37,6 +37,7 @@ from ._roots import checked_roots
 from ._session import Session
 from ._setup import SessionEnvironment, SessionFactory, default_factory
 from ._store import SessionMeta, SessionStore, now_iso
+from ._threads import replay_thread
 
 if TYPE_CHECKING:
     from harness import Model
@@ -110,6 +111,7 @@ class AcpAgent:
         self._conn: Connection | None = None
         self._initialized = False
         self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] = {}
         self.sessions: dict[str, Session] = {}
         self._store: SessionStore | None = None
         self._opening: dict[Any, Callable[[], None]] = {}
@@ -193,7 +195,7 @@ class AcpAgent:
     def mark_initialized(self, params: dict[str, Any]) -> None:
         """``initialize`` was answered (here, or before the event loop started: ``acp_agent._early``)."""
         self.client_capabilities = dict(as_object(params.get("clientCapabilities")))
-        info = as_object(params.get("clientInfo"))
+        info = self.client_info = dict(as_object(params.get("clientInfo")))
         client = f"{info.get('name') or '(unnamed)'} {info.get('version') or ''}".strip()
         log.info("initialize: client %s, protocol %s", client, params.get("protocolVersion"))
         log.debug("initialize: %s", _json(params))
@@ -246,6 +248,8 @@ class AcpAgent:
         return m.NewSessionResponse.model_validate({"sessionId": session.id, **controls_state(session)})
 
     async def load_session(self, req: m.LoadSessionRequest, ctx: RequestContext) -> dict[str, Any]:
+        if self._conn is not None and await replay_thread(self.store, self._conn, req.session_id):
+            return {}  # a sub-agent's thread: replayed, read-only
         return await self._reopen(req, ctx, replay=True)
 
     async def resume_session(self, req: m.ResumeSessionRequest, ctx: RequestContext) -> dict[str, Any]:
@@ -286,6 +290,7 @@ class AcpAgent:
             additional_directories=tuple(Path(d) for d in meta.additional_directories),
             mcp_servers=meta.mcp_servers,
             client_capabilities=self.client_capabilities,
+            client_info=self.client_info,
             connection=self._conn,
             home=self.home,
             spawn=self._spawn,

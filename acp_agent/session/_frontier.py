@@ -9,6 +9,7 @@ it gets in place of the stable ones.
   message it always was.
 - ``compaction`` (``session.compaction``): the coding factory sends ``compaction_update``s itself; the
   session keeps their terminal state for ``session/load``.
+- ``threads``: sub-agent runs as sessions of their own (``_threads``; Zed, which advertises nothing).
 
 A client that advertises none of these sees exactly what it saw before they existed.
 """
@@ -33,13 +34,17 @@ class ClientFrontier:
     compaction: bool = False
     notices: bool = False
     plans: bool = False
+    threads: bool = False
 
     @classmethod
     def of(cls, env: SessionEnvironment) -> ClientFrontier:
+        from ._threads import takes_threads
+
         return cls(
             compaction=env.client_can("session", "compaction"),
             notices=env.client_can("session", "notices"),
             plans=env.client_can("plan"),
+            threads=takes_threads(env.client_info, env.client_capabilities),
         )
 
     def plan(self, entries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

@@ -140,6 +140,10 @@ class MetaView:
     def kind(self) -> ToolKind:
         return self._meta.get("kind", "other")
 
+    @property
+    def agent(self) -> bool:
+        return bool(self._meta.get("agent", False))
+
     def title(self, tool_input: Mapping[str, Any] | None) -> str | None:
         title = self._meta.get("title")
         if isinstance(title, str):
@@ -195,3 +199,8 @@ class Presenter:
 
     def title(self, name: str, tool_input: Mapping[str, Any] | None = None) -> str:
         return self.view(name).title(tool_input) or name
+
+    def runs_agent(self, name: str) -> bool:
+        """Whether the tool ``name`` runs a sub-agent (its ``ToolMeta`` says ``agent``)."""
+        spec = self._specs.get(name)
+        return spec is not None and spec.agent

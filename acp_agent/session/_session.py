@@ -21,6 +21,7 @@ from ._frontier import ClientFrontier
 from ._present import Presenter
 from ._replay import ShownLog
 from ._store import SessionMeta, SessionStore
+from ._threads import SubagentThreads
 from ._updates import EventMapper
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class Session:
         self._shown = ShownLog()
         self.frontier = ClientFrontier.of(env)
         """The unstable updates the client takes (``_frontier``)."""
+        self._threads = SubagentThreads(meta.id) if self.frontier.threads else None
         if setup.controls is not None:
             setup.controls.bind(self)
 
@@ -96,6 +98,8 @@ class Session:
         for a session it has not registered yet)."""
         if not self.opened.is_set():
             await self.opened.wait()
+        if self._threads is not None:
+            self._threads.mark(update)  # an agent call's updates from the tools' middleware too
         await self.send_replay_update(update)
 
     async def send_replay_update(self, update: SessionUpdate | dict[str, Any]) -> None:
@@ -210,6 +214,7 @@ class Session:
             self.presenter,
             context_window=options.context_window if options else None,
             marks_running=display is not None and display.marks_running,
+            threads=self._threads,
         )
         self._mapper = mapper
         mapper.cancelling = self._cancel_requested
@@ -220,6 +225,8 @@ class Session:
             for update in mapper.close_open_calls():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await self.send_update(update)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._send_threads()
             self._shown.calls_ended(mapper.take_records())
             self._mapper = None
             outcome = _unfinished(run, misuse)
@@ -252,6 +259,7 @@ class Session:
                         await self.presenter.refresh()
                     for update in mapper.map(event):
                         await self.send_update(update)
+                    await self._send_threads()
                     self._shown.calls_ended(mapper.take_records())
                     if isinstance(event, StepStarted | StepEnded) and event.parent is None:
                         if isinstance(event, StepEnded):
@@ -299,10 +307,22 @@ class Session:
             await self._transcript.append(new)
             self._persisted = len(messages)
         await self._store.append_shown(self.id, self._shown.take())
+        if self._threads is not None:
+            for thread, lines in self._threads.take_lines().items():
+                await self._store.append_thread(self.id, thread, lines)
         if final or new:
             self.meta = self.meta.touched()
             if final:
                 await self._store.save_meta(self.meta)
+
+    async def _send_threads(self) -> None:
+        """What the turn's sub-agents showed in their threads (``_threads``) since the last time."""
+        if self._threads is None:
+            return
+        from ..protocol.models import SessionNotification
+
+        for thread, update in self._threads.take_updates():
+            await self._conn.notify("session/update", SessionNotification(session_id=thread, update=update))
 
     def cancel(self, sequence: int | None = None) -> None:
         """``session/cancel``: end the running turn as ``cancelled``. When idle, remember where the cancel

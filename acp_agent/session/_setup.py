@@ -43,6 +43,8 @@ class SessionEnvironment:
     home: Path
     spawn: Callable[[Callable[[], Awaitable[None]]], object] | None = None
     """Runs a coroutine function in the connection-wide task group (long-lived work: MCP servers)."""
+    client_info: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """``initialize``'s ``clientInfo`` as sent (``{}`` when omitted)."""
 
     @property
     def roots(self) -> tuple[Path, ...]:

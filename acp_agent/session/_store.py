@@ -92,6 +92,25 @@ class SessionStore:
     def shown_path(self, session_id: str) -> Path:
         return self.directory(session_id) / "shown.jsonl"
 
+    def thread_path(self, session_id: str, thread_id: str) -> Path:
+        """What the sub-agent thread ``thread_id`` of ``session_id`` was shown (``_threads``)."""
+        return self.directory(session_id) / "subagents" / f"{thread_id}.jsonl"
+
+    async def append_thread(self, session_id: str, thread_id: str, lines: list[dict[str, Any]]) -> None:
+        if lines:
+            await anyio.to_thread.run_sync(_append_lines, self.thread_path(session_id, thread_id), lines)
+
+    async def load_thread(self, session_id: str, thread_id: str) -> list[dict[str, Any]] | None:
+        """The thread's lines that parse, in order; None when there is no such thread."""
+        if not (valid_session_id(session_id) and valid_session_id(thread_id)):
+            return None
+        try:
+            return await anyio.to_thread.run_sync(
+                _read_lenient, self.thread_path(session_id, thread_id), True
+            )
+        except FileNotFoundError:
+            return None
+
     async def append_shown(self, session_id: str, records: list[dict[str, Any]]) -> None:
         """Append what the client was shown (see the module docstring); a no-op for no records."""
         if records:

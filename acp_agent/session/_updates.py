@@ -22,12 +22,15 @@ boundaries and usage are not shown.
 
 Each ended call leaves a record of what the client was shown (``take_records``): the session persists
 them, and ``session/load`` replays them as they were.
+
+With ``threads`` (a client that shows sub-agent threads, ``_threads``), a sub-agent's calls and text go
+to a session of their own instead, and the agent's call says which in its ``_meta``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, assert_never
+from typing import TYPE_CHECKING, Any, Final, assert_never, cast
 
 from ._partial import partial_json, raw_output
 
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 
     from ..protocol.models import SessionUpdate, ToolCallContent, ToolCallLocation, ToolKind
     from ._present import CallView, Presenter, Shown, ToolView
+    from ._threads import SubagentThreads
 
 __all__ = ["PARENT_META_KEY", "EventMapper", "agent_text", "partial_json"]
 
@@ -104,9 +108,15 @@ class EventMapper:
     ``cancelling`` is set when the turn is being cancelled (see the module docstring)."""
 
     def __init__(
-        self, presenter: Presenter, *, context_window: int | None = None, marks_running: bool = False
+        self,
+        presenter: Presenter,
+        *,
+        context_window: int | None = None,
+        marks_running: bool = False,
+        threads: SubagentThreads | None = None,
     ) -> None:
         self._presenter = presenter
+        self.threads = threads
         self._context_window = context_window
         self._marks_running = marks_running
         self._calls: dict[str, _Call] = {}  # open calls by ACP id
@@ -115,11 +125,18 @@ class EventMapper:
         self.cancelling = False
 
     def take_records(self) -> list[dict[str, Any]]:
-        """The records of the calls that ended since the last call (see ``_Call.record``)."""
+        """The records of the calls that ended since the last call (see ``_Call.record``); a thread's go
+        to its thread."""
         records, self._records = self._records, []
-        return records
+        threads = self.threads
+        return records if threads is None else [r for r in records if not threads.keep_record(r)]
 
     def map(self, event: Event) -> list[SessionUpdate]:
+        updates = self._map(event)
+        threads = self.threads
+        return updates if threads is None else [u for u in updates if not threads.take(u)]
+
+    def _map(self, event: Event) -> list[SessionUpdate]:
         from harness.events import (
             InputRequested,
             Interjected,
@@ -185,6 +202,8 @@ class EventMapper:
         view = self._presenter.view(name)
         call = _Call(cid, name, view, view.open(cid), view.title(None) or name, view.kind, parent)
         self._calls[cid] = call
+        if parent is None and self.threads is not None and self._presenter.runs_agent(name):
+            self.threads.open(cid, name)
         if parent is not None and parent in self._calls:
             self._calls[parent].children.append(call)
         return call
@@ -231,6 +250,8 @@ class EventMapper:
         shown = call.presenter.ready(event.input)
         running = parent is not None or not self._marks_running
         call.title, call.raw_input = title, event.input
+        if self.threads is not None:
+            self.threads.prompt(cid, event.input.get("prompt"))
         call.locations = shown.locations or locations
         update = ToolCallProgress(
             tool_call_id=cid,
@@ -264,6 +285,8 @@ class EventMapper:
             return []
         updates = self._close_children(call)
         self._forget(call)
+        if self.threads is not None:
+            self.threads.ended(call.acp_id)
         outcome = event.outcome
         if not isinstance(outcome, Result):
             text = f"{type(outcome).__name__}: {outcome}"
@@ -285,7 +308,7 @@ class EventMapper:
         call.raw_output = update.raw_output
         updates.append(self._shown(call, update, shown))
         call.status = status or "failed"
-        self._records.append(call.record())
+        self._records.append(self._record(call))
         return updates
 
     def _end_of(self, call: _Call, result: Result) -> tuple[Shown, str | None]:
@@ -321,6 +344,13 @@ class EventMapper:
         if agent is None:
             return []
         parent = agent.acp_id
+        if self.threads is not None and isinstance(event, TextDelta | MessageEnded):
+            if isinstance(event, TextDelta):
+                self.threads.text(agent.acp_id, event.text)
+            else:
+                self.threads.message_ended(agent.acp_id)
+            if self.threads.meta(agent.acp_id.split("/")[0]) is not None:
+                return []  # shown in the agent's thread, not in its call
         match event:
             case TextDelta(id=message, text=text) if text:
                 if agent.agent_text and agent.agent_message != message:
@@ -374,11 +404,13 @@ class EventMapper:
 
         updates = self._close_children(call)
         self._forget(call)
+        if self.threads is not None:
+            self.threads.ended(call.acp_id)
         status = None if self.cancelling else "failed"
         shown = Shown(content=text_block(_CANCELLED_TEXT)) if self.cancelling else Shown()
         updates.append(self._shown(call, ToolCallProgress(tool_call_id=call.acp_id, status=status), shown))
         call.status = "failed"
-        self._records.append(call.record())
+        self._records.append(self._record(call))
         return updates
 
     def _forget(self, call: _Call) -> None:
@@ -393,7 +425,8 @@ class EventMapper:
         for call in [c for c in self._calls.values() if c.parent is None or c.parent not in self._calls]:
             if self._calls.get(call.acp_id) is call:
                 updates.extend(self._close(call))
-        return updates
+        threads = self.threads
+        return updates if threads is None else [u for u in updates if not threads.take(u)]
 
     # --- building updates ------------------------------------------------------------------------
 
@@ -415,4 +448,15 @@ class EventMapper:
     def _meta(self, call: _Call, update: Any) -> SessionUpdate:
         if call.parent is not None:
             update.field_meta = {**(update.field_meta or {}), PARENT_META_KEY: call.parent}
+        thread = self.threads.meta(call.acp_id) if self.threads is not None else None
+        if thread is not None:
+            meta = cast("dict[str, Any] | None", getattr(update, "field_meta", None)) or {}
+            update.field_meta = {**meta, **thread}
         return update
+
+    def _record(self, call: _Call) -> dict[str, Any]:
+        record = call.record()
+        thread = self.threads.meta(call.acp_id) if self.threads is not None else None
+        if thread is not None:
+            record["_meta"] = {**record.get("_meta", {}), **thread}
+        return record

@@ -85,6 +85,7 @@ async def frontier_agent(
     *,
     on_request: Callable[[str, Any], Awaitable[Any]] | None = None,
     environ: Mapping[str, str] | None = None,
+    client_info: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Frontier]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
@@ -100,6 +101,9 @@ async def frontier_agent(
             **(environ or {}),
         }
         async with spawned_agent(home, project, env, on_request) as client:
-            answer = await client.initialize(capabilities)
+            params: dict[str, Any] = {"protocolVersion": 1, "clientCapabilities": dict(capabilities or {})}
+            if client_info is not None:
+                params["clientInfo"] = dict(client_info)
+            answer = await client.call("initialize", params)
             validate("InitializeResponse", answer)
             yield Frontier(client, model, project, home, answer)

@@ -26,7 +26,9 @@ def _plans(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [u for u in updates if u["sessionUpdate"] in ("plan", "plan_update", "plan_removed")]
 
 
-async def _run(tmp_path: Path, capabilities: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+async def _run(
+    tmp_path: Path, capabilities: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     turns = [_plan(STEPS, "p1"), Turn(text="planned"), _plan([], "p2"), Turn(text="dropped")]
     async with frontier_agent(tmp_path, turns, capabilities) as agent:
         client = agent.client
@@ -46,7 +48,9 @@ async def _run(tmp_path: Path, capabilities: dict[str, Any]) -> tuple[list[dict[
         return live, replayed
 
 
-async def test_a_client_with_the_plan_capability_gets_plan_updates_by_id_and_a_removal(tmp_path: Path) -> None:
+async def test_a_client_with_the_plan_capability_gets_plan_updates_by_id_and_a_removal(
+    tmp_path: Path,
+) -> None:
     live, replayed = await _run(tmp_path, {"plan": {}})
     assert [u["sessionUpdate"] for u in live] == ["plan_update", "plan_removed"]
     assert live[0]["plan"]["type"] == "items" and live[0]["plan"]["planId"] == live[1]["planId"]

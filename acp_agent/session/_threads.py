@@ -1,0 +1,216 @@
+"""Sub-agent threads: a sub-agent's run (``explore``) shown as a session of its own, the way Zed reads it.
+
+Zed's ``acp_thread`` renders a tool call as a sub-agent card when its ``_meta`` has ``tool_name`` and
+``subagent_session_info {session_id, message_start_index, message_end_index}``, and shows the entries of
+that session, which it opens with ``session/load`` (its id, the parent's working directories). So, for a
+client that takes them (``takes_threads``: Zed by its ``clientInfo.name``, or any client whose
+``clientCapabilities._meta`` has ``"subagentThreads": true``):
+
+- the agent tool's call carries that ``_meta`` on every update (``message_end_index`` once it ended);
+- the sub-agent's prompt, text and tool calls go to the child session (``<parent id>.sub-<hash of the
+  call id>``) as ``user_message_chunk``, ``agent_message_chunk`` and ``tool_call``/``tool_call_update``,
+  instead of being nested under the parent's call (``parentToolCallId``, the shape every other client
+  keeps seeing);
+- what the child session was shown (its prompt, each message's text, each call as it ended) is kept in
+  ``<parent dir>/subagents/<child id>.jsonl``; ``session/load`` of the child id replays it (the child
+  session is a read-only view: it cannot be prompted, and it is not listed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from ..protocol.errors import RpcError
+
+if TYPE_CHECKING:
+    from ..protocol.connection import Connection
+    from ..protocol.models import SessionUpdate
+    from ._store import SessionStore
+
+__all__ = [
+    "SUBAGENT_META_KEY",
+    "TOOL_NAME_META_KEY",
+    "SubagentThreads",
+    "parent_of_thread",
+    "replay_thread",
+    "takes_threads",
+]
+
+SUBAGENT_META_KEY: Final = "subagent_session_info"
+TOOL_NAME_META_KEY: Final = "tool_name"
+_SEPARATOR: Final = ".sub-"
+_THREAD_ID = re.compile(r"^(?P<parent>[A-Za-z0-9][A-Za-z0-9_-]{0,100})\.sub-[0-9a-f]{16}$")
+
+
+def takes_threads(client_info: Mapping[str, Any], capabilities: Mapping[str, Any]) -> bool:
+    """Whether the client shows sub-agent threads (see the module docstring)."""
+    meta = capabilities.get("_meta")
+    if isinstance(meta, Mapping) and meta.get("subagentThreads") is True:  # pyright: ignore[reportUnknownMemberType]
+        return True
+    return str(client_info.get("name") or "").strip().lower() == "zed"
+
+
+def parent_of_thread(session_id: str) -> str | None:
+    """The parent session of a sub-agent thread's id, or None for any other id."""
+    match = _THREAD_ID.match(session_id)
+    return match["parent"] if match else None
+
+
+async def replay_thread(store: SessionStore, connection: Connection, session_id: str) -> bool:
+    """``session/load`` of a sub-agent thread: its lines replayed (False: ``session_id`` is no thread's).
+    Raises not found for a thread id that names no thread."""
+    parent = parent_of_thread(session_id)
+    if parent is None:
+        return False
+    lines = await store.load_thread(parent, session_id)
+    if lines is None:
+        raise RpcError.not_found(f"session not found: {session_id}", uri=session_id)
+    for line in lines:
+        await connection.notify("session/update", {"sessionId": session_id, "update": line})
+    return True
+
+
+def thread_id(parent: str, call_id: str) -> str:
+    return f"{parent}{_SEPARATOR}{hashlib.sha256(call_id.encode()).hexdigest()[:16]}"
+
+
+@dataclass(slots=True)
+class _Thread:
+    session_id: str
+    tool_name: str
+    entries: int = 0
+    in_text: bool = False
+    text: str = ""
+    ended: bool = False
+
+    def entry(self, *, text: bool) -> None:
+        """Count Zed's entries: each message, each tool call (a text entry runs until something else)."""
+        if not (text and self.in_text):
+            self.entries += 1
+        self.in_text = text
+
+
+@dataclass(slots=True)
+class SubagentThreads:
+    """The sub-agent threads of one session's turn: what goes to them live (``take_updates``) and what
+    they keep for ``session/load`` (``take_lines``)."""
+
+    parent: str
+    _threads: dict[str, _Thread] = field(default_factory=dict[str, _Thread])
+    """By the agent call's ACP id."""
+    _updates: list[tuple[str, SessionUpdate]] = field(default_factory=list[tuple[str, "SessionUpdate"]])
+    _lines: dict[str, list[dict[str, Any]]] = field(default_factory=dict[str, list[dict[str, Any]]])
+
+    def open(self, call_id: str, tool_name: str) -> None:
+        self._threads.setdefault(call_id, _Thread(thread_id(self.parent, call_id), tool_name))
+
+    def meta(self, call_id: str) -> dict[str, Any] | None:
+        """The ``_meta`` of the agent call ``call_id`` (None: not an agent call)."""
+        thread = self._threads.get(call_id)
+        if thread is None:
+            return None
+        info: dict[str, Any] = {"session_id": thread.session_id, "message_start_index": 0}
+        if thread.ended:
+            info["message_end_index"] = max(0, thread.entries - 1)
+        return {TOOL_NAME_META_KEY: thread.tool_name, SUBAGENT_META_KEY: info}
+
+    def mark(self, update: Any) -> None:
+        """Add the ``_meta`` of its agent call to ``update`` if it is one of an agent call's."""
+        cid = getattr(update, "tool_call_id", None)
+        meta = self.meta(cid) if isinstance(cid, str) else None
+        if meta is not None:
+            current: dict[str, Any] = update.field_meta or {}
+            update.field_meta = {**current, **meta}
+
+    def prompt(self, call_id: str, text: Any) -> None:
+        from ..protocol.models import TextContent, UserMessageChunk
+
+        thread = self._threads.get(call_id)
+        if thread is None or not isinstance(text, str) or thread.entries:
+            return
+        self._send(thread, UserMessageChunk(content=TextContent(text=text)), text=False)
+
+    def text(self, call_id: str, text: str) -> None:
+        from ..protocol.models import AgentMessageChunk, TextContent
+
+        thread = self._threads.get(call_id.split("/")[0])
+        if thread is None or not text:
+            return
+        thread.text += text
+        self._send(thread, AgentMessageChunk(content=TextContent(text=text)), text=True, keep=False)
+
+    def message_ended(self, call_id: str) -> None:
+        """The sub-agent's message ended: its whole text is one line kept for the replay."""
+        thread = self._threads.get(call_id.split("/")[0])
+        if thread is not None and thread.text:
+            from ..protocol.models import AgentMessageChunk, TextContent, dump
+
+            line = dump(AgentMessageChunk(content=TextContent(text=thread.text)))
+            self._lines.setdefault(thread.session_id, []).append(line)
+            thread.text = ""
+
+    def ended(self, call_id: str) -> None:
+        thread = self._threads.get(call_id)
+        if thread is not None:
+            self.message_ended(call_id)
+            thread.ended = True
+
+    def take(self, update: Any) -> bool:
+        """Move a nested call's update (``_meta.parentToolCallId`` set) to its thread; False: not one
+        of a thread's, it stays where it was."""
+        from ._updates import PARENT_META_KEY
+
+        meta: dict[str, Any] = update.field_meta or {}
+        cid = getattr(update, "tool_call_id", None)
+        if PARENT_META_KEY not in meta or not isinstance(cid, str):
+            return False
+        thread = self._threads.get(cid.split("/")[0])
+        if thread is None:
+            return False
+        rest = {k: v for k, v in meta.items() if k != PARENT_META_KEY}
+        update.field_meta = rest or None
+        new_call = update.session_update == "tool_call"
+        if new_call:
+            self.message_ended(cid)
+        self._send(thread, update, text=False, keep=False, count=new_call)
+        return True
+
+    def keep_record(self, record: dict[str, Any]) -> bool:
+        """A nested call's record (as it ended) for its thread's replay; False: not a thread's."""
+        from ._updates import PARENT_META_KEY
+
+        meta = record.get("_meta")
+        thread = self._threads.get(str(record.get("toolCallId", "")).split("/")[0])
+        if not isinstance(meta, dict) or PARENT_META_KEY not in meta or thread is None:
+            return False
+        rest = {k: v for k, v in meta.items() if k != PARENT_META_KEY}  # pyright: ignore[reportUnknownVariableType]
+        line = {k: v for k, v in record.items() if k != "_meta"}
+        if rest:
+            line["_meta"] = rest
+        self._lines.setdefault(thread.session_id, []).append(line)
+        return True
+
+    def _send(
+        self, thread: _Thread, update: SessionUpdate, *, text: bool, keep: bool = True, count: bool = True
+    ) -> None:
+        from ..protocol.models import dump
+
+        if count:
+            thread.entry(text=text)
+        self._updates.append((thread.session_id, update))
+        if keep:
+            self._lines.setdefault(thread.session_id, []).append(dump(update))
+
+    def take_updates(self) -> list[tuple[str, SessionUpdate]]:
+        """The updates for the threads since the last call: ``(thread session id, update)``."""
+        out, self._updates = self._updates, []
+        return out
+
+    def take_lines(self) -> dict[str, list[dict[str, Any]]]:
+        """What each thread keeps for its replay since the last call, by thread session id."""
+        out, self._lines = self._lines, {}
+        return out
