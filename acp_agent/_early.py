@@ -99,6 +99,7 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
                 "additionalDirectories": {},
                 "fork": {},
             },
+            "providers": {},
         },
         "authMethods": auth_methods,
         "agentInfo": {"name": "acp-agent", "title": "ACP Agent", "version": __version__},

@@ -325,6 +325,8 @@ class CodingControls:
             built = await anyio.to_thread.run_sync(build_model, settings)
         except ModelConfigError as exc:
             raise RpcError(INTERNAL_ERROR, str(exc), {"errorKind": "configuration_error"}) from exc
+        if self._env.routes is not None:  # providers/set routes it from its next request
+            built = self._env.routes.model(built, settings)
         self._built[name] = built
         return built
 

@@ -1,16 +1,25 @@
-"""UNSTABLE ACP methods this agent serves (``schema.unstable.json``): ``session/fork``.
+"""UNSTABLE ACP methods this agent serves (``schema.unstable.json``): ``session/fork`` and
+``providers/list|set|disable``.
 
 The unstable ``session/update`` variants live with the stable ones (``_models_updates``), in one union.
 """
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ._models_session import McpServer, SessionConfigOption, SessionModeState
 from ._wire import WireModel
 
-__all__ = ["ForkSessionRequest", "ForkSessionResponse"]
+__all__ = [
+    "DisableProviderRequest",
+    "ForkSessionRequest",
+    "ForkSessionResponse",
+    "ListProvidersResponse",
+    "ProviderCurrentConfig",
+    "ProviderInfo",
+    "SetProviderRequest",
+]
 
 
 class ForkSessionRequest(WireModel):
@@ -27,3 +36,43 @@ class ForkSessionResponse(WireModel):
     session_id: str
     modes: SessionModeState | None = None
     config_options: list[SessionConfigOption] | None = None
+
+
+class ProviderCurrentConfig(WireModel):
+    """A provider's effective routing, without secrets (no headers, no credentials in the URL)."""
+
+    api_type: str
+    base_url: str
+
+
+class ProviderInfo(WireModel):
+    provider_id: str
+    supported: list[str]
+    required: bool
+    current: ProviderCurrentConfig | None = None
+
+
+class ListProvidersResponse(WireModel):
+    providers: list[ProviderInfo]
+
+
+class SetProviderRequest(WireModel):
+    """``providers/set``: replace the provider's whole routing. ``headers`` are secrets: never logged,
+    stored or echoed (``repr`` hides them)."""
+
+    provider_id: str
+    api_type: str
+    base_url: str
+    headers: dict[str, str] = Field(default_factory=dict[str, str], repr=False)
+
+    @field_validator("headers")
+    @classmethod
+    def _plain_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not name or any(c in name for c in " \t\r\n:") or any(c in text for c in "\r\n\0"):
+                raise ValueError(f"header {name!r} is not a valid HTTP header")
+        return value
+
+
+class DisableProviderRequest(WireModel):
+    provider_id: str

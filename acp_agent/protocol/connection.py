@@ -276,7 +276,10 @@ class Connection:
         if not line or line.isspace():
             return
         if _log.isEnabledFor(logging.DEBUG):
-            _log.debug("<- %s", clip(line[: _LOG_LIMIT + 1].decode("utf-8", "replace")))
+            if b'"headers"' in line:  # providers/set, an MCP server's: their values are secrets
+                _log.debug("<- (%d bytes holding headers, not logged)", len(line))
+            else:
+                _log.debug("<- %s", clip(line[: _LOG_LIMIT + 1].decode("utf-8", "replace")))
         try:
             if len(line) > _THREAD_PARSE_BYTES:
                 decoded: Any = await anyio.to_thread.run_sync(json.loads, line)

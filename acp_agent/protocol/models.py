@@ -122,7 +122,15 @@ from ._models_tools import (
     ToolCallUpdate,
     ToolKind,
 )
-from ._models_unstable import ForkSessionRequest, ForkSessionResponse
+from ._models_unstable import (
+    DisableProviderRequest,
+    ForkSessionRequest,
+    ForkSessionResponse,
+    ListProvidersResponse,
+    ProviderCurrentConfig,
+    ProviderInfo,
+    SetProviderRequest,
+)
 from ._models_updates import (
     AgentMessageChunk,
     AgentPlanUpdate,
@@ -199,6 +207,7 @@ __all__ = [
     "CurrentModeUpdate",
     "DeleteSessionRequest",
     "DiffToolCallContent",
+    "DisableProviderRequest",
     "ElicitationCapabilities",
     "ElicitationSchema",
     "EmbeddedResource",
@@ -214,6 +223,7 @@ __all__ = [
     "InitializeResponse",
     "JsonObject",
     "KillTerminalRequest",
+    "ListProvidersResponse",
     "ListSessionsRequest",
     "ListSessionsResponse",
     "LoadSessionRequest",
@@ -242,6 +252,8 @@ __all__ = [
     "PromptRequest",
     "PromptResponse",
     "ProtocolVersion",
+    "ProviderCurrentConfig",
+    "ProviderInfo",
     "ReadTextFileRequest",
     "ReadTextFileResponse",
     "ReleaseTerminalRequest",
@@ -267,6 +279,7 @@ __all__ = [
     "SessionModeState",
     "SessionNotification",
     "SessionUpdate",
+    "SetProviderRequest",
     "SetSessionConfigOptionRequest",
     "SetSessionConfigOptionResponse",
     "SetSessionModeRequest",

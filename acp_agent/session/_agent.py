@@ -33,6 +33,7 @@ from ..protocol.jsonvalue import as_object
 from ._first_run import needs_setup, terminal_auth
 from ._fork import fork_session
 from ._listing import list_sessions
+from ._providers import ProviderRoutes, disable_provider, list_providers, set_provider
 from ._roots import checked_roots
 from ._session import Session
 from ._setup import SessionEnvironment, SessionFactory, default_factory
@@ -112,6 +113,8 @@ class AcpAgent:
         self._initialized = False
         self.client_capabilities: dict[str, Any] = {}
         self.client_info: dict[str, Any] = {}
+        self.routes = ProviderRoutes()
+        """``providers/set``'s routes, for this connection only."""
         self.sessions: dict[str, Session] = {}
         self._store: SessionStore | None = None
         self._opening: dict[Any, Callable[[], None]] = {}
@@ -291,6 +294,7 @@ class AcpAgent:
             mcp_servers=meta.mcp_servers,
             client_capabilities=self.client_capabilities,
             client_info=self.client_info,
+            routes=self.routes,
             connection=self._conn,
             home=self.home,
             spawn=self._spawn,
@@ -405,7 +409,8 @@ class AcpAgent:
                     raise RpcError.auth_required(how_to_configure())
                 try:
                     # Providers import httpx2 and more: off the event loop.
-                    self._model = await anyio.to_thread.run_sync(build_model, self.settings)
+                    built = await anyio.to_thread.run_sync(build_model, self.settings)
+                    self._model = self.routes.model(built, self.settings)
                 except ModelConfigError as exc:
                     raise RpcError(INTERNAL_ERROR, str(exc), {"errorKind": "configuration_error"}) from exc
                 except Exception as exc:
@@ -449,6 +454,11 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
         m.ForkSessionRequest.model_validate, fork_session, capability=("sessionCapabilities", "fork")
     ),
     "session/prompt": Route(m.PromptRequest.model_validate, AcpAgent.prompt, cancellable=True),
+    "providers/list": Route(_params, list_providers, capability=("providers",)),
+    "providers/set": Route(m.SetProviderRequest.model_validate, set_provider, capability=("providers",)),
+    "providers/disable": Route(
+        m.DisableProviderRequest.model_validate, disable_provider, capability=("providers",)
+    ),
     "session/set_mode": Route(m.SetSessionModeRequest.model_validate, AcpAgent.set_mode),
     "session/set_config_option": Route(
         m.SetSessionConfigOptionRequest.model_validate, AcpAgent.set_config_option

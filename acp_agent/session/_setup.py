@@ -45,6 +45,9 @@ class SessionEnvironment:
     """Runs a coroutine function in the connection-wide task group (long-lived work: MCP servers)."""
     client_info: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """``initialize``'s ``clientInfo`` as sent (``{}`` when omitted)."""
+    routes: Any = None
+    """The connection's provider routes (``_providers.ProviderRoutes``): a model the factory builds
+    follows them (``routes.model(built, settings)``)."""
 
     @property
     def roots(self) -> tuple[Path, ...]:

@@ -1,0 +1,194 @@
+"""Client-routed providers (UNSTABLE, ``agentCapabilities.providers``; RFD ``custom-llm-endpoint``):
+``providers/list``, ``providers/set`` and ``providers/disable``.
+
+This agent has one provider, ``main``: the configured model's endpoint (none with the ``script``
+provider, which has no endpoint). It is ``required`` (the agent cannot work without it), so
+``providers/disable`` refuses it with ``invalid_params``; an unknown id disables nothing and succeeds, as
+the RFD says. ``providers/set`` replaces its protocol (``openai``: Chat Completions, or the Responses API
+when that is what is configured; ``anthropic``: Messages), base URL and headers for the connection only:
+``ProviderRoutes`` is held by the agent, never written anywhere, and every model this connection built
+(the agent's, each session's, ``/model``'s) takes the route from its next request (``RoutedModel``).
+
+What it trusts: the client chose the route, so the user's configured API key goes only where the user
+configured it: to the same origin with the same protocol. A route elsewhere gets the client's headers
+alone. The headers are secrets: never logged (the connection's debug log masks them), never stored,
+never echoed (``providers/list`` says the protocol and a base URL without credentials or query).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio.to_thread
+
+from ..protocol.errors import RpcError
+
+if TYPE_CHECKING:
+    from harness import Model
+    from harness.model import Delta, Prompt
+
+    from ..model_setup import ModelSettings
+    from ..protocol.connection import RequestContext
+    from ..protocol.models import DisableProviderRequest, ListProvidersResponse, SetProviderRequest
+    from ._agent import AcpAgent
+
+__all__ = [
+    "PROVIDER_ID",
+    "ProviderRoutes",
+    "RoutedModel",
+    "disable_provider",
+    "list_providers",
+    "set_provider",
+]
+
+log = logging.getLogger(__name__)
+
+PROVIDER_ID: Final = "main"
+_PROTOCOLS: Final = ("openai", "anthropic")
+
+
+def protocol_of(provider: str) -> str:
+    """The ACP ``LlmProtocol`` of one of our HTTP providers."""
+    return "anthropic" if provider == "anthropic" else "openai"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    api_type: str
+    base_url: str
+    headers: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
+
+
+class ProviderRoutes:
+    """The connection's route for ``main`` (None: as configured); ``version`` counts the changes."""
+
+    def __init__(self) -> None:
+        self.route: Route | None = None
+        self.version = 0
+
+    def set(self, route: Route) -> None:
+        self.route = route
+        self.version += 1
+
+    def model(self, built: Model, settings: ModelSettings) -> Model:
+        """``built`` (from ``settings``), following this connection's route from its next request."""
+        if settings.provider not in ("openai", "openai-responses", "anthropic"):
+            return built
+        return RoutedModel(built, settings, self)
+
+
+class RoutedModel:
+    """A model that is rebuilt on the route when the route changed since it was built."""
+
+    def __init__(self, built: Model, settings: ModelSettings, routes: ProviderRoutes) -> None:
+        self._model = built
+        self._settings = settings
+        self._routes = routes
+        self._version = 0
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        routes = self._routes
+        if routes.version != self._version and routes.route is not None:
+            route = routes.route
+            self._model = await anyio.to_thread.run_sync(_build, self._settings, route)
+            self._version = routes.version
+        inner = self._model.stream(prompt)
+        try:
+            async for delta in inner:
+                yield delta
+        finally:
+            close = getattr(inner, "aclose", None)
+            if close is not None:
+                await close()
+
+
+def _build(settings: ModelSettings, route: Route) -> Model:
+    from harness.providers.factory import DEFAULT_URLS, build_model
+
+    from ..model_setup import URL_HINT
+
+    configured = str(settings.provider)
+    provider = configured if protocol_of(configured) == route.api_type else _provider_for(route.api_type)
+    own = _origin(settings.base_url or DEFAULT_URLS[configured])
+    key = settings.api_key if provider == configured and _origin(route.base_url) == own else None
+    log.info(
+        "provider %s: routed by the client to %s (%s)", PROVIDER_ID, _shown_url(route.base_url), provider
+    )
+    return build_model(
+        provider,
+        model=str(settings.model),
+        base_url=route.base_url,
+        api_key=key,
+        headers=dict(route.headers),
+        url_hint=URL_HINT,
+    )
+
+
+def _provider_for(api_type: str) -> str:
+    return "anthropic" if api_type == "anthropic" else "openai"
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+
+def _shown_url(url: str) -> str:
+    """``url`` without credentials, query or fragment (what may be shown and logged)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+# --- the methods ------------------------------------------------------------------------------------
+
+
+def _configured(agent: AcpAgent) -> str | None:
+    provider = agent.settings.provider
+    return provider if provider in ("openai", "openai-responses", "anthropic") else None
+
+
+async def list_providers(agent: AcpAgent, req: Any, ctx: RequestContext) -> ListProvidersResponse:
+    from harness.providers.factory import DEFAULT_URLS
+
+    from ..protocol.models import ListProvidersResponse, ProviderCurrentConfig, ProviderInfo
+
+    provider = _configured(agent)
+    if provider is None:
+        return ListProvidersResponse(providers=[])
+    route = agent.routes.route
+    if route is not None:
+        current = ProviderCurrentConfig(api_type=route.api_type, base_url=_shown_url(route.base_url))
+    else:
+        url = agent.settings.base_url or DEFAULT_URLS[provider]
+        current = ProviderCurrentConfig(api_type=protocol_of(provider), base_url=_shown_url(url))
+    info = ProviderInfo(provider_id=PROVIDER_ID, supported=list(_PROTOCOLS), required=True, current=current)
+    return ListProvidersResponse(providers=[info])
+
+
+async def set_provider(agent: AcpAgent, req: SetProviderRequest, ctx: RequestContext) -> dict[str, Any]:
+    if _configured(agent) is None or req.provider_id != PROVIDER_ID:
+        raise RpcError.invalid_params(f"invalid params: providerId: unknown provider {req.provider_id!r}")
+    if req.api_type not in _PROTOCOLS:
+        raise RpcError.invalid_params(
+            f"invalid params: apiType: {req.api_type!r} is not supported; one of {', '.join(_PROTOCOLS)}"
+        )
+    if urlsplit(req.base_url).scheme not in ("http", "https") or not urlsplit(req.base_url).hostname:
+        raise RpcError.invalid_params("invalid params: baseUrl: an http:// or https:// URL is needed")
+    agent.routes.set(Route(req.api_type, req.base_url, dict(req.headers)))
+    return {}
+
+
+async def disable_provider(
+    agent: AcpAgent, req: DisableProviderRequest, ctx: RequestContext
+) -> dict[str, Any]:
+    if req.provider_id == PROVIDER_ID and _configured(agent) is not None:
+        raise RpcError.invalid_params(
+            f"invalid params: providerId: {PROVIDER_ID!r} is required: the agent has no other model"
+        )
+    return {}  # an unknown provider: nothing to disable (idempotent, as the RFD says)

@@ -1,0 +1,110 @@
+"""Client-routed providers through the real process: ``providers/list`` says the route without secrets,
+``providers/set`` moves the next model request of every session to a second local server with the
+client's headers (and without the user's key, which belongs to the configured endpoint), the required
+provider cannot be disabled, and the header value is in no file, no log and no answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_conformance.fake_model import FakeModel, Turn
+
+from ._frontier_support import KEY, check_wire, frontier_agent, validate
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "gw-token-5f0e1d2c3b4a"
+
+
+async def test_providers_set_routes_the_next_request_to_the_clients_endpoint_with_its_headers(
+    tmp_path: Path,
+) -> None:
+    with FakeModel([Turn(text="from B"), Turn(text="B again")], model="local-model") as other:
+        async with frontier_agent(tmp_path, [Turn(text="from A")]) as agent:
+            client = agent.client
+            assert agent.initialize["agentCapabilities"]["providers"] == {}
+            with anyio.fail_after(30):
+                listed = await client.call("providers/list", {})
+                validate("ListProvidersResponse", listed)
+                assert listed == {
+                    "providers": [
+                        {
+                            "providerId": "main",
+                            "supported": ["openai", "anthropic"],
+                            "required": True,
+                            "current": {"apiType": "openai", "baseUrl": agent.model.url + "/v1"},
+                        }
+                    ]
+                }
+                sid = (await agent.new_session())["sessionId"]
+                await agent.prompt(sid, "one")
+                assert agent.model.model_requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+                params = {
+                    "providerId": "main",
+                    "apiType": "openai",
+                    "baseUrl": other.url + "/v1",
+                    "headers": {"X-Gateway-Token": SECRET},
+                }
+                validate("SetProviderRequest", params)
+                answer = await client.call("providers/set", params)
+                validate("SetProviderResponse", answer)
+
+                await agent.prompt(sid, "two")
+                second = (await agent.new_session())["sessionId"]
+                await agent.prompt(second, "three")
+                assert len(agent.model.model_requests) == 1, "nothing more went to the configured endpoint"
+                last = [str(m["content"]) for m in other.model_requests[-1].json["messages"]]
+                assert "three" in last and "one" not in last, "the second session's request went there"
+                for request in other.model_requests:
+                    assert request.headers["x-gateway-token"] == SECRET
+                    assert KEY not in request.headers.get("authorization", ""), "the user's key stays home"
+
+                listed = await client.call("providers/list", {})
+                assert listed["providers"][0]["current"] == {
+                    "apiType": "openai",
+                    "baseUrl": other.url + "/v1",
+                }
+
+                refused = await client.response(
+                    await client.send_request("providers/disable", {"providerId": "main"})
+                )
+                assert refused["error"]["code"] == -32602 and "required" in refused["error"]["message"]
+                assert await client.call("providers/disable", {"providerId": "nope"}) == {}
+            check_wire(client)
+            lines = b"\n".join(client.lines)
+        assert SECRET.encode() not in lines
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and "xdg" not in p.parts]
+    (log,) = [p for p in files if p.name == "agent-stderr.log"]
+    assert "holding headers, not logged" in log.read_text(), "the debug log was on and masked the line"
+    for path in files:
+        assert SECRET not in path.read_text(errors="replace"), path
+
+
+async def test_providers_set_refuses_what_it_cannot_route_without_echoing_header_values(
+    tmp_path: Path,
+) -> None:
+    async with frontier_agent(tmp_path, []) as agent:
+        client = agent.client
+        with anyio.fail_after(30):
+            cases = [
+                {"providerId": "other", "apiType": "openai", "baseUrl": "http://127.0.0.1:9/v1"},
+                {"providerId": "main", "apiType": "bedrock", "baseUrl": "http://127.0.0.1:9/v1"},
+                {"providerId": "main", "apiType": "openai", "baseUrl": "file:///etc/passwd"},
+                {
+                    "providerId": "main",
+                    "apiType": "openai",
+                    "baseUrl": "http://127.0.0.1:9/v1",
+                    "headers": {"X-Bad": f"{SECRET}\r\nInjected: yes"},
+                },
+            ]
+            for params in cases:
+                answer = await client.response(await client.send_request("providers/set", params))
+                assert answer["error"]["code"] == -32602, answer
+                assert SECRET not in json.dumps(answer)
+            listed = await client.call("providers/list", {})
+            assert listed["providers"][0]["current"]["baseUrl"] == agent.model.url + "/v1"
