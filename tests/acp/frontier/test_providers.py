@@ -78,11 +78,17 @@ async def test_providers_set_routes_the_next_request_to_the_clients_endpoint_wit
             check_wire(client)
             lines = b"\n".join(client.lines)
         assert SECRET.encode() not in lines
-    files = [p for p in tmp_path.rglob("*") if p.is_file() and "xdg" not in p.parts]
-    (log,) = [p for p in files if p.name == "agent-stderr.log"]
-    assert "holding headers, not logged" in log.read_text(), "the debug log was on and masked the line"
-    for path in files:
-        assert SECRET not in path.read_text(errors="replace"), path
+    texts = _files(tmp_path)
+    assert "holding headers, not logged" in texts["agent-stderr.log"], "the debug log was on, masked"
+    assert [name for name, text in texts.items() if SECRET in text] == []
+
+
+def _files(root: Path) -> dict[str, str]:
+    """Every file the agent wrote (its home, its logs), by relative path."""
+    found = (p for p in root.rglob("*") if p.is_file() and "xdg" not in p.parts)
+    return {
+        (p.name if p.name == "agent-stderr.log" else str(p)): p.read_text(errors="replace") for p in found
+    }
 
 
 async def test_providers_set_refuses_what_it_cannot_route_without_echoing_header_values(
