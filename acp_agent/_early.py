@@ -90,7 +90,7 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": dict(PROMPT_CAPABILITIES),
-            "mcpCapabilities": {"http": True, "sse": True},
+            "mcpCapabilities": {"http": True, "sse": True, "acp": True},
             "sessionCapabilities": {
                 "list": {},
                 "resume": {},

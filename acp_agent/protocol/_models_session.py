@@ -22,6 +22,7 @@ __all__ = [
     "LoadSessionRequest",
     "LoadSessionResponse",
     "McpServer",
+    "McpServerAcp",
     "McpServerHttp",
     "McpServerSse",
     "McpServerStdio",
@@ -86,6 +87,14 @@ class McpServerSse(WireModel):
     headers: list[HttpHeader]
 
 
+class McpServerAcp(WireModel):
+    """UNSTABLE (``mcpCapabilities.acp``): a server the client runs, reached over the ACP connection."""
+
+    type: Literal["acp"] = "acp"
+    name: str
+    server_id: str
+
+
 class McpServerUnknown(WireModel):
     """A server of a transport this schema version does not know (e.g. unstable `acp`): kept so one odd
     entry does not fail the whole `session/new`; the session layer should skip it with a log line."""
@@ -102,6 +111,8 @@ def _mcp_server_tag(value: Any) -> str:
         return "stdio"
     if kind in ("http", "sse"):
         return str(kind)
+    if kind == "acp" and isinstance(value, dict) and "serverId" in value:
+        return "acp"
     return "unknown"
 
 
@@ -109,6 +120,7 @@ McpServer: TypeAlias = Annotated[
     Annotated[McpServerStdio, Tag("stdio")]
     | Annotated[McpServerHttp, Tag("http")]
     | Annotated[McpServerSse, Tag("sse")]
+    | Annotated[McpServerAcp, Tag("acp")]
     | Annotated[McpServerUnknown, Tag("unknown")],
     Discriminator(_mcp_server_tag),
 ]

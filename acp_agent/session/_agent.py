@@ -14,8 +14,8 @@ worker thread right after, while the client reads the answer.
 
 from __future__ import annotations
 
+import json
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +31,9 @@ from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
 from ._first_run import needs_setup, terminal_auth
-from ._fork import fork_session
+from ._fork import fork_session, new_session_id
 from ._listing import list_sessions
+from ._mcp_acp import McpAcpBridge, mcp_message
 from ._providers import ProviderRoutes, disable_provider, list_providers, set_provider
 from ._roots import checked_roots
 from ._session import Session
@@ -113,8 +114,8 @@ class AcpAgent:
         self._initialized = False
         self.client_capabilities: dict[str, Any] = {}
         self.client_info: dict[str, Any] = {}
-        self.routes = ProviderRoutes()
-        """``providers/set``'s routes, for this connection only."""
+        self.routes = ProviderRoutes()  # providers/set's, for this connection only
+        self.mcp_bridge = McpAcpBridge()
         self.sessions: dict[str, Session] = {}
         self._store: SessionStore | None = None
         self._opening: dict[Any, Callable[[], None]] = {}
@@ -153,6 +154,8 @@ class AcpAgent:
         return await route.handler(self, request, ctx)
 
     async def handle_notification(self, method: str, params: Any) -> None:
+        if method == "mcp/message" and self._initialized:
+            return await self.mcp_bridge.notified(params)
         if method != "session/cancel" or not self._initialized:
             return  # unknown notifications are ignored
         session_id = as_object(params).get("sessionId")
@@ -201,7 +204,7 @@ class AcpAgent:
         info = self.client_info = dict(as_object(params.get("clientInfo")))
         client = f"{info.get('name') or '(unnamed)'} {info.get('version') or ''}".strip()
         log.info("initialize: client %s, protocol %s", client, params.get("protocolVersion"))
-        log.debug("initialize: %s", _json(params))
+        log.debug("initialize: %s", json.dumps(params, ensure_ascii=False, default=repr))
         first = not self._initialized
         self._initialized = True
         if first:
@@ -244,7 +247,7 @@ class AcpAgent:
             raise RpcError.auth_required(how_to_configure())
         servers = kept_servers(req.mcp_servers)
         now = now_iso()
-        meta = SessionMeta(f"sess_{uuid.uuid4().hex}", cwd, now, now, None, dirs, servers)
+        meta = SessionMeta(new_session_id(), cwd, now, now, None, dirs, servers)
         session = await self.open_session(meta, [], ctx)
         await self.store.save_meta(meta)
         log.info("session %s created in %s", session.id, cwd)
@@ -295,6 +298,7 @@ class AcpAgent:
             client_capabilities=self.client_capabilities,
             client_info=self.client_info,
             routes=self.routes,
+            mcp_bridge=self.mcp_bridge,
             connection=self._conn,
             home=self.home,
             spawn=self._spawn,
@@ -455,6 +459,7 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
     ),
     "session/prompt": Route(m.PromptRequest.model_validate, AcpAgent.prompt, cancellable=True),
     "providers/list": Route(_params, list_providers, capability=("providers",)),
+    "mcp/message": Route(_params, mcp_message, capability=("mcpCapabilities", "acp")),
     "providers/set": Route(m.SetProviderRequest.model_validate, set_provider, capability=("providers",)),
     "providers/disable": Route(
         m.DisableProviderRequest.model_validate, disable_provider, capability=("providers",)
@@ -464,12 +469,6 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
         m.SetSessionConfigOptionRequest.model_validate, AcpAgent.set_config_option
     ),
 }
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, default=repr)
 
 
 def controls_state(session: Session) -> dict[str, Any]:

@@ -169,7 +169,9 @@ class SessionMcp:
             raw_name = entry.get("name")
             name = raw_name if isinstance(raw_name, str) and raw_name else f"mcpServers[{i}]"
             try:
-                (config,) = parse_acp_servers([entry])
+                (config,) = (
+                    [self._acp(name, entry)] if entry.get("type") == "acp" else parse_acp_servers([entry])
+                )
             except McpConfigError as exc:
                 self._invalid[name] = str(exc).removeprefix("mcpServers[0]: ")
                 continue
@@ -179,6 +181,17 @@ class SessionMcp:
                 config = dataclasses.replace(config, cwd=own_cwd if isinstance(own_cwd, str) else cwd)
             out.append(McpServer(config, call_timeout=_call_timeout(entry)))
         return out
+
+    def _acp(self, name: str, entry: Mapping[str, Any]) -> Any:
+        """An MCP-over-ACP server (``_mcp_acp``): reached through the client's connection."""
+        from harness.mcp import McpConfigError, StreamConfig
+
+        from ._mcp_acp import acp_transport
+
+        server_id, env = entry.get("serverId"), self.env
+        if not isinstance(server_id, str) or env.mcp_bridge is None:
+            raise McpConfigError("an acp server needs a serverId and a client connection")
+        return StreamConfig(name, lambda: acp_transport(env.connection, env.mcp_bridge, server_id))
 
     async def _own(self) -> None:
         from harness.mcp import McpManager

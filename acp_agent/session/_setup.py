@@ -46,6 +46,8 @@ class SessionEnvironment:
     client_info: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """``initialize``'s ``clientInfo`` as sent (``{}`` when omitted)."""
     routes: Any = None
+    mcp_bridge: Any = None
+    """The connection's MCP-over-ACP connections (``_mcp_acp.McpAcpBridge``), for ``acp`` servers."""
     """The connection's provider routes (``_providers.ProviderRoutes``): a model the factory builds
     follows them (``routes.model(built, settings)``)."""
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
-from ._config import HttpConfig, ServerConfig, StdioConfig
+from ._config import HttpConfig, ServerConfig, StdioConfig, StreamConfig
 from ._elicit import Elicitation, ElicitationHandler, ElicitationReply
 from ._errors import describe_exception
 from ._stdio import StdioProcess, stdio_transport
@@ -128,6 +128,8 @@ def new_client(
     if isinstance(config, StdioConfig):
         assert proc is not None, "a stdio server's process is watched"
         transport = stdio_transport(config, proc, on_exit)
+    elif isinstance(config, StreamConfig):
+        transport = config.open()
     elif config.transport == "sse":
         from mcp.client.sse import sse_client
 

@@ -1,10 +1,12 @@
-"""What an MCP server is, as configured: stdio command or HTTP/SSE endpoint; config file and ACP parsing."""
+"""What an MCP server is, as configured: stdio command, HTTP/SSE endpoint, or streams the host opens;
+config file and ACP parsing."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +18,7 @@ __all__ = [
     "McpConfigError",
     "ServerConfig",
     "StdioConfig",
+    "StreamConfig",
     "parse_acp_servers",
     "parse_mcp_config",
     "safe_env",
@@ -51,7 +54,21 @@ class HttpConfig:
     transport: Literal["http", "sse"] = "http"
 
 
-ServerConfig = StdioConfig | HttpConfig
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """A server reached over streams the host opens: ``open()`` is an async context manager yielding the
+    ``(read, write)`` streams of ``SessionMessage``s the mcp ``Client`` expects, as the SDK's transports
+    do (a host's own transport, e.g. one tunnelled through its client connection)."""
+
+    name: str
+    open: Callable[[], AbstractAsyncContextManager[tuple[Any, Any]]] = field(compare=False, repr=False)
+
+    @property
+    def transport(self) -> Literal["streams"]:
+        return "streams"
+
+
+ServerConfig = StdioConfig | HttpConfig | StreamConfig
 
 # What a stdio server inherits from us: enough to run (find binaries, locale, home), none of our secrets.
 _SAFE_ENV = (
