@@ -172,7 +172,7 @@ async def agent_process(
 
 async def open_session(agent: AgentProcess, project: Path, servers: Sequence[Mapping[str, Any]]) -> str:
     init = await agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-    assert init["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True}
+    assert init["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True, "acp": True}
     result = await agent.request("session/new", {"cwd": str(project), "mcpServers": list(servers)})
     return str(result["sessionId"])
 
