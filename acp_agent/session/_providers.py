@@ -90,12 +90,17 @@ class RoutedModel:
         self._routes = routes
         self._version = 0
 
-    async def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        if self._routes.version == self._version:
+            return self._model.stream(prompt)  # the hot path: no layer of ours while nothing changed
+        return self._rerouted(prompt)
+
+    async def _rerouted(self, prompt: Prompt) -> AsyncIterator[Delta]:
         routes = self._routes
         if routes.version != self._version and routes.route is not None:
-            route = routes.route
-            self._model = await anyio.to_thread.run_sync(_build, self._settings, route)
-            self._version = routes.version
+            version = routes.version
+            self._model = await anyio.to_thread.run_sync(_build, self._settings, routes.route)
+            self._version = version
         inner = self._model.stream(prompt)
         try:
             async for delta in inner:
