@@ -68,8 +68,8 @@ class Compaction:
         updates: bool = False,
     ) -> None:
         self.compact = Compact(on_compacted=self._compacted)
-        self.middleware = _Watched(self)
-        """The session's model middleware: ``compact``, watched for the start of each compaction."""
+        self.middleware: Compact | _Watched = _Watched(self) if updates else self.compact
+        """The session's model middleware: ``compact``, watched (with updates) for each compaction's start."""
         self._updates = updates
         self._open: str | None = None  # the id of the compaction told in progress
         self._link = link
@@ -163,8 +163,12 @@ class Compaction:
 
             self._open = f"compaction_{uuid.uuid4().hex[:12]}"
             await self._link.send(CompactionUpdate(compaction_id=self._open, status="in_progress"))
-        async for delta in next(prompt):
-            yield delta
+        inner = next(prompt)
+        try:
+            async for delta in inner:
+                yield delta
+        finally:
+            await _close(inner)
 
     async def watched(self, work: Callable[[], Awaitable[T]]) -> T:
         """Run ``work`` (a compaction, or a model call that may compact first); a compaction it told in
@@ -219,9 +223,13 @@ class _Watched:
             async for delta in stream:
                 yield delta
         finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
+            await _close(stream)
+
+
+async def _close(stream: AsyncIterator[Delta]) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()
 
 
 def notice(info: Compacted, *, automatic: bool) -> str:
