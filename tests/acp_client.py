@@ -132,9 +132,9 @@ class AcpClient:
     def _maybe_answer(self, tg: TaskGroup, message: Any) -> None:
         m = as_object(message)
         if self.on_request is not None and "method" in m and "id" in m:
-            tg.start_soon(self._answer, m)
+            tg.start_soon(self._answer_request, m)
 
-    async def _answer(self, message: dict[str, Any]) -> None:
+    async def _answer_request(self, message: dict[str, Any]) -> None:
         assert self.on_request is not None
         try:
             reply: dict[str, Any] = {
