@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acp_conformance.fake_model import FakeServer, Reply
 from tests.reliability._reliability_support import AgentProcess, agent_env, agent_process, initialized
@@ -161,7 +161,7 @@ async def project_agent(
             agent_process(home, agent_env(home, None, **extra)) as agent,
             anyio.create_task_group() as tg,
         ):
-            requests = _answering(agent, tg)
+            sent, requests = _answering(agent)
             with anyio.fail_after(LIMIT_S):
                 await initialized(agent)
                 result = await agent.call("session/new", {"cwd": str(project), "mcpServers": []})
@@ -171,10 +171,15 @@ async def project_agent(
                 yield p
             finally:
                 tg.cancel_scope.cancel()
+                sent.close()  # an unclosed memory stream is a ResourceWarning
+                requests.close()
 
 
-def _answering(agent: AgentProcess, tg: Any) -> MemoryObjectReceiveStream[dict[str, Any]]:
-    """Requests the agent sends (the reliability client only records them) go to the returned stream."""
+def _answering(
+    agent: AgentProcess,
+) -> tuple[MemoryObjectSendStream[dict[str, Any]], MemoryObjectReceiveStream[dict[str, Any]]]:
+    """Requests the agent sends (the reliability client only records them) go to the returned stream
+    (both ends returned: the caller closes them)."""
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](100)
     check = agent._check_message
 
@@ -184,7 +189,7 @@ def _answering(agent: AgentProcess, tg: Any) -> MemoryObjectReceiveStream[dict[s
             send.send_nowait(message)
 
     agent._check_message = checking
-    return receive
+    return send, receive
 
 
 async def _answer(p: Project, requests: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
