@@ -19,6 +19,7 @@ import httpx2
 from .._errors import HarnessUsageError, ModelError
 from .._kinds import ErrorKind
 from ._common import obj
+from ._error_body import error_body
 from ._sse import SseEvent, SseParser
 
 __all__ = [
@@ -290,11 +291,7 @@ def classify_error_body(
 
 
 def error_from_status(status: int, headers: Mapping[str, str], raw: bytes, ep: Endpoint) -> ModelError:
-    text = raw.decode("utf-8", "replace")
-    try:
-        body: Any = json.loads(text)
-    except ValueError:
-        body = {"message": text.strip()[:500]}
+    body = error_body(raw)
     log.debug("model endpoint %s answered HTTP %d", ep.base_url, status)
     return classify_error_body(body, ep, status=status, headers=headers)
 
