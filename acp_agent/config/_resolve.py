@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..coding._hook_config import HookEntry
     from ..trust import ProjectTrust
     from ._mcp import McpServerEntry
+    from ._models import ModelDecl
 
 __all__ = ["Config", "load_config", "missing_key_problem"]
 
@@ -91,6 +92,11 @@ class Config:
     def mcp_servers(self) -> tuple[McpServerEntry, ...]:
         servers = cast("Mapping[str, McpServerEntry]", self.get("mcp_servers"))
         return tuple(servers[name] for name in sorted(servers))
+
+    @property
+    def models(self) -> Mapping[str, ModelDecl]:
+        """The declared model facts by model name (``[models."<name>"]``)."""
+        return cast("Mapping[str, ModelDecl]", self.get("models"))
 
     @property
     def shell_timeout_s(self) -> float:

@@ -138,6 +138,12 @@ def _describe_hooks(value: Any) -> str:
     return describe_hooks(value)
 
 
+def _check_models(value: Any, at: At) -> Any:
+    from ._models import check_models  # only when a file declares models (start-up budget)
+
+    return check_models(value, at)
+
+
 def _choices(check: Check) -> tuple[str, ...]:
     return check.choices if isinstance(check, Choice) else ()
 
@@ -217,6 +223,14 @@ SETTINGS: Final[dict[str, Setting]] = {
             "a file replacing (or, with a {{default}} line, extending) the built-in system prompt",
             path="file",
             user_only=True,
+        ),
+        Setting(
+            "models",
+            _check_models,
+            'model facts by model name ([models."<name>"] context_window, max_output_tokens, reasoning, images)',
+            trust=True,
+            merge="by_name",
+            default={},
         ),
         Setting(
             "secret_env",
@@ -364,6 +378,9 @@ def describe(s: Setting, value: Any) -> str:
 
     if isinstance(value, McpServerEntry):
         return value.describe()
+    describe_entry = getattr(value, "describe", None)
+    if callable(describe_entry):  # a by-name entry that says what it does (a declared model)
+        return str(describe_entry())
     if s.describe is not None:
         return s.describe(value)
     import shlex

@@ -11,7 +11,7 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
@@ -21,6 +21,9 @@ from .._kinds import ErrorKind
 from ._common import obj
 from ._error_body import error_body
 from ._sse import SseEvent, SseParser
+
+if TYPE_CHECKING:
+    from .model_info import ModelInfo
 
 __all__ = [
     "HttpConfig",
@@ -356,3 +359,9 @@ class HttpModel:
         items: list[Any] = data  # pyright: ignore[reportUnknownVariableType]
         entries = [obj(m) for m in items]
         return [str(m["id"]) for m in entries if m.get("id")]
+
+    async def describe_models(self) -> list[ModelInfo]:
+        """The server's models and what it says of each (context window, output limit; ``model_info``)."""
+        from .model_info import describe_models
+
+        return await describe_models(self._ep, self._auth(), self.models_path)

@@ -17,9 +17,10 @@ from typing import Any, Final
 from .._errors import HarnessUsageError
 from ..model import Model
 from .anthropic import Messages
+from .model_info import ModelInfo
 from .openai import ChatCompletions, Responses
 
-__all__ = ["DEFAULT_URLS", "PROVIDERS", "build_model", "list_models"]
+__all__ = ["DEFAULT_URLS", "PROVIDERS", "build_model", "describe_models", "list_models"]
 
 PROVIDERS: Final = ("openai", "openai-responses", "anthropic")
 OPENAI_URL: Final = "https://api.openai.com/v1"
@@ -64,5 +65,17 @@ async def list_models(
     m = build_model(provider, model="-", base_url=base_url, api_key=api_key, **kw)
     try:
         return await m.list_models()
+    finally:
+        await m.aclose()
+
+
+async def describe_models(
+    provider: str, *, base_url: str | None = None, api_key: str | None = None, **kw: Any
+) -> list[ModelInfo]:
+    """The server's models with what it says of each (``harness.providers.model_info``); ``[]`` where
+    it has no model list. Raises ``ModelError`` when the server cannot be reached or refuses the key."""
+    m = build_model(provider, model="-", base_url=base_url, api_key=api_key, **kw)
+    try:
+        return await m.describe_models()
     finally:
         await m.aclose()
