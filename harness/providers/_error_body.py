@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from ._common import obj
+
 __all__ = ["error_body"]
 
 _MAX_TEXT = 500
@@ -60,7 +62,7 @@ def error_body(raw: bytes) -> Any:
         return value
     if text.startswith(("data:", "event:", ":")) or "\ndata:" in text:
         records = _sse_records(text)
-        with_error = [r for r in records if isinstance(r, dict) and "error" in r]
+        with_error: list[Any] = [r for r in records if "error" in obj(r)]
         if with_error or records:
             return (with_error or records)[0]
     lowered = text[:200].lower()
