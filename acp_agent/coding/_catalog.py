@@ -14,14 +14,19 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import anyio.to_thread
 
-__all__ = ["HTTP_PROVIDERS", "ModelCatalog", "known_context_window", "model_values"]
+from ._model_facts import builtin_window, window_text
+
+if TYPE_CHECKING:
+    from harness.providers.model_info import ModelInfo
+
+__all__ = ["HTTP_PROVIDERS", "ModelCatalog", "model_values"]
 
 log = logging.getLogger(__name__)
 
@@ -31,38 +36,14 @@ LIST_TIMEOUT_S: Final = 15.0
 GROUP_OVER: Final = 12
 _DEFAULT_URLS: Final = {"anthropic": "https://api.anthropic.com"}
 
-_WINDOWS: Final = (
-    ("claude", 200_000),
-    ("gpt-4.1", 1_047_576),
-    ("gpt-5", 400_000),
-    ("gpt-4o", 128_000),
-    ("o3", 200_000),
-    ("o4", 200_000),
-)
 _FAMILY = re.compile(r"^[A-Za-z]+(?:-?\d+(?:\.\d+)?)?")
 
 
-def known_context_window(model: str | None) -> int | None:
-    """The context window of well-known model families; None when unknown."""
-    if not model:
-        return None
-    name = model.lower().rsplit("/", 1)[-1]
-    return next((size for prefix, size in _WINDOWS if name.startswith(prefix)), None)
-
-
-def _describe(name: str) -> str | None:
-    window = known_context_window(name)
-    if window is None:
-        return None
-    size = f"{round(window / 1_000_000, 1):g}M" if window >= 1_000_000 else f"{window // 1000}k"
-    return f"{size} tokens of context"
-
-
-def _value(name: str) -> dict[str, Any]:
+def _value(name: str, window_of: Callable[[str], int | None]) -> dict[str, Any]:
     entry: dict[str, Any] = {"value": name, "name": name}
-    description = _describe(name)
-    if description:
-        entry["description"] = description
+    window = window_of(name)
+    if window is not None:
+        entry["description"] = f"{window_text(window)} tokens of context"
     return entry
 
 
@@ -74,9 +55,12 @@ def _group_of(name: str) -> str:
     return match.group(0) if match else name
 
 
-def model_values(names: Sequence[str]) -> list[dict[str, Any]]:
-    """The ``options`` of the ``model`` select: flat, or grouped (vendor or family) when long."""
-    flat = [_value(n) for n in names]
+def model_values(
+    names: Sequence[str], window_of: Callable[[str], int | None] = builtin_window
+) -> list[dict[str, Any]]:
+    """The ``options`` of the ``model`` select: flat, or grouped (vendor or family) when long; each
+    model's description gives its context window where ``window_of`` knows it."""
+    flat = [_value(n, window_of) for n in names]
     if len(names) <= GROUP_OVER:
         return flat
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -94,6 +78,7 @@ class ModelCatalog:
     def __init__(self, home: Path) -> None:
         self._file = home / "cache" / "models.json"
         self._memory: dict[str, list[str]] = {}
+        self._facts: dict[str, dict[str, ModelInfo]] = {}
         self._read_file = False
         self._refreshed: dict[str, float] = {}
         self._locks: dict[str, anyio.Lock] = {}
@@ -109,9 +94,14 @@ class ModelCatalog:
         if not self._read_file:
             self._read_file = True
             stored = await anyio.to_thread.run_sync(_read, self._file)
-            for k, names in stored.items():
+            for k, (names, facts) in stored.items():
                 self._memory.setdefault(k, names)
+                self._facts.setdefault(k, facts)
         return list(self._memory.get(key, []))
+
+    def facts(self, provider: str, base_url: str | None) -> dict[str, ModelInfo]:
+        """What the endpoint's model list said of each model, as last known (by model id)."""
+        return dict(self._facts.get(self.key(provider, base_url), {}))
 
     async def refresh(
         self, provider: str, base_url: str | None, api_key: str | None, *, force: bool = False
@@ -124,26 +114,31 @@ class ModelCatalog:
             if not force and time.monotonic() - self._refreshed.get(key, -FRESH_S) < FRESH_S:
                 return list(self._memory.get(key, []))
             try:
-                from harness.providers.factory import list_models
+                from harness.providers.factory import describe_models
 
                 with anyio.fail_after(LIST_TIMEOUT_S):
-                    found = sorted(set(await list_models(provider, base_url=base_url, api_key=api_key)))
+                    infos = await describe_models(provider, base_url=base_url, api_key=api_key)
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:
                 log.info("listing the models of %s failed: %s", key, exc)
                 return None
             self._refreshed[key] = time.monotonic()
-            if found != self._memory.get(key):
+            found = sorted({i.id for i in infos})
+            facts = {i.id: i for i in infos}
+            if found != self._memory.get(key) or facts != self._facts.get(key):
                 self._memory[key] = found
+                self._facts[key] = facts
                 try:
-                    await anyio.to_thread.run_sync(_write, self._file, key, found)
+                    await anyio.to_thread.run_sync(_write, self._file, key, found, facts)
                 except OSError as exc:
                     log.info("cannot write %s: %s", self._file, exc)
             return found
 
 
-def _read(path: Path) -> dict[str, list[str]]:
+def _read(path: Path) -> dict[str, tuple[list[str], dict[str, ModelInfo]]]:
+    from harness.providers.model_info import ModelInfo
+
     try:
         raw: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -151,17 +146,28 @@ def _read(path: Path) -> dict[str, list[str]]:
     except (OSError, ValueError) as exc:
         log.info("%s is unreadable (%s); model lists are fetched again", path, exc)
         return {}
-    out: dict[str, list[str]] = {}
+    out: dict[str, tuple[list[str], dict[str, ModelInfo]]] = {}
     for key, entry in (cast("dict[str, Any]", raw) if isinstance(raw, dict) else {}).items():
-        models: Any = cast("dict[str, Any]", entry).get("models") if isinstance(entry, dict) else None
-        if isinstance(models, list):
-            out[key] = [str(m) for m in cast("list[Any]", models) if isinstance(m, str)]
+        got: dict[str, Any] = cast("dict[str, Any]", entry) if isinstance(entry, dict) else {}
+        models: Any = got.get("models")
+        if not isinstance(models, list):
+            continue
+        facts: dict[str, ModelInfo] = {}
+        stored: Any = got.get("facts")
+        for item in cast("list[Any]", stored) if isinstance(stored, list) else []:
+            info = ModelInfo.from_dict(cast("dict[str, Any]", item)) if isinstance(item, dict) else None
+            if info is not None:
+                facts[info.id] = info
+        out[key] = ([str(m) for m in cast("list[Any]", models) if isinstance(m, str)], facts)
     return out
 
 
-def _write(path: Path, key: str, models: list[str]) -> None:
+def _write(path: Path, key: str, models: list[str], facts: dict[str, ModelInfo]) -> None:
     from ..session._store import write_json_atomic
 
-    stored: dict[str, Any] = {k: {"models": v} for k, v in _read(path).items()}
-    stored[key] = {"models": models, "fetchedAt": time.time()}
+    stored: dict[str, Any] = {
+        k: {"models": names, "facts": [i.to_dict() for i in known.values()]}
+        for k, (names, known) in _read(path).items()
+    }
+    stored[key] = {"models": models, "facts": [i.to_dict() for i in facts.values()], "fetchedAt": time.time()}
     write_json_atomic(path, stored, indent=None)

@@ -62,7 +62,7 @@ class Compaction:
         self,
         link: SessionLink,
         *,
-        context_window: int | None,
+        context_window: int | Callable[[], int | None] | None,
         model: Any,
         path: Path | None = None,
         updates: bool = False,
@@ -73,11 +73,17 @@ class Compaction:
         self._updates = updates
         self._open: str | None = None  # the id of the compaction told in progress
         self._link = link
-        self._window = context_window
+        self._context_window = context_window
         self._model = model
         self._path = path
         self._by_command = False
         self._made: Compacted | None = None
+
+    @property
+    def _window(self) -> int | None:
+        """The window now (a callable follows the session's model as it switches)."""
+        window = self._context_window
+        return window() if callable(window) else window
 
     # --- checkpoints on disk ---------------------------------------------------------------------
 

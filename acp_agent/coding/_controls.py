@@ -18,8 +18,9 @@ import anyio.to_thread
 
 from ..protocol.errors import RpcError
 from ..session._setup import CommandOutcome
-from ._catalog import HTTP_PROVIDERS, ModelCatalog, known_context_window, model_values
+from ._catalog import HTTP_PROVIDERS, ModelCatalog, model_values
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
+from ._model_facts import ModelFacts, resolve_facts
 from ._modes import MODE_INFO
 from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
 from ._toggles import Toggle
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from ._gate import SessionLink
     from ._modes import ModeState
 
-__all__ = ["CodingControls", "ModelSwitch", "ThoughtLevel", "Toggle", "known_context_window"]
+__all__ = ["CodingControls", "ModelSwitch", "ThoughtLevel", "Toggle"]
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,20 @@ class CodingControls:
             ],
         }
 
+    def facts(self, name: str | None = None) -> ModelFacts | None:
+        """The facts of model ``name`` (default: the session's), from the configuration, the server's
+        list and the built-in table (``_model_facts``); None when the session names no model."""
+        name = name or self._model_name
+        if not name:
+            return None
+        c = self._config
+        served = self._catalog.facts(c.provider, c.base_url).get(name) if self._http and c.provider else None
+        return resolve_facts(name, c.models.get(name), served)
+
+    def _window_of(self, name: str) -> int | None:
+        facts = self.facts(name)
+        return facts.context_window if facts is not None else None
+
     def _models(self) -> list[str]:
         current = self._model_name
         names = [current] if current else []
@@ -144,7 +159,7 @@ class CodingControls:
                 "name": "Model",
                 "category": "model",
                 "currentValue": current,
-                "options": model_values(names),
+                "options": model_values(names, self._window_of),
             }
         )
         if self._config.provider in THOUGHT:
@@ -275,11 +290,11 @@ class CodingControls:
         provider = self._config.provider
         if not self._http or provider is None:
             return
-        before = self._models()
+        before = (self._models(), self.facts())
         found = await self._catalog.refresh(provider, self._config.base_url, self._config.api_key)
         if found is not None:
             self._served = found
-        if self._models() != before:
+        if (self._models(), self.facts()) != before:  # a new model, or what the server says of one
             await self._send_config_options()
 
     async def turn_starting(self) -> None:

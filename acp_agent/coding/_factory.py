@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from harness import Decision, Hints, Options, Question, Result, Tools, ToolSpec
+from harness import Decision, Hints, Question, Result, Tools, ToolSpec
 from harness.policy import PermissionStore
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
@@ -39,12 +39,14 @@ from ..trust import TrustStore
 from ._catalog import ModelCatalog
 from ._compact import CHECKPOINTS_FILE, Compaction
 from ._context import ProjectContext, PromptFileError, SystemPrompt
-from ._controls import CodingControls, ThoughtLevel, known_context_window
+from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
 from ._elicit import McpElicitor
 from ._gate import PermissionGate, RunningMarker, SessionLink
 from ._hook_calls import PostToolHooks, PreToolHooks
 from ._instructions import DeeperInstructions
+from ._model_facts import builtin_window
+from ._model_notes import ModelNotes
 from ._modes import ModeState, PolicyMiddleware, protected_paths, store_paths
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
@@ -198,7 +200,13 @@ class CodingFactory:
 
         plan.subscribe(plan_changed)
         thought = ThoughtLevel(config.provider)
-        window = known_context_window(config.model)
+
+        def window() -> int | None:
+            """The session's model's context window now (it follows ``/model``)."""
+            if link.controls is None:
+                return builtin_window(config.model)
+            facts = link.controls.facts()
+            return facts.context_window if facts is not None else None
 
         def current_model() -> Model | None:
             return link.controls.current_model() if link.controls is not None else None
@@ -229,7 +237,7 @@ class CodingFactory:
             trust = ProjectTrustPrompt(config.project, trust_store, gate, link, reload, apply)
 
         web, auto_compact = _switches()
-        toggles = [web, auto_compact] if window else [web]  # auto-compaction needs a known window
+        toggles = [web, auto_compact]  # any model's window may become known (the server's list)
         if self._catalog is None:
             self._catalog = ModelCatalog(env.home)
         controls = CodingControls(
@@ -258,7 +266,7 @@ class CodingFactory:
             root,
             fs,
             LateModel(current_model),
-            context_window=window,
+            context_window=window(),
             system_suffix=_roots_note(env),
             # The session's rules judge the sub-agent's calls too; what they ask about pauses the
             # sub-agent and is asked through the session's gate (the explore call's approval).
@@ -290,6 +298,19 @@ class CodingFactory:
         async def say(text: str) -> None:
             await link.advise("Shell commands are not sandboxed", text, text + "\n\n")
 
+        async def usage(used: int, size: int) -> None:
+            from ..protocol.models import UsageUpdate
+
+            await link.send(UsageUpdate(used=used, size=size))
+
+        notes = ModelNotes(
+            controls.facts,
+            say,
+            usage,
+            _user_config_file(self.environ),
+            tell_unknown=config.provider in ("openai", "openai-responses", "anthropic"),
+        )
+
         return SessionSetup(
             tools=Tools(*sources),
             middleware=[
@@ -304,6 +325,7 @@ class CodingFactory:
                 _ModeNote(modes),
                 thought,
                 Reminder(plan),
+                notes,  # the model's window on each prompt; usage, empty replies, window notices
                 # Inside: its summary call goes to the model without the mode note or the reminder.
                 AutoCompactSwitch(auto_compact),
                 compaction.middleware,
@@ -311,7 +333,7 @@ class CodingFactory:
             ],
             system=context.system,
             before_prompt=context.before_prompt,
-            options=Options(context_window=window) if window else None,
+            options=None,  # the window reaches each prompt through ``notes`` (it follows the model)
             context=env,
             aclose=aclose,
             display=ToolDisplay(marks_running=True),
@@ -438,6 +460,12 @@ def _switches() -> tuple[Toggle, Toggle]:
         ),
         Toggle("auto_compact", "Auto-compact", "Summarise older messages when the context window fills up"),
     )
+
+
+def _user_config_file(environ: Mapping[str, str]) -> Path:
+    from ..config._files import user_config_dir
+
+    return user_config_dir(environ) / "config.toml"
 
 
 def _roots_note(env: SessionEnvironment) -> str:

@@ -232,6 +232,11 @@ class Session:
             outcome = _unfinished(run, misuse)
             if outcome is not None:  # a replay shows the partial reply and a marker
                 self._shown.turn_ended(len(run.messages()), *outcome)
+            if outcome is not None and outcome[0] == "failed" and misuse is None:  # (misuse: logged)
+                # The log's filter redacts the process's secrets; the providers scrub their key too.
+                log.warning(
+                    "session %s: turn failed (%s): %s", self.id, _kind(run.ended(), "model_error"), outcome[1]
+                )
             with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
                 await self._persist(run, final=True)
         return stop_reason(run.ended(), misuse)

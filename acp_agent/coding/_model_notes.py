@@ -1,0 +1,138 @@
+"""``ModelNotes``: the model middleware that puts the session's model facts to work and says what the
+editor would otherwise not show.
+
+For each model call of a turn it gives the prompt the model's context window (so ``Compact`` compacts
+near it, for every model whose window is known), and after each reply it sends ``usage_update`` (the
+context used of that window). It says, as an agent message:
+
+- once per session, when the window is unknown: how to declare it (and the tokens used so far);
+- once per session, before the first reply, when the server is one that drops what does not fit
+  without an error (Ollama) and runs the model at its small default window: how to raise it on the
+  server (its OpenAI endpoint takes no ``num_ctx``) and declare it;
+- after a reply with no text and no tool call: that the model returned no text, with the finish reason
+  when it is not ``stop``, so a turn is never blank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.model import Finish, FinishReason, ReasoningChunk, TextChunk, ToolStart, UsageChunk
+
+from ._model_facts import ModelFacts
+
+if TYPE_CHECKING:
+    from harness.middleware import NextModel
+    from harness.model import Delta, Prompt
+
+__all__ = ["ModelNotes", "empty_reply_text", "ollama_warning", "unknown_window_text"]
+
+_EXAMPLE_WINDOW = 65536
+_FINISH_MEANING = {
+    FinishReason.LENGTH: "it reached its output limit before writing any",
+    FinishReason.CONTENT_FILTER: "the provider's content filter stopped it",
+    FinishReason.REFUSAL: "it refused",
+}
+
+
+def empty_reply_text(finish: FinishReason | None, reasoned: bool) -> str:
+    text = "The model returned no text" + (" (only its reasoning)" if reasoned else "")
+    if finish is not None and finish is not FinishReason.STOP:
+        meaning = _FINISH_MEANING.get(finish)
+        text += f"; finish reason: {finish.value}" + (f" ({meaning})" if meaning else "")
+    return text + "."
+
+
+def unknown_window_text(name: str, config_file: Path, used: int | None) -> str:
+    so_far = f" ({used:,} tokens used so far)" if used else ""
+    return (
+        f"The context window of {name} is not known{so_far}, so the agent cannot show how full it is or "
+        "compact the conversation before the server refuses it. Declare it in "
+        f'{config_file}:\n\n[models."{name}"]\ncontext_window = <tokens>'
+    )
+
+
+def ollama_warning(facts: ModelFacts, config_file: Path) -> str:
+    runs = (
+        f"at {facts.context_window:,} tokens of context"
+        if facts.context_window is not None
+        else "at Ollama's default context window (4,096 tokens on most machines, unless the server "
+        "sets OLLAMA_CONTEXT_LENGTH)"
+    )
+    supports = f" though the model supports {facts.trained_window:,}" if facts.trained_window else ""
+    return (
+        f"{facts.name} runs on Ollama {runs},{supports}. Ollama drops what does not fit without an error, "
+        "the instructions first, and its OpenAI endpoint takes no num_ctx, so raise it on the server: "
+        f"`OLLAMA_CONTEXT_LENGTH={_EXAMPLE_WINDOW} ollama serve` (or the context slider in the Ollama "
+        f"app, or `PARAMETER num_ctx {_EXAMPLE_WINDOW}` in a Modelfile), then declare it in "
+        f'{config_file}:\n\n[models."{facts.name}"]\ncontext_window = {_EXAMPLE_WINDOW}'
+    )
+
+
+class ModelNotes:
+    """See the module docstring. ``facts`` gives the current model's facts (it may switch mid-session);
+    ``say`` sends an agent message; ``usage`` sends a ``usage_update`` (used, size); ``tell_unknown``:
+    tell how to declare an unknown window (for an HTTP provider, where declaring it helps)."""
+
+    def __init__(
+        self,
+        facts: Callable[[], ModelFacts | None],
+        say: Callable[[str], Awaitable[None]],
+        usage: Callable[[int, int], Awaitable[None]],
+        config_file: Path,
+        *,
+        tell_unknown: bool = True,
+    ) -> None:
+        self._tell_unknown = tell_unknown
+        self._facts = facts
+        self._say = say
+        self._usage = usage
+        self._config_file = config_file
+        self._told: set[str] = set()
+
+    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        return self._stream(prompt, next)
+
+    async def _once(self, key: str, text: str) -> None:
+        if key not in self._told:
+            self._told.add(key)
+            await self._say(text)
+
+    async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        facts = self._facts()
+        window = facts.context_window if facts is not None else None
+        if facts is not None and facts.evicts_silently:
+            await self._once(f"ollama {facts.name}", ollama_warning(facts, self._config_file))
+        if window is not None:
+            prompt = prompt.replace(options=replace(prompt.options, context_window=window))
+        wrote = reasoned = False
+        finish: FinishReason | None = None
+        usage: dict[str, int] = {}
+        async for delta in next(prompt):
+            match delta:
+                case TextChunk(text=text) if text.strip():
+                    wrote = True
+                case ToolStart():
+                    wrote = True
+                case ReasoningChunk():
+                    reasoned = True
+                case Finish(reason=reason):
+                    finish = reason
+                case UsageChunk():
+                    for name in ("input", "output", "cache_read", "cache_write"):
+                        value = getattr(delta, name)
+                        if value is not None:
+                            usage[name] = value
+                case _:
+                    pass
+            yield delta
+        used = sum(usage.values())
+        if window is not None and used > 0:
+            await self._usage(used, window)
+        elif window is None and facts is not None and self._tell_unknown and not facts.evicts_silently:
+            await self._once(f"window {facts.name}", unknown_window_text(facts.name, self._config_file, used))
+        if not wrote:
+            await self._say(empty_reply_text(finish, reasoned))
