@@ -1,0 +1,152 @@
+"""Through the real process: the context window from each source (the server's model list as vLLM,
+llama.cpp, OpenRouter and Ollama answer it; the configuration) reaches ``usage_update.size``, the model
+picker and compaction; an unknown window is told once how to declare; Ollama's small default warned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_conformance.fake_model import FakeServer, Reply
+from tests.providers.model_lists import route_llamacpp, route_ollama, route_openrouter, route_vllm
+
+from ._support import chat_text, model_option, models_agent
+
+pytestmark = pytest.mark.anyio
+
+LIMIT_S = 60
+
+
+def _sizes(agent: object) -> list[tuple[int, int]]:
+    return [(u["used"], u["size"]) for u in agent.updates("usage_update")]  # type: ignore[attr-defined]
+
+
+async def test_vllm_max_model_len_reaches_usage_update_and_the_picker(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        route_vllm(server, "qwen3-coder", 40960)
+        server.route("POST", "/v1/chat/completions", Reply.sse(chat_text("Hello.", 1200)))
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder") as agent:
+                [entry] = [v for v in model_option(agent)["options"] if v["value"] == "qwen3-coder"]
+                assert entry["description"] == "41k tokens of context"
+                answer = await agent.prompt("hi")
+                assert answer["result"]["stopReason"] == "end_turn"
+                assert _sizes(agent) == [(1205, 40960)]
+                assert "not known" not in agent.text()
+
+
+async def test_llamacpp_n_ctx_triggers_compaction_near_it(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        route_llamacpp(server, "local", n_ctx=8192, n_ctx_train=131072)
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_text("First answer.", 7000)),
+            Reply.sse(chat_text("SUMMARY of the first exchange.", 300)),
+            Reply.sse(chat_text("Second answer.", 900)),
+        )
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "local") as agent:
+                await agent.prompt("first question")
+                assert _sizes(agent) == [(7005, 8192)]
+                await agent.prompt("second question")
+                text = agent.text()
+                assert "Near the context window: compacted the conversation" in text
+                assert text.endswith("Second answer.")
+                posts = [r.json for r in server.requests if r.method == "POST"]
+                assert len(posts) == 3, "the summary call came between the two answers"
+                assert "SUMMARY of the first exchange." in str(posts[2]["messages"])
+                assert all(size == 8192 for _, size in _sizes(agent))
+
+
+async def test_openrouter_context_length_reaches_usage_update(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        route_openrouter(server, "qwen/qwen3-coder", 262144, 65536)
+        server.route("POST", "/api/v1/chat/completions", Reply.sse(chat_text("Hi.", 500)))
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen/qwen3-coder", base="/api/v1") as agent:
+                await agent.prompt("hi")
+                assert _sizes(agent) == [(505, 262144)]
+
+
+async def test_the_configured_window_wins_over_the_servers(tmp_path: Path) -> None:
+    config = '[models."qwen3-coder"]\ncontext_window = 16384\n'
+    with FakeServer() as server:
+        route_vllm(server, "qwen3-coder", 40960)
+        server.route("POST", "/v1/chat/completions", Reply.sse(chat_text("Hello.", 100)))
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder", user_config=config) as agent:
+                [entry] = [v for v in model_option(agent)["options"] if v["value"] == "qwen3-coder"]
+                assert entry["description"] == "16k tokens of context"
+                await agent.prompt("hi")
+                assert _sizes(agent) == [(105, 16384)]
+
+
+async def test_a_configured_window_needs_no_model_list(tmp_path: Path) -> None:
+    config = '[models."my-gateway/gpt"]\ncontext_window = 32768\n'
+    with FakeServer() as server:  # no /v1/models: every GET is a 404
+        server.route("POST", "/v1/chat/completions", Reply.sse(chat_text("Hello.", 100)))
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(
+                tmp_path, server, "my-gateway/gpt", user_config=config, wait_for_list=False
+            ) as agent:
+                await agent.prompt("hi")
+                assert _sizes(agent) == [(105, 32768)]
+
+
+async def test_an_unknown_window_is_told_once_how_to_declare(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        server.route(
+            "GET", "/v1/models", Reply.json(200, {"data": [{"id": "mystery", "owned_by": "someone"}]})
+        )
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_text("One.", 700)),
+            Reply.sse(chat_text("Two.", 800)),
+        )
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "mystery", wait_for_list=False) as agent:
+                await agent.prompt("first")
+                await agent.prompt("second")
+                text = agent.text()
+                assert text.count("The context window of mystery is not known") == 1
+                assert "(705 tokens used so far)" in text
+                assert '[models."mystery"]\ncontext_window = <tokens>' in text
+                assert str(tmp_path / "user" / ".config" / "acp-agent" / "config.toml") in text
+                assert agent.updates("usage_update") == []
+
+
+async def test_ollama_at_its_default_window_is_warned_once_how_to_raise_it(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        route_ollama(server, "qwen3-coder:30b")
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_text("One.", 700)),
+            Reply.sse(chat_text("Two.", 800)),
+        )
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder:30b") as agent:
+                await agent.prompt("first")
+                await agent.prompt("second")
+                text = agent.text()
+                assert text.count("runs on Ollama at Ollama's default context window") == 1
+                assert "OLLAMA_CONTEXT_LENGTH=65536 ollama serve" in text
+                assert "the model supports 262,144" in text
+                assert "is not known" not in text, "one notice, not two"
+                assert text.index("runs on Ollama") < text.index("One.")
+
+
+async def test_ollama_with_a_declared_window_is_not_warned(tmp_path: Path) -> None:
+    config = '[models."qwen3-coder:30b"]\ncontext_window = 65536\n'
+    with FakeServer() as server:
+        route_ollama(server, "qwen3-coder:30b", running=65536)
+        server.route("POST", "/v1/chat/completions", Reply.sse(chat_text("One.", 700)))
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder:30b", user_config=config) as agent:
+                await agent.prompt("first")
+                assert "Ollama" not in agent.text()
+                assert _sizes(agent) == [(705, 65536)]
