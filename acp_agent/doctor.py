@@ -92,7 +92,7 @@ async def run_checks(
     trust = _check_trust(config)
     if trust is not None:
         report(trust)
-    for check in await _check_model(config):
+    for check in await _check_model(config, env):
         report(check)
     for server in config.mcp_servers:
         report(await _check_mcp(server, cwd))
@@ -137,7 +137,7 @@ def _check_trust(config: Config) -> Check | None:
 # --- the model ------------------------------------------------------------------------------------
 
 
-async def _check_model(config: Config) -> list[Check]:
+async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
     from .config import missing_key_problem
     from .model_setup import ModelSettings, build_model, how_to_configure
 
@@ -166,9 +166,13 @@ async def _check_model(config: Config) -> list[Check]:
     where = str(getattr(model, "base_url", config.base_url or config.provider))
     checks: list[Check] = []
     try:
-        listed = await _check_listing(model, config.model, where)
+        listed, infos = await _check_listing(model, config.model, where)
         checks.append(listed)
         if listed.ok is not False:
+            from .config._files import user_config_dir
+            from .doctor_facts import facts_check
+
+            checks.append(facts_check(config, infos, str(user_config_dir(env) / "config.toml")))
             checks.append(await _check_completion(model, config.model, where))
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
@@ -204,24 +208,27 @@ def _unreachable(where: str, exc: BaseException) -> str:
     )
 
 
-async def _check_listing(model: Any, name: str, where: str) -> Check:
-    list_models = getattr(model, "list_models", None)
-    if list_models is None:
-        return Check("model endpoint", None, f"{where}: this provider cannot list models; skipped.")
+async def _check_listing(model: Any, name: str, where: str) -> tuple[Check, list[Any]]:
+    """The listing check, and what the server's list said of each model (``ModelInfo``s)."""
+    describe = getattr(model, "describe_models", None)
+    if describe is None:
+        return Check("model endpoint", None, f"{where}: this provider cannot list models; skipped."), []
+    infos: list[Any] = []
     try:
         with anyio.fail_after(MODEL_TIMEOUT):
-            names: list[str] = list(await list_models())
+            infos = list(await describe())
+            names: list[str] = [i.id for i in infos]
     except TimeoutError:
         return Check(
             "model endpoint",
             False,
             f"{where} did not answer within {MODEL_TIMEOUT:.0f} s; check that "
             "the server is running and base_url is right.",
-        )
+        ), infos
     except Exception as exc:
-        return Check("model endpoint", False, _unreachable(where, exc))
+        return Check("model endpoint", False, _unreachable(where, exc)), infos
     if not names:
-        return Check("model endpoint", True, f"{where} is reachable (it publishes no model list)")
+        return Check("model endpoint", True, f"{where} is reachable (it publishes no model list)"), infos
     if name not in names:
         shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
         return Check(
@@ -229,8 +236,8 @@ async def _check_listing(model: Any, name: str, where: str) -> Check:
             False,
             f"{where} does not serve model {name!r}; set --model (or "
             f"ACP_AGENT_MODEL, or model in config.toml) to one of: {shown}.",
-        )
-    return Check("model endpoint", True, f"{where} is reachable and serves {name!r}")
+        ), infos
+    return Check("model endpoint", True, f"{where} is reachable and serves {name!r}"), infos
 
 
 async def _check_completion(model: Any, name: str, where: str) -> Check:
