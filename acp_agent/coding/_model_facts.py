@@ -81,34 +81,28 @@ def builtin_window(name: str | None) -> int | None:
 def resolve_facts(name: str, declared: ModelDecl | None, served: ModelInfo | None) -> ModelFacts:
     """Each fact from the first source that says it: the configuration, the server, the built-in table."""
     row = _builtin(name)
-    layers: list[tuple[str, tuple[int | bool | None, ...]]] = []
+    # (where the window came from, where the other facts came from, the facts in FACTS order)
+    layers: list[tuple[str, str, tuple[int | bool | None, ...]]] = []
     if declared is not None:
         where = f"configuration ({declared.source})" if declared.source else "configuration"
-        layers.append(
-            (
-                where,
-                (declared.context_window, declared.max_output_tokens, declared.reasoning, declared.images),
-            )
-        )
+        said = (declared.context_window, declared.max_output_tokens, declared.reasoning, declared.images)
+        layers.append((where, where, said))
     if served is not None:
         from harness.providers.model_info import SERVERS
 
         server = SERVERS.get(served.server or "", "the server")
-        layers.append(
-            (
-                f"{server}: {served.source}" if served.source else f"{server}'s model list",
-                (served.context_window, served.max_output_tokens, served.reasoning, served.images),
-            )
-        )
+        listed = f"{server}'s model list"
+        said = (served.context_window, served.max_output_tokens, served.reasoning, served.images)
+        layers.append((f"{server}: {served.source}" if served.source else listed, listed, said))
     if row is not None:
-        layers.append(("built-in table", row))
+        layers.append(("built-in table", "built-in table", row))
     values: dict[str, int | bool | None] = {}
     sources: dict[str, str] = {}
     for i, fact in enumerate(FACTS):
-        for where, said in layers:
+        for window_where, where, said in layers:
             if said[i] is not None:
                 values[fact] = said[i]
-                sources[fact] = where
+                sources[fact] = window_where if i == 0 else where
                 break
     window = values.get("context_window")
     output = values.get("max_output_tokens")

@@ -79,7 +79,7 @@ def test_facts_come_from_configuration_then_server_then_table() -> None:
     assert facts.sources == {
         "context_window": "Anthropic: max_input_tokens",
         "max_output_tokens": "configuration",
-        "images": "Anthropic: max_input_tokens",
+        "images": "Anthropic's model list",
         "reasoning": "built-in table",
     }
     assert resolve_facts("unheard-of", None, None).context_window is None
