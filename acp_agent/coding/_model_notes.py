@@ -5,7 +5,9 @@ For each model call of a turn it gives the prompt the model's context window (so
 near it, for every model whose window is known), and after each reply it sends ``usage_update`` (the
 context used of that window). It says, as an agent message:
 
-- once per session, when the window is unknown: how to declare it (and the tokens used so far);
+- once per session, when the window is unknown and the conversation has grown past ``TELL_AFTER`` tokens
+  (the server's count, else an estimate from the prompt's characters): how to declare it, and the tokens
+  used so far (a short chat is not interrupted by a notice that does not matter yet);
 - once per session, before the first reply, when the server is one that drops what does not fit
   without an error (Ollama) and runs the model at its small default window: how to raise it on the
   server (its OpenAI endpoint takes no ``num_ctx``) and declare it;
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["ModelNotes", "empty_reply_text", "ollama_warning", "unknown_window_text"]
 
 _EXAMPLE_WINDOW = 65536
+TELL_AFTER = 8192
+"""Tokens of conversation after which an unknown window is worth a notice."""
 _FINISH_MEANING = {
     FinishReason.LENGTH: "it reached its output limit before writing any",
     FinishReason.CONTENT_FILTER: "the provider's content filter stopped it",
@@ -59,8 +63,8 @@ def ollama_warning(facts: ModelFacts, config_file: Path) -> str:
     runs = (
         f"at {facts.context_window:,} tokens of context"
         if facts.context_window is not None
-        else "at Ollama's default context window (4,096 tokens on most machines, unless the server "
-        "sets OLLAMA_CONTEXT_LENGTH)"
+        else "at Ollama's default context window (4,096 tokens on a machine with under 24 GiB of VRAM, "
+        "unless the server sets OLLAMA_CONTEXT_LENGTH)"
     )
     supports = f" though the model supports {facts.trained_window:,}" if facts.trained_window else ""
     return (
@@ -70,6 +74,12 @@ def ollama_warning(facts: ModelFacts, config_file: Path) -> str:
         f"app, or `PARAMETER num_ctx {_EXAMPLE_WINDOW}` in a Modelfile), then declare it in "
         f'{config_file}:\n\n[models."{facts.name}"]\ncontext_window = {_EXAMPLE_WINDOW}'
     )
+
+
+def _estimate(prompt: Prompt) -> int:
+    """The prompt's tokens, roughly (four characters a token), for a server that reports no usage."""
+    chars = len(prompt.system or "") + sum(len(m.text) for m in prompt.messages)
+    return chars // 4
 
 
 class ModelNotes:
@@ -133,6 +143,9 @@ class ModelNotes:
         if window is not None and used > 0:
             await self._usage(used, window)
         elif window is None and facts is not None and self._tell_unknown and not facts.evicts_silently:
-            await self._once(f"window {facts.name}", unknown_window_text(facts.name, self._config_file, used))
+            used = used or _estimate(prompt)
+            if used > TELL_AFTER:
+                text = unknown_window_text(facts.name, self._config_file, used)
+                await self._once(f"window {facts.name}", text)
         if not wrote:
             await self._say(empty_reply_text(finish, reasoned))

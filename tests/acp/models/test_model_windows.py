@@ -96,7 +96,7 @@ async def test_a_configured_window_needs_no_model_list(tmp_path: Path) -> None:
                 assert _sizes(agent) == [(105, 32768)]
 
 
-async def test_an_unknown_window_is_told_once_how_to_declare(tmp_path: Path) -> None:
+async def test_an_unknown_window_is_told_once_how_to_declare_when_it_matters(tmp_path: Path) -> None:
     with FakeServer() as server:
         server.route(
             "GET", "/v1/models", Reply.json(200, {"data": [{"id": "mystery", "owned_by": "someone"}]})
@@ -104,16 +104,19 @@ async def test_an_unknown_window_is_told_once_how_to_declare(tmp_path: Path) -> 
         server.route(
             "POST",
             "/v1/chat/completions",
-            Reply.sse(chat_text("One.", 700)),
-            Reply.sse(chat_text("Two.", 800)),
+            Reply.sse(chat_text("One.", 3000)),
+            Reply.sse(chat_text("Two.", 9000)),
+            Reply.sse(chat_text("Three.", 9500)),
         )
         with anyio.fail_after(LIMIT_S):
             async with models_agent(tmp_path, server, "mystery", wait_for_list=False) as agent:
                 await agent.prompt("first")
+                assert agent.text() == "One.", "a short chat is not interrupted"
                 await agent.prompt("second")
+                await agent.prompt("third")
                 text = agent.text()
                 assert text.count("The context window of mystery is not known") == 1
-                assert "(705 tokens used so far)" in text
+                assert "(9,005 tokens used so far)" in text
                 assert '[models."mystery"]\ncontext_window = <tokens>' in text
                 assert str(tmp_path / "user" / ".config" / "acp-agent" / "config.toml") in text
                 assert agent.updates("usage_update") == []
@@ -150,3 +153,36 @@ async def test_ollama_with_a_declared_window_is_not_warned(tmp_path: Path) -> No
                 await agent.prompt("first")
                 assert "Ollama" not in agent.text()
                 assert _sizes(agent) == [(705, 65536)]
+
+
+async def test_switching_the_model_switches_the_window(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        server.route(
+            "GET",
+            "/v1/models",
+            Reply.json(200, {"data": [{"id": n, "owned_by": "openai"} for n in ("small", "large")]}),
+        )
+        infos = [
+            {"model_name": "small", "model_info": {"max_input_tokens": 8000, "max_output_tokens": 2000}},
+            {"model_name": "large", "model_info": {"max_input_tokens": 128000, "max_output_tokens": 16000}},
+        ]
+        server.route("GET", "/v1/model/info", Reply.json(200, {"data": infos}))
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_text("One.", 100)),
+            Reply.sse(chat_text("Two.", 200)),
+        )
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "small") as agent:
+                described = {v["value"]: v.get("description") for v in model_option(agent)["options"]}
+                assert described == {"small": "8k tokens of context", "large": "128k tokens of context"}
+                await agent.prompt("one")
+                await agent.client.call(
+                    "session/set_config_option",
+                    {"sessionId": agent.session, "configId": "model", "value": "large"},
+                )
+                await agent.prompt("two")
+                assert _sizes(agent) == [(105, 8000), (205, 128000)]
+                posts = [r.json for r in server.requests if r.method == "POST"]
+                assert [p["model"] for p in posts] == ["small", "large"]
