@@ -186,3 +186,25 @@ async def test_switching_the_model_switches_the_window(tmp_path: Path) -> None:
                 assert _sizes(agent) == [(105, 8000), (205, 128000)]
                 posts = [r.json for r in server.requests if r.method == "POST"]
                 assert [p["model"] for p in posts] == ["small", "large"]
+
+
+async def test_a_new_process_describes_the_window_from_the_cached_list_before_asking_again(
+    tmp_path: Path,
+) -> None:
+    with FakeServer() as server:
+        route_vllm(server, "qwen3-coder", 40960)
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder"):
+                pass
+        server.route("GET", "/v1/models", Reply.json(503, {"error": {"message": "down"}}))
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder", wait_for_list=False) as agent:
+                opened = next(
+                    m["result"]
+                    for m in agent.client.messages
+                    if isinstance(m, dict) and m.get("result", {}).get("sessionId") == agent.session
+                )
+        [model] = [o for o in opened["configOptions"] if o["id"] == "model"]
+        assert model["options"] == [
+            {"value": "qwen3-coder", "name": "qwen3-coder", "description": "41k tokens of context"}
+        ]
