@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.providers.model_info import ModelInfo
+    from harness.model_info import ModelInfo
 
     from .config import Config
     from .doctor import Check

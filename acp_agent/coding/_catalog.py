@@ -24,7 +24,7 @@ import anyio.to_thread
 from ._model_facts import builtin_window, window_text
 
 if TYPE_CHECKING:
-    from harness.providers.model_info import ModelInfo
+    from harness.model_info import ModelInfo
 
 __all__ = ["HTTP_PROVIDERS", "ModelCatalog", "model_values"]
 
@@ -137,7 +137,7 @@ class ModelCatalog:
 
 
 def _read(path: Path) -> dict[str, tuple[list[str], dict[str, ModelInfo]]]:
-    from harness.providers.model_info import ModelInfo
+    from harness.model_info import ModelInfo
 
     try:
         raw: Any = json.loads(path.read_text(encoding="utf-8"))

@@ -1,7 +1,7 @@
 """A model's facts (context window, output limit, reasoning, images) and where each came from.
 
 In this order: the configuration (``[models."<name>"]``, the user's file and a trusted project's), what
-the server's model list says (``harness.providers.model_info``), then the built-in table of hosted model
+the server's model list says (``harness.model_info``), then the built-in table of hosted model
 families. Each fact is taken from the first source that says it, and its source is kept for ``doctor``.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from harness.providers.model_info import ModelInfo
+    from harness.model_info import ModelInfo
 
     from ..config._models import ModelDecl
 
@@ -49,7 +49,7 @@ class ModelFacts:
     images: bool | None = None
     sources: Mapping[str, str] = field(default_factory=dict[str, str])
     server: str | None = None
-    """The server kind recognised from its model list (``harness.providers.model_info.SERVERS``)."""
+    """The server kind recognised from its model list (``harness.model_info.SERVERS``)."""
     trained_window: int | None = None
     default_window: bool = False
     """The server runs the model at its own default window (Ollama), which nothing declared."""
@@ -88,7 +88,7 @@ def resolve_facts(name: str, declared: ModelDecl | None, served: ModelInfo | Non
         said = (declared.context_window, declared.max_output_tokens, declared.reasoning, declared.images)
         layers.append((where, where, said))
     if served is not None:
-        from harness.providers.model_info import SERVERS
+        from harness.model_info import SERVERS
 
         server = SERVERS.get(served.server or "", "the server")
         listed = f"{server}'s model list"

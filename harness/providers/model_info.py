@@ -29,15 +29,15 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import anyio
-import httpx2
 
 from .._errors import ModelError
-from ._common import count, obj
+from ..model_info import SERVERS, ModelInfo, positive
+from ._common import obj
 
 if TYPE_CHECKING:
     from ._http import Endpoint
@@ -46,86 +46,24 @@ __all__ = ["SERVERS", "ModelInfo", "describe_models", "parse_model_list"]
 
 log = logging.getLogger(__name__)
 
-SERVERS: Final = {
-    "vllm": "vLLM",
-    "llama.cpp": "llama.cpp",
-    "ollama": "Ollama",
-    "openrouter": "OpenRouter",
-    "litellm": "LiteLLM",
-    "anthropic": "Anthropic",
-}
-"""Server kinds this module recognises, with the names shown to a person."""
-
 _HOSTED: Final = ("api.openai.com", "api.anthropic.com", "openrouter.ai")
 _OLLAMA_SHOW_AT_MOST: Final = 32
 _PROBE_TIMEOUT_S: Final = 10.0
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
-    """One served model and what the server says of it (None: it does not say)."""
-
-    id: str
-    context_window: int | None = None
-    max_output_tokens: int | None = None
-    reasoning: bool | None = None
-    images: bool | None = None
-    source: str = ""
-    """Where the window came from, for a person (``vLLM max_model_len``)."""
-    server: str | None = None
-    """The server kind recognised (a ``SERVERS`` key), None when not recognised."""
-    trained_window: int | None = None
-    """What the model supports, where the server runs it at less (llama.cpp, Ollama)."""
-    default_window: bool = False
-    """The server runs the model at its default window, set for no model (Ollama): it may be small, and
-    what does not fit is dropped without an error."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, False, "")}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo | None:
-        """A cached entry read back (None when it is not one)."""
-        ident = data.get("id")
-        if not isinstance(ident, str):
-            return None
-
-        def flag(key: str) -> bool | None:
-            value = data.get(key)
-            return value if isinstance(value, bool) else None
-
-        server = data.get("server")
-        return cls(
-            ident,
-            _positive(data.get("context_window")),
-            _positive(data.get("max_output_tokens")),
-            flag("reasoning"),
-            flag("images"),
-            str(data.get("source") or ""),
-            server if isinstance(server, str) else None,
-            _positive(data.get("trained_window")),
-            data.get("default_window") is True,
-        )
-
-
-def _positive(value: Any) -> int | None:
-    n = count(value)
-    return n if n is not None and n > 0 else None
-
-
 def _entry(e: Mapping[str, Any]) -> ModelInfo:
     ident = str(e["id"])
     owned = str(e.get("owned_by") or "")
     meta = obj(e.get("meta"))
-    if _positive(e.get("max_model_len")) is not None:
-        return ModelInfo(ident, _positive(e["max_model_len"]), source="vLLM max_model_len", server="vllm")
+    if positive(e.get("max_model_len")) is not None:
+        return ModelInfo(ident, positive(e["max_model_len"]), source="vLLM max_model_len", server="vllm")
     if meta or owned == "llamacpp":
-        trained = _positive(meta.get("n_ctx_train"))
+        trained = positive(meta.get("n_ctx_train"))
         return ModelInfo(
             ident, trained, source="llama.cpp meta.n_ctx_train", server="llama.cpp", trained_window=trained
         )
-    if _positive(e.get("context_length")) is not None:
+    if positive(e.get("context_length")) is not None:
         arch = obj(e.get("architecture"))
         top = obj(e.get("top_provider"))
         modalities: Any = arch.get("input_modalities")
@@ -133,24 +71,24 @@ def _entry(e: Mapping[str, Any]) -> ModelInfo:
         is_router = bool(arch or top)
         return ModelInfo(
             ident,
-            _positive(e["context_length"]),
-            _positive(top.get("max_completion_tokens")),
+            positive(e["context_length"]),
+            positive(top.get("max_completion_tokens")),
             ("reasoning" in params) if isinstance(params, list) else None,
             ("image" in modalities) if isinstance(modalities, list) else None,
             source=f"{'OpenRouter ' if is_router else ''}context_length",
             server="openrouter" if is_router else None,
         )
-    if _positive(e.get("max_input_tokens")) is not None:
+    if positive(e.get("max_input_tokens")) is not None:
         return ModelInfo(
             ident,
-            _positive(e["max_input_tokens"]),
-            _positive(e.get("max_tokens")),
+            positive(e["max_input_tokens"]),
+            positive(e.get("max_tokens")),
             source="max_input_tokens",
             server="anthropic" if e.get("type") == "model" else None,
         )
     for key in ("context_window", "max_context_length"):
-        if _positive(e.get(key)) is not None:
-            return ModelInfo(ident, _positive(e[key]), source=key)
+        if positive(e.get(key)) is not None:
+            return ModelInfo(ident, positive(e[key]), source=key)
     return ModelInfo(ident, server="ollama" if owned == "library" else None)
 
 
@@ -168,6 +106,8 @@ def parse_model_list(body: Any) -> list[ModelInfo]:
 
 async def _json(ep: Endpoint, url: str, headers: Mapping[str, str], body: Any = None) -> Any:
     """GET (or POST ``body``) ``url``; its JSON, or None when it fails in any way (a probe, not a call)."""
+    import httpx2
+
     try:
         client = ep.http.client()
         if body is None:
@@ -189,7 +129,7 @@ def _root(base_url: str) -> str:
 async def _llamacpp(ep: Endpoint, headers: Mapping[str, str], infos: list[ModelInfo]) -> list[ModelInfo]:
     props = obj(await _json(ep, _root(ep.base_url) + "/props", headers))
     settings = obj(props.get("default_generation_settings"))
-    n_ctx = _positive(settings.get("n_ctx")) or _positive(props.get("n_ctx"))
+    n_ctx = positive(settings.get("n_ctx")) or positive(props.get("n_ctx"))
     vision: Any = obj(props.get("modalities")).get("vision")
     images = vision if isinstance(vision, bool) else None
     out: list[ModelInfo] = []
@@ -203,7 +143,7 @@ async def _llamacpp(ep: Endpoint, headers: Mapping[str, str], infos: list[ModelI
 def _ollama_facts(info: ModelInfo, show: Mapping[str, Any], running: int | None) -> ModelInfo:
     model_info = obj(show.get("model_info"))
     arch = str(model_info.get("general.architecture") or "")
-    trained = _positive(model_info.get(f"{arch}.context_length")) if arch else None
+    trained = positive(model_info.get(f"{arch}.context_length")) if arch else None
     match = _NUM_CTX.search(str(show.get("parameters") or ""))
     num_ctx = int(match.group(1)) if match else None
     caps: Any = show.get("capabilities")
@@ -232,7 +172,7 @@ async def _ollama(ep: Endpoint, headers: Mapping[str, str], infos: list[ModelInf
     root = _root(ep.base_url)
     running: dict[str, int] = {}
     for m in _list(obj(await _json(ep, root + "/api/ps", headers)).get("models")):
-        size = _positive(obj(m).get("context_length"))
+        size = positive(obj(m).get("context_length"))
         if size is not None:
             running[str(obj(m).get("name") or obj(m).get("model"))] = size
     shows: dict[str, dict[str, Any]] = {}
@@ -275,12 +215,12 @@ def _litellm(body: Any, infos: list[ModelInfo]) -> list[ModelInfo] | None:
         if mi is None:
             out.append(replace(info, server="litellm"))
             continue
-        window = _positive(mi.get("max_input_tokens")) or _positive(mi.get("max_tokens"))
+        window = positive(mi.get("max_input_tokens")) or positive(mi.get("max_tokens"))
         out.append(
             ModelInfo(
                 info.id,
                 window,
-                _positive(mi.get("max_output_tokens")),
+                positive(mi.get("max_output_tokens")),
                 flag(mi, "supports_reasoning"),
                 flag(mi, "supports_vision"),
                 source="LiteLLM model_info.max_input_tokens" if window else "",
