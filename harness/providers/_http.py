@@ -274,9 +274,8 @@ def classify_error_body(
         or (status == 503 and ("busy" in lowered or "loading" in lowered or "overload" in lowered))
         or (status == 503 and etype != "")
     ) and should_retry != "false":
-        advice = "" if _advises_retry(lowered) else "; retry later"  # the server's own advice is kept
         return ModelError(
-            f"{where} is rate limited or overloaded ({shown}){advice}", ErrorKind.RATE_LIMITED, after
+            f"{where} is rate limited or overloaded ({shown}); retry later", ErrorKind.RATE_LIMITED, after
         )
     if status == 404 or etype == "not_found_error":
         return ModelError(
@@ -288,15 +287,10 @@ def classify_error_body(
         or code in _TRANSPORT_TYPES
         or code in ("500", "502", "503", "504")
     ) and should_retry != "false":
-        advice = "" if _advises_retry(lowered) else "; try again"
         return ModelError(
-            f"{where} failed on the server side ({shown}){advice}", ErrorKind.TRANSPORT_ERROR, after
+            f"{where} failed on the server side ({shown}); try again", ErrorKind.TRANSPORT_ERROR, after
         )
     return ModelError(f"{where} rejected the request ({shown})", ErrorKind.MODEL_ERROR)
-
-
-def _advises_retry(lowered: str) -> bool:
-    return "try again" in lowered or "retry" in lowered
 
 
 def error_from_status(status: int, headers: Mapping[str, str], raw: bytes, ep: Endpoint) -> ModelError:

@@ -85,13 +85,3 @@ async def test_an_anthropic_style_sse_error_body_keeps_the_providers_sentence(se
 async def test_an_empty_error_body_names_the_status(server: FakeServer) -> None:
     exc = await _error_of(server, Reply(500, {"content-type": "text/plain"}, [b""], chunked=False))
     assert "HTTP 500" in exc.message
-
-
-async def test_the_servers_own_advice_is_not_repeated(server: FakeServer) -> None:
-    body = {"error": {"message": "server busy, please try again.", "type": "api_error"}}
-    exc = await _error_of(server, Reply.json(503, body))
-    assert exc.message.endswith("(server busy, please try again.)")
-    plain = await _error_of(
-        server, Reply.json(503, {"error": {"message": "overloaded", "type": "api_error"}})
-    )
-    assert plain.message.endswith("(overloaded); retry later")
