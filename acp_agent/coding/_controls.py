@@ -20,7 +20,7 @@ from ..protocol.errors import RpcError
 from ..session._setup import CommandOutcome
 from ._catalog import HTTP_PROVIDERS, ModelCatalog, model_values
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
-from ._model_facts import ModelFacts, resolve_facts
+from ._model_facts import ModelFacts, resolve_facts, window_text
 from ._modes import MODE_INFO
 from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
 from ._toggles import Toggle
@@ -377,10 +377,15 @@ class CodingControls:
     async def _model_command(self, args: str) -> CommandOutcome:
         if not args:
             listed = ", ".join(self._models()) or "(none listed)"
-            return CommandOutcome(reply=f"Model: {self._model_name or 'default'}. Models: {listed}.")
+            current = self._model_name or "default"
+            return CommandOutcome(reply=f"Model: {current}{self._window_note()}. Models: {listed}.")
         try:
             await self._set_model(args)
         except RpcError as exc:
             return CommandOutcome(reply=exc.message.removeprefix("invalid params: value: "))
         await self._send_config_options()
-        return CommandOutcome(reply=f"Model: {args}.")
+        return CommandOutcome(reply=f"Model: {args}{self._window_note()}.")
+
+    def _window_note(self) -> str:
+        window = self._window_of(self._model_name) if self._model_name else None
+        return f" ({window_text(window)} tokens of context)" if window is not None else ""

@@ -208,3 +208,13 @@ async def test_a_new_process_describes_the_window_from_the_cached_list_before_as
         assert model["options"] == [
             {"value": "qwen3-coder", "name": "qwen3-coder", "description": "41k tokens of context"}
         ]
+
+
+async def test_the_model_command_names_the_window(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        route_vllm(server, "qwen3-coder", 40960)
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder") as agent:
+                answer = await agent.prompt("/model")
+                assert answer["result"]["stopReason"] == "end_turn"
+                assert agent.text() == "Model: qwen3-coder (41k tokens of context). Models: qwen3-coder."
