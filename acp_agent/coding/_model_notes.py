@@ -11,6 +11,9 @@ context used of that window). It says, as an agent message:
 - once per session, before the first reply, when the server is one that drops what does not fit
   without an error (Ollama) and runs the model at its small default window: how to raise it on the
   server (its OpenAI endpoint takes no ``num_ctx``) and declare it;
+- once per session, when the model takes no images (declared, or its server says so) and the
+  conversation holds some: that they are left out of what it is sent (each image becomes a short note),
+  instead of the server refusing the whole request;
 - after a reply with no text and no tool call: that the model returned no text, with the finish reason
   when it is not ``stop``, so a turn is never blank.
 """
@@ -22,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import Image, Text
 from harness.model import Finish, FinishReason, ReasoningChunk, TextChunk, ToolStart, UsageChunk
 
 from ._model_facts import ModelFacts
@@ -76,6 +80,9 @@ def ollama_warning(facts: ModelFacts, config_file: Path) -> str:
     )
 
 
+_LEFT_OUT = "[an image was here; this model takes no images, so it was left out]"
+
+
 def _estimate(prompt: Prompt) -> int:
     """The prompt's tokens, roughly (four characters a token), for a server that reports no usage."""
     chars = len(prompt.system or "") + sum(len(m.text) for m in prompt.messages)
@@ -103,6 +110,21 @@ class ModelNotes:
         self._config_file = config_file
         self._told: set[str] = set()
 
+    async def _without_images(self, prompt: Prompt, facts: ModelFacts) -> Prompt:
+        messages = list(prompt.messages)
+        changed = False
+        for i, m in enumerate(messages):
+            if any(isinstance(p, Image) for p in m.parts):
+                parts = tuple(Text(_LEFT_OUT) if isinstance(p, Image) else p for p in m.parts)
+                messages[i] = replace(m, parts=parts)
+                changed = True
+        if not changed:
+            return prompt
+        where = facts.sources.get("images", "its server")
+        text = f"{facts.name} takes no images ({where}), so the conversation's images are left out of what it is sent."
+        await self._once(f"images {facts.name}", text)
+        return prompt.replace(messages=messages)
+
     def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         return self._stream(prompt, next)
 
@@ -114,6 +136,8 @@ class ModelNotes:
     async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         facts = self._facts()
         window = facts.context_window if facts is not None else None
+        if facts is not None and facts.images is False:
+            prompt = await self._without_images(prompt, facts)
         if facts is not None and facts.evicts_silently:
             await self._once(f"ollama {facts.name}", ollama_warning(facts, self._config_file))
         if window is not None:

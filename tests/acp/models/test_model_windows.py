@@ -218,3 +218,31 @@ async def test_the_model_command_names_the_window(tmp_path: Path) -> None:
                 answer = await agent.prompt("/model")
                 assert answer["result"]["stopReason"] == "end_turn"
                 assert agent.text() == "Model: qwen3-coder (41k tokens of context). Models: qwen3-coder."
+
+
+async def test_a_model_that_takes_no_images_is_sent_none_and_the_user_told(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        route_llamacpp(server, "local", n_ctx=32768)  # /props: modalities.vision false
+        server.route("POST", "/v1/chat/completions", Reply.sse(chat_text("I see no image.", 300)))
+        png = (
+            "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
+        )
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "local") as agent:
+                params = {
+                    "sessionId": agent.session,
+                    "prompt": [
+                        {"type": "text", "text": "What is in this picture?"},
+                        {"type": "image", "mimeType": "image/png", "data": png},
+                    ],
+                }
+                answer = await agent.client.response(
+                    await agent.client.send_request("session/prompt", params)
+                )
+                assert answer["result"]["stopReason"] == "end_turn"
+                text = agent.text()
+        assert text.startswith("local takes no images (llama.cpp's model list), so the conversation's images")
+        [post] = [r.json for r in server.requests if r.method == "POST"]
+        sent = str(post["messages"])
+        assert "image_url" not in sent and png not in sent
+        assert "this model takes no images" in sent
