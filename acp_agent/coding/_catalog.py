@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -99,9 +99,10 @@ class ModelCatalog:
                 self._facts.setdefault(k, facts)
         return list(self._memory.get(key, []))
 
-    def facts(self, provider: str, base_url: str | None) -> dict[str, ModelInfo]:
-        """What the endpoint's model list said of each model, as last known (by model id)."""
-        return dict(self._facts.get(self.key(provider, base_url), {}))
+    def facts(self, provider: str, base_url: str | None) -> Mapping[str, ModelInfo]:
+        """What the endpoint's model list said of each model, as last known (by model id; not a copy:
+        read for every model of the picker)."""
+        return self._facts.get(self.key(provider, base_url), {})
 
     async def refresh(
         self, provider: str, base_url: str | None, api_key: str | None, *, force: bool = False
