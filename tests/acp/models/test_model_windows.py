@@ -10,17 +10,23 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import FakeServer, Reply
-from tests.providers.model_lists import route_llamacpp, route_ollama, route_openrouter, route_vllm
+from tests.providers.model_lists import (
+    route_litellm,
+    route_llamacpp,
+    route_ollama,
+    route_openrouter,
+    route_vllm,
+)
 
-from ._support import chat_text, model_option, models_agent
+from ._support import Agent, chat_text, model_option, models_agent
 
 pytestmark = pytest.mark.anyio
 
 LIMIT_S = 60
 
 
-def _sizes(agent: object) -> list[tuple[int, int]]:
-    return [(u["used"], u["size"]) for u in agent.updates("usage_update")]  # type: ignore[attr-defined]
+def _sizes(agent: Agent) -> list[tuple[int, int]]:
+    return [(u["used"], u["size"]) for u in agent.updates("usage_update")]
 
 
 async def test_vllm_max_model_len_reaches_usage_update_and_the_picker(tmp_path: Path) -> None:
@@ -246,3 +252,44 @@ async def test_a_model_that_takes_no_images_is_sent_none_and_the_user_told(tmp_p
         sent = str(post["messages"])
         assert "image_url" not in sent and png not in sent
         assert "this model takes no images" in sent
+
+
+WINDOW = 16384
+
+
+def _litellm(server: FakeServer, model: str) -> None:
+    route_litellm(server, model, WINDOW, 4096)
+
+
+SOURCES = {
+    "vllm max_model_len": (lambda s, m: route_vllm(s, m, WINDOW), "/v1", ""),
+    "llama.cpp /props n_ctx": (lambda s, m: route_llamacpp(s, m, n_ctx=WINDOW), "/v1", ""),
+    "openrouter context_length": (lambda s, m: route_openrouter(s, m, WINDOW, 4096), "/api/v1", ""),
+    "litellm model_info": (_litellm, "/v1", ""),
+    "ollama num_ctx": (lambda s, m: route_ollama(s, m, num_ctx=WINDOW), "/v1", ""),
+    "configuration": (lambda s, m: None, "/v1", f'[models."coder"]\ncontext_window = {WINDOW}\n'),
+}
+
+
+@pytest.mark.parametrize("source", list(SOURCES))
+async def test_the_window_from_each_source_triggers_compaction_near_it(tmp_path: Path, source: str) -> None:
+    route, base, config = SOURCES[source]
+    with FakeServer() as server:
+        route(server, "coder")
+        server.route(
+            "POST",
+            f"{base}/chat/completions",
+            Reply.sse(chat_text("First answer.", 14000)),
+            Reply.sse(chat_text("SUMMARY of the first exchange.", 300)),
+            Reply.sse(chat_text("Second answer.", 900)),
+        )
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(
+                tmp_path, server, "coder", base=base, user_config=config, wait_for_list=not config
+            ) as agent:
+                await agent.prompt("first question")
+                await agent.prompt("second question")
+                text = agent.text()
+        assert _sizes(agent)[0] == (14005, WINDOW)
+        assert "Near the context window: compacted the conversation" in text
+        assert text.endswith("Second answer.")
