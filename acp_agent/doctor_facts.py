@@ -5,6 +5,7 @@ when the window is unknown or is a server's small default that evicts silently (
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ def facts_check(config: Config, infos: Sequence[ModelInfo], env_config_file: str
     )
     if facts.trained_window and facts.trained_window != facts.context_window:
         text += f"; the model supports {facts.trained_window:,}"
-    from pathlib import Path
-
     if facts.evicts_silently:
         warning = ollama_warning(facts, Path(env_config_file)).replace("\n\n", " ").replace("\n", " ")
         return Check("model facts", None, f"{text}. {warning}")

@@ -13,7 +13,7 @@ from typing import Any
 from acp_conformance.fake_model import FakeServer
 from tests.acp_client import AcpClient, spawned_agent
 
-__all__ = ["KEY", "Agent", "chat_text", "models_agent", "sse"]
+__all__ = ["KEY", "Agent", "chat_text", "model_option", "models_agent", "sse"]
 
 KEY = "sk-models-test-0123456789abcdef"
 
