@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from harness import Decision, Hints, Question, Result, Tools, ToolSpec
+from harness import Tools
 from harness.policy import PermissionStore
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
@@ -48,6 +49,7 @@ from ._instructions import DeeperInstructions
 from ._model_facts import builtin_window
 from ._model_notes import ModelNotes
 from ._modes import ModeState, PolicyMiddleware, protected_paths, store_paths
+from ._plan_mode import ModeNote, PlanExit
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
 from ._terminal import EditorTerminalRunner, EditorTerminals
@@ -59,69 +61,15 @@ from ._undo import UndoCommand
 from ._views import ProjectPaths, coding_views
 
 if TYPE_CHECKING:
-    from harness import Call, Model
-    from harness.middleware import NextModel
-    from harness.model import Delta, Prompt
+    from harness import Model
     from harness.policy import ProtectedPaths
 
     from ..config import Config
     from ..session._setup import SessionEnvironment
 
-__all__ = ["CodingFactory", "PlanExit"]
+__all__ = ["CodingFactory"]
 
 log = logging.getLogger(__name__)
-
-_PLAN_NOTE = (
-    "\n\nYou are in plan mode: you may read, search and plan, but not edit files or run commands. Write the "
-    "plan with plan_set; when it is ready, call plan_exit to propose switching to a mode that carries it out."
-)
-
-
-class PlanExit:
-    """``plan_exit {summary?}``: in plan mode, ask the user to switch to a mode that carries out the plan."""
-
-    def __init__(self, modes: ModeState, controls: CodingControls) -> None:
-        self._modes = modes
-        self._controls = controls
-
-    def spec(self) -> ToolSpec:
-        return ToolSpec(
-            "plan_exit",
-            "In plan mode, once the plan is written: ask the user to switch to a mode that can carry it out.",
-            {
-                "type": "object",
-                "properties": {"summary": {"type": "string", "description": "The plan in a few lines."}},
-                "additionalProperties": False,
-            },
-            Hints(read_only=True, idempotent=False),
-            meta={"kind": "switch_mode"},
-        )
-
-    async def call(self, input: dict[str, Any], call: Call) -> Result:
-        if self._modes.mode != "plan":
-            return Result.failure(f"plan_exit: not in plan mode (the mode is {self._modes.mode})")
-        answer = call.answers().get("mode")
-        if answer is None:
-            choices = (*(m for m in ("accept-edits", "default") if m in self._modes.offered), "plan")
-            summary = str(input.get("summary") or "").strip()
-            text = "The plan is ready. Switch mode to carry it out?" + (f"\n\n{summary}" if summary else "")
-            return call.needs_input([Question("mode", text, choices)], state={"asked": True})
-        if isinstance(answer, Decision) or answer == "plan":
-            return Result.text("The user wants to keep planning; stay in plan mode.")
-        await self._controls.set_mode(str(answer))
-        return Result.text(f"The user switched to {answer} mode: carry out the plan now.")
-
-
-class _ModeNote:
-    """Model middleware: tells the model it is in plan mode (the mode can change mid-session)."""
-
-    def __init__(self, modes: ModeState) -> None:
-        self._modes = modes
-
-    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        if self._modes.mode == "plan":
-            return next(prompt.replace(system=(prompt.system or "") + _PLAN_NOTE))
-        return next(prompt)
 
 
 class CodingFactory:
@@ -159,7 +107,13 @@ class CodingFactory:
         self.secrets.add(names, [config.api_key, *(self.environ.get(n) for n in names)])
         return config
 
+    async def reload_config(self, cwd: Path, trusted: bool | None) -> Config:
+        """The configuration again, once the user decided about the project's (``trusted``)."""
+        return await self.load_config(cwd, trust=trusted)
+
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
+        # The composition of one session, in dependency order: every part is built and wired here, so
+        # the order (and what each part is handed) reads top to bottom. It is long on purpose.
         config = await self.load_config(env.cwd)
         secrets = self.secrets
         root = Root(list(env.roots))
@@ -191,26 +145,13 @@ class CodingFactory:
         views[shell.spec().name] = ShellView(
             paths, terminals=terminals, terminal_meta=env.client_can("_meta", "terminal_output")
         )
+        tell = _Tell(link)
         plan = Plan()
-
-        async def plan_changed(p: Plan) -> None:
-            from ..protocol.models import AgentPlanUpdate
-
-            await link.send(AgentPlanUpdate.model_validate({"entries": p.to_dicts()}))
-
-        plan.subscribe(plan_changed)
+        plan.subscribe(tell.plan)
         thought = ThoughtLevel(config.provider)
 
-        def window() -> int | None:
-            """The session's model's context window now (it follows ``/model``)."""
-            if link.controls is None:
-                return builtin_window(config.model)
-            facts = link.controls.facts()
-            return facts.context_window if facts is not None else None
-
-        def current_model() -> Model | None:
-            return link.controls.current_model() if link.controls is not None else None
-
+        window = partial(_window, link, config.model)
+        current_model = partial(_current_model, link)
         checkpoints = SessionStore(env.home / "sessions").directory(env.session_id) / CHECKPOINTS_FILE
         compaction = Compaction(
             link,
@@ -227,14 +168,13 @@ class CodingFactory:
         trust: ProjectTrustPrompt | None = None
         if pending and config.project is not None:
 
-            async def reload(trusted: bool | None) -> Config:
-                return await self.load_config(env.cwd, trust=trusted)
-
             async def apply(trusted: Config) -> None:
                 await self._apply_trusted(trusted, env, modes, mcp, controls, trust_store, sandbox)
                 context.use_config(trusted)  # the project's hooks, now that it is trusted
 
-            trust = ProjectTrustPrompt(config.project, trust_store, gate, link, reload, apply)
+            trust = ProjectTrustPrompt(
+                config.project, trust_store, gate, link, partial(self.reload_config, env.cwd), apply
+            )
 
         web, auto_compact = _switches()
         toggles = [web, auto_compact]  # any model's window may become known (the server's list)
@@ -283,9 +223,7 @@ class CodingFactory:
         ]
         if mcp is not None:
             sources.append(mcp.tools)
-        if mcp is not None:
             mcp.elicitation_handler = McpElicitor(gate, link)
-
         if env.spawn is not None:
             env.spawn(context.watch)
 
@@ -295,18 +233,11 @@ class CodingFactory:
             if mcp is not None:
                 await mcp.aclose()
 
-        async def say(text: str) -> None:
-            await link.advise("Shell commands are not sandboxed", text, text + "\n\n")
-
-        async def usage(used: int, size: int) -> None:
-            from ..protocol.models import UsageUpdate
-
-            await link.send(UsageUpdate(used=used, size=size))
-
         notes = ModelNotes(
             controls.facts,
-            say,
-            usage,
+            tell.message,
+            tell.advise,
+            tell.usage,
             _user_config_file(self.environ),
             tell_unknown=config.provider in ("openai", "openai-responses", "anthropic"),
         )
@@ -317,12 +248,12 @@ class CodingFactory:
                 secrets,  # outermost: every result leaves the tools redacted (see harness.secrets)
                 gate,
                 PreToolHooks(context.hooks),
-                SandboxGate(PolicyMiddleware(modes), sandbox, say),
+                SandboxGate(PolicyMiddleware(modes), sandbox, tell.unsandboxed),
                 DeeperInstructions(context.instructions, root.first),
                 PostToolHooks(context.hooks),
                 RunningMarker(link),
                 SystemPrompt(context),
-                _ModeNote(modes),
+                ModeNote(modes),
                 thought,
                 Reminder(plan),
                 notes,  # the model's window on each prompt; usage, empty replies, window notices
@@ -480,3 +411,44 @@ def _retry(provider: str | None) -> list[RetryModel]:
     if provider in ("openai", "openai-responses", "anthropic"):
         return [RetryModel(max_tries=3, max_delay=30.0)]
     return []
+
+
+class _Tell:
+    """What the session's parts tell the editor, through its link."""
+
+    def __init__(self, link: SessionLink) -> None:
+        self._link = link
+
+    async def plan(self, plan: Plan) -> None:
+        from ..protocol.models import AgentPlanUpdate
+
+        await self._link.send(AgentPlanUpdate.model_validate({"entries": plan.to_dicts()}))
+
+    async def message(self, text: str) -> None:
+        from ..protocol.models import AgentMessageChunk, TextContent
+
+        await self._link.send(AgentMessageChunk(content=TextContent(text=text + "\n\n")))
+
+    async def advise(self, title: str, text: str) -> None:
+        """A notice where the client takes them, else the agent's message."""
+        await self._link.advise(title, text, text + "\n\n")
+
+    async def unsandboxed(self, text: str) -> None:
+        await self.advise("Shell commands are not sandboxed", text)
+
+    async def usage(self, used: int, size: int) -> None:
+        from ..protocol.models import UsageUpdate
+
+        await self._link.send(UsageUpdate(used=used, size=size))
+
+
+def _window(link: SessionLink, configured: str | None) -> int | None:
+    """The session's model's context window now (it follows ``/model``)."""
+    if link.controls is None:
+        return builtin_window(configured)
+    facts = link.controls.facts()
+    return facts.context_window if facts is not None else None
+
+
+def _current_model(link: SessionLink) -> Model | None:
+    return link.controls.current_model() if link.controls is not None else None

@@ -91,13 +91,15 @@ def _estimate(prompt: Prompt) -> int:
 
 class ModelNotes:
     """See the module docstring. ``facts`` gives the current model's facts (it may switch mid-session);
-    ``say`` sends an agent message; ``usage`` sends a ``usage_update`` (used, size); ``tell_unknown``:
-    tell how to declare an unknown window (for an HTTP provider, where declaring it helps)."""
+    ``say`` sends an agent message (the empty reply); ``advise(title, text)`` the advisory news (a notice
+    where the client takes them, else an agent message); ``usage`` sends a ``usage_update`` (used, size);
+    ``tell_unknown``: tell how to declare an unknown window (for an HTTP provider, where declaring it helps)."""
 
     def __init__(
         self,
         facts: Callable[[], ModelFacts | None],
         say: Callable[[str], Awaitable[None]],
+        advise: Callable[[str, str], Awaitable[None]],
         usage: Callable[[int, int], Awaitable[None]],
         config_file: Path,
         *,
@@ -106,6 +108,7 @@ class ModelNotes:
         self._tell_unknown = tell_unknown
         self._facts = facts
         self._say = say
+        self._advise = advise
         self._usage = usage
         self._config_file = config_file
         self._told: set[str] = set()
@@ -122,16 +125,16 @@ class ModelNotes:
             return prompt
         where = facts.sources.get("images", "its server")
         text = f"{facts.name} takes no images ({where}), so the conversation's images are left out of what it is sent."
-        await self._once(f"images {facts.name}", text)
+        await self._once(f"images {facts.name}", "Images left out", text)
         return prompt.replace(messages=messages)
 
     def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         return self._stream(prompt, next)
 
-    async def _once(self, key: str, text: str) -> None:
+    async def _once(self, key: str, title: str, text: str) -> None:
         if key not in self._told:
             self._told.add(key)
-            await self._say(text)
+            await self._advise(title, text)
 
     async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         facts = self._facts()
@@ -139,7 +142,9 @@ class ModelNotes:
         if facts is not None and facts.images is False:
             prompt = await self._without_images(prompt, facts)
         if facts is not None and facts.evicts_silently:
-            await self._once(f"ollama {facts.name}", ollama_warning(facts, self._config_file))
+            await self._once(
+                f"ollama {facts.name}", "Small context window", ollama_warning(facts, self._config_file)
+            )
         if window is not None:
             prompt = prompt.replace(options=replace(prompt.options, context_window=window))
         wrote = reasoned = False
@@ -170,6 +175,6 @@ class ModelNotes:
             used = used or _estimate(prompt)
             if used > TELL_AFTER:
                 text = unknown_window_text(facts.name, self._config_file, used)
-                await self._once(f"window {facts.name}", text)
+                await self._once(f"window {facts.name}", "Context window unknown", text)
         if not wrote:
             await self._say(empty_reply_text(finish, reasoned))
