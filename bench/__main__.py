@@ -54,7 +54,9 @@ def main() -> int:
             failed.append(name)
             continue
         print(f"# {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        rows.extend(got)
+        for row in got:
+            row.setdefault("baseline", None)  # every figure line says its baseline, null when none
+            rows.append(row)
     print(f"{'bench':18} {'figure':30} {'value':>12} {'target':>8} {'baseline':>10}  ok")
     for r in rows:
         print(

@@ -16,6 +16,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_LINE = 64 * 1024 * 1024
+_MODEL_ENV = ("ACP_AGENT_", "OPENAI_", "ANTHROPIC_")
 
 
 def our_agent(home: Path, script: Path | None = None) -> tuple[list[str], dict[str, str]]:
@@ -45,7 +46,9 @@ class Agent:
 
     @classmethod
     async def spawn(cls, cmd: Sequence[str], env: Mapping[str, str], cwd: Path | None = None) -> Agent:
-        full_env = {**os.environ, **env}
+        # The user's own model settings must not leak into a measured agent.
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(_MODEL_ENV)}
+        full_env = {**inherited, **env}
         t = time.perf_counter()
         process = await anyio.open_process(
             list(cmd),
@@ -137,9 +140,13 @@ def figure(
     ok: bool | None = None
     if target is not None:
         ok = value <= target if lower_is_better else value >= target
-    row: dict[str, Any] = {"bench": bench, "figure": name, "value": round(value, 2), "target": target}
-    if baseline is not None:
-        row["baseline"] = round(baseline, 2)
+    row: dict[str, Any] = {
+        "bench": bench,
+        "figure": name,
+        "value": round(value, 2),
+        "target": target,
+        "baseline": None if baseline is None else round(baseline, 2),  # always present: null when none
+    }
     row.update(extra)
     row["ok"] = ok
     return row

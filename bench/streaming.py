@@ -1,7 +1,14 @@
-"""Streaming: one model reply of N deltas through the real process to a client reading stdout.
+"""Streaming through the real process to a client reading stdout, and the overhead of a turn.
 
-Figures: session/update notifications per second and the agent's CPU µs per update; baseline: the official
-SDK's echo agent sending the same number of agent_message_chunk updates, spawned the same way.
+Rows: text deltas streamed by a local fake server in the exact Chat Completions and Anthropic wire formats
+(``--provider openai`` / ``anthropic``: socket -> SSE -> deltas -> events -> updates -> JSON -> stdout), and
+the ``script`` provider (a second row: no HTTP, no SSE). Figures: ``session/update`` notifications per
+second and the agent's CPU µs per update (``/proc``: the agent process only; the server is a thread of the
+bench). Baseline: the official SDK's echo agent sending the same number of ``agent_message_chunk`` updates,
+spawned the same way in the same run.
+
+Turn overhead (warm session, HTTP provider): ``session/prompt`` written -> the model request received by the
+server (``prompt_to_request_ms``), median over repeated prompts.
 """
 
 from __future__ import annotations
@@ -13,7 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._rpc import INIT, Agent, figure, our_agent, sdk_echo
+from acp_conformance.fake_model import Recorded, Reply
+from bench._rpc import INIT, Agent, figure, median, our_agent, sdk_echo
+from bench._wire import API_PATHS, PROVIDERS, http_agent, pieces, provider_server, stream_for
+
+BENCH = "streaming"
+LONG = "bench-long-reply"
 
 
 def _cpu_s(pid: int) -> float:
@@ -22,43 +34,118 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-async def _measure(agent: Agent, cwd: Path, text: str) -> tuple[float, float, int]:
+async def _ready(agent: Agent, cwd: Path) -> str:
     await agent.call("initialize", INIT)
-    session = (await agent.call("session/new", {"cwd": str(cwd), "mcpServers": []}))["sessionId"]
+    return str((await agent.call("session/new", {"cwd": str(cwd), "mcpServers": []}))["sessionId"])
+
+
+async def _prompt(agent: Agent, session: str, text: str) -> tuple[float, float, int]:
+    """One prompt; (seconds, agent CPU seconds, updates seen)."""
     cpu0 = _cpu_s(agent.process.pid)
     t = time.perf_counter()
-    rid = await agent.request(
-        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
-    )
+    rid = await agent.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]})
     response, updates = await agent.until_response(rid)
     elapsed = time.perf_counter() - t
     cpu = _cpu_s(agent.process.pid) - cpu0
-    await agent.close()
     if "error" in response:
         raise RuntimeError(f"prompt failed: {response['error']}")
+    return elapsed, cpu, updates
+
+
+async def _stream(agent: Agent, cwd: Path, text: str, warm: str | None = None) -> tuple[float, float, int]:
+    """(updates/s, CPU µs per update, updates) of one long reply; ``warm`` first runs a short prompt so the
+    model is built and the connection open, as in a session the user has already prompted."""
+    try:
+        session = await _ready(agent, cwd)
+        if warm is not None:
+            await _prompt(agent, session, warm)
+        elapsed, cpu, updates = await _prompt(agent, session, text)
+    finally:
+        await agent.close()
     return updates / elapsed, cpu / max(updates, 1) * 1e6, updates
+
+
+async def _to_request(agent: Agent, cwd: Path, arrivals: Any, n: int) -> list[float]:
+    """ms from writing ``session/prompt`` to the model request arriving at the server, warm session."""
+    out: list[float] = []
+    try:
+        session = await _ready(agent, cwd)
+        await _prompt(agent, session, "warm")
+        for _ in range(n):
+            t = time.perf_counter()
+            await _prompt(agent, session, "again")
+            got = arrivals.since(t)
+            if got is not None:
+                out.append(got * 1000)
+    finally:
+        await agent.close()
+    return out
 
 
 async def run(quick: bool) -> list[dict[str, Any]]:
     n = 20_000 if quick else 100_000
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp)
-        script = home / "script.json"
+    short = 3
+    bodies = {p: pieces(stream_for(p, n)) for p in PROVIDERS}
+    small = {p: [stream_for(p, short)] for p in PROVIDERS}
+
+    def reply(request: Recorded) -> Reply:
+        provider = next(p for p, path in API_PATHS.items() if path == request.path)
+        long = LONG in request.body.decode()  # the long reply for the prompt that asks for it
+        return Reply(200, {"content-type": "text/event-stream"}, (bodies if long else small)[provider])
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, provider_server(reply) as (server, arrivals):
+        root = Path(tmp)
+        cwd = root / "project"
+        cwd.mkdir()
+        sdk_cmd, sdk_env = sdk_echo()
+        sdk, sdk_cpu, _ = await _stream(await Agent.spawn(sdk_cmd, sdk_env), cwd, f"stream {n}")
+        cmd, _ = our_agent(root)
+        for provider in PROVIDERS:
+            env = http_agent(root / f"home-{provider}", provider, server.url)
+            ours, cpu, count = await _stream(await Agent.spawn(cmd, env), cwd, LONG, warm="hi")
+            rows += [
+                figure(
+                    BENCH,
+                    f"{provider}_updates_per_s",
+                    ours,
+                    round(1.2 * sdk),
+                    lower_is_better=False,
+                    baseline=sdk,
+                    ratio_vs_sdk=round(ours / sdk, 2),
+                    updates=count,
+                    note=f"--provider {provider} at a local server, its exact wire format",
+                ),
+                figure(BENCH, f"{provider}_cpu_us_per_update", cpu, 12, baseline=sdk_cpu),
+            ]
+        script = root / "script.json"
         script.write_text(json.dumps([{"text": "x" * n, "chunks": n}]))
-        cmd, env = our_agent(home, script)
-        ours, ours_cpu, count = await _measure(await Agent.spawn(cmd, env), home, "go")
-        cmd, env = sdk_echo()
-        sdk, sdk_cpu, _ = await _measure(await Agent.spawn(cmd, env), home, f"stream {n}")
-    return [
-        figure(
-            "streaming",
-            "updates_per_s",
-            ours,
-            50_000,
-            lower_is_better=False,
-            baseline=sdk,
-            ratio_vs_sdk=round(ours / sdk, 2),
-            updates=count,
-        ),
-        figure("streaming", "cpu_us_per_update", ours_cpu, None, baseline=sdk_cpu),
-    ]
+        cmd, env = our_agent(root / "home-script", script)
+        ours, cpu, count = await _stream(await Agent.spawn(cmd, env), cwd, "go")
+        rows += [
+            figure(
+                BENCH,
+                "script_updates_per_s",
+                ours,
+                None,
+                lower_is_better=False,
+                baseline=sdk,
+                ratio_vs_sdk=round(ours / sdk, 2),
+                updates=count,
+                note="second row: the script provider (no HTTP, no SSE)",
+            ),
+            figure(BENCH, "script_cpu_us_per_update", cpu, None, baseline=sdk_cpu),
+        ]
+        env = http_agent(root / "home-turn", "openai", server.url)
+        times = await _to_request(await Agent.spawn(cmd, env), cwd, arrivals, 10 if quick else 50)
+        rows.append(
+            figure(
+                BENCH,
+                "prompt_to_request_ms",
+                median(times),
+                3,
+                samples=len(times),
+                note="warm session: session/prompt written -> the model request at the server",
+            )
+        )
+    return rows
