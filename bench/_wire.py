@@ -46,7 +46,9 @@ def chat_stream(n: int, *, end: bool = True) -> bytes:
         for i in range(n)
     ]
     if end:
-        parts.append(f'data: {{{_CHAT_ENV},"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}]}}\n\n')
+        parts.append(
+            f'data: {{{_CHAT_ENV},"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}]}}\n\n'
+        )
         parts.append(
             f'data: {{{_CHAT_ENV},"choices":[],"usage":{{"prompt_tokens":10,"completion_tokens":{n},'
             f'"total_tokens":{n + 10}}}}}\n\n'

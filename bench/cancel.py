@@ -273,7 +273,7 @@ async def run(quick: bool) -> list[dict[str, Any]]:
         http = await _cycles(await Agent.spawn(our_agent(root)[0], http_env), root, "go", n)
         script = root / "script.json"
         # Each prompt streams slowly until cancelled; one reply per model call.
-        script.write_text(json.dumps([{"text": "x" * 100_000, "chunks": 100_000, "delay_ms": 1}] * n))
+        script.write_text(json.dumps([{"text": "x" * 100_000, "chunks": 100_000, "delay_ms": 1}] * (n + 1)))
         cmd, env = our_agent(root, script)
         ours = await _cycles(await Agent.spawn(cmd, env), root, "go", n)
         shell, alive_at_answer, leaked = await _shell_cycles(root, n)

@@ -105,8 +105,16 @@ async def run(quick: bool) -> list[dict[str, Any]]:
             floor_ms=round(_med(floor, "init"), 1),
             ratio_vs_sdk=ratio("init"),
         ),
-        figure(BENCH, "later_new_http_ms", _med(runs["http"], "later_new"), 3, baseline=_med(sdk, "later_new")),
-        figure(BENCH, "later_new_script_ms", _med(runs["script"], "later_new"), None, baseline=_med(sdk, "later_new")),
+        figure(
+            BENCH, "later_new_http_ms", _med(runs["http"], "later_new"), 3, baseline=_med(sdk, "later_new")
+        ),
+        figure(
+            BENCH,
+            "later_new_script_ms",
+            _med(runs["script"], "later_new"),
+            None,
+            baseline=_med(sdk, "later_new"),
+        ),
         figure(BENCH, "rss_after_new_mb", _med(runs["http"], "rss"), 50, baseline=_med(sdk, "rss")),
         figure(
             BENCH,

@@ -43,7 +43,9 @@ async def _prompt(agent: Agent, session: str, text: str) -> tuple[float, float, 
     """One prompt; (seconds, agent CPU seconds, updates seen)."""
     cpu0 = _cpu_s(agent.process.pid)
     t = time.perf_counter()
-    rid = await agent.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]})
+    rid = await agent.request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
+    )
     response, updates = await agent.until_response(rid)
     elapsed = time.perf_counter() - t
     cpu = _cpu_s(agent.process.pid) - cpu0

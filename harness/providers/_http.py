@@ -1,6 +1,14 @@
-"""HTTP for the providers: one pooled client each, SSE streaming, and errors classified into kinds.
+"""HTTP for the providers: one client per endpoint and event loop, shared by every model that streams from it,
+SSE streaming, and errors classified into kinds.
 
 Messages say what failed and what to do about it, name the endpoint, and never hold an API key.
+
+httpx2 is imported when the first request is made, not when a provider is built (start-up imports only what
+answering ``session/new`` needs). Models on one event loop that talk to the same origin with the same
+timeouts share one ``httpx2.AsyncClient`` (its connection pool: a later session's first request reuses an
+open connection); the last model to close closes it. The certificate store is loaded once per process, in a
+worker thread, and only for ``https://`` origins; an ``http://`` origin gets a context with no certificates,
+so a TLS connection from its client cannot verify and fails closed.
 """
 
 from __future__ import annotations
@@ -9,12 +17,15 @@ import email.utils
 import json
 import logging
 import re
+import ssl
+import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx2
+import anyio.to_thread
+from anyio.lowlevel import RunVar
 
 from .._errors import HarnessUsageError, ModelError
 from .._kinds import ErrorKind
@@ -23,6 +34,7 @@ from ._error_body import error_body
 from ._sse import SseEvent, SseParser
 
 if TYPE_CHECKING:
+    import httpx2
     from .model_info import ModelInfo
 
 __all__ = [
@@ -31,6 +43,7 @@ __all__ = [
     "Endpoint",
     "classify_error_body",
     "error_from_status",
+    "shared_clients",
     "transport_error",
     "truncated",
 ]
@@ -48,12 +61,70 @@ _RATE_TYPES = frozenset(
 )
 _TRANSPORT_TYPES = frozenset({"api_error", "server_error", "timeout_error"})
 _QUOTA = frozenset({"insufficient_quota", "billing_error", "billing_hard_limit_reached"})
+_DRAIN_S = 0.25
+
+
+# --- shared clients -------------------------------------------------------------------------------
+
+_ClientKey = tuple[str, float, float]
+"""(origin, connect timeout, idle timeout)."""
+
+
+class _Shared:
+    """One client and how many ``HttpConfig``s hold it."""
+
+    __slots__ = ("client", "users")
+
+    def __init__(self, client: httpx2.AsyncClient) -> None:
+        self.client = client
+        self.users = 0
+
+
+_CLIENTS: RunVar[dict[_ClientKey, _Shared]] = RunVar("harness_http_clients")
+_verified: ssl.SSLContext | None = None
+_verified_lock = threading.Lock()
+
+
+def _verified_context() -> ssl.SSLContext:
+    """The process's verifying context (the system certificate store), built on first use."""
+    global _verified
+    with _verified_lock:
+        if _verified is None:
+            import httpx2
+
+            _verified = httpx2.create_ssl_context(verify=True, trust_env=False)
+        return _verified
+
+
+def _unverifiable_context() -> ssl.SSLContext:
+    """For ``http://`` origins: no certificates loaded, verification still required (fails closed)."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def _origin(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    return f"{scheme.lower()}://{rest.split('/', 1)[0].lower()}"
+
+
+def _pool() -> dict[_ClientKey, _Shared]:
+    try:
+        return _CLIENTS.get()
+    except LookupError:
+        clients: dict[_ClientKey, _Shared] = {}
+        _CLIENTS.set(clients)
+        return clients
+
+
+def shared_clients() -> int:
+    """How many shared clients are open on the current event loop (for tests and diagnostics)."""
+    return len(_pool())
 
 
 class HttpConfig:
-    """Connection settings shared by the providers: timeouts (seconds) and the pooled client."""
+    """Connection settings shared by the providers: timeouts (seconds), and the client for ``origin``:
+    shared per event loop (see the module docstring), or private when a ``transport`` is given."""
 
-    __slots__ = ("_client", "_transport", "connect_timeout", "idle_timeout")
+    __slots__ = ("_held", "_private", "_transport", "connect_timeout", "idle_timeout", "origin")
 
     def __init__(
         self,
@@ -61,32 +132,72 @@ class HttpConfig:
         connect_timeout: float = 10.0,
         idle_timeout: float = 300.0,
         transport: httpx2.AsyncBaseTransport | None = None,
+        origin: str = "https://",
     ) -> None:
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
+        self.origin = _origin(origin)
         self._transport = transport
-        self._client: httpx2.AsyncClient | None = None
+        self._private: httpx2.AsyncClient | None = None
+        self._held: tuple[dict[_ClientKey, _Shared], _ClientKey, _Shared] | None = None
 
-    def client(self) -> httpx2.AsyncClient:
-        # Created on first use so it binds to the event loop that streams.
-        if self._client is None or self._client.is_closed:
-            self._client = httpx2.AsyncClient(
-                timeout=httpx2.Timeout(
-                    connect=self.connect_timeout,
-                    read=self.idle_timeout,
-                    write=self.connect_timeout,
-                    pool=self.connect_timeout,
-                ),
-                transport=self._transport,
-                trust_env=False,
-            )
-        return self._client
+    def _new_client(self, context: ssl.SSLContext) -> httpx2.AsyncClient:
+        import httpx2
+
+        return httpx2.AsyncClient(
+            timeout=httpx2.Timeout(
+                connect=self.connect_timeout,
+                read=self.idle_timeout,
+                write=self.connect_timeout,
+                pool=self.connect_timeout,
+            ),
+            # Sessions stream side by side through one pool: no cap on open connections.
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=20),
+            transport=self._transport,
+            verify=context,
+            trust_env=False,
+        )
+
+    async def client(self) -> httpx2.AsyncClient:
+        """The client to send with, created on first use on the event loop that streams."""
+        if self._transport is not None:
+            if self._private is None or self._private.is_closed:
+                self._private = self._new_client(_unverifiable_context())
+            return self._private
+        pool = _pool()
+        if self._held is not None and self._held[0] is pool:
+            return self._held[2].client
+        self._held = None  # (held on another event loop, which has ended)
+        key = (self.origin, self.connect_timeout, self.idle_timeout)
+        shared = pool.get(key)
+        if shared is None:
+            if self.origin.startswith("https:"):
+                # The certificate store takes tens of ms to load: not on the event loop.
+                context = await anyio.to_thread.run_sync(_verified_context)
+            else:
+                context = _unverifiable_context()
+            shared = pool.get(key)  # another model may have made it meanwhile
+            if shared is None:
+                shared = pool[key] = _Shared(self._new_client(context))
+        shared.users += 1
+        self._held = (pool, key, shared)
+        return shared.client
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
+        """Let go of the client; a shared one is closed when its last holder lets go."""
+        to_close: httpx2.AsyncClient | None = None
+        if self._private is not None:
+            to_close, self._private = self._private, None
+        elif self._held is not None:
+            pool, key, shared = self._held
+            self._held = None
+            shared.users -= 1
+            if shared.users <= 0 and pool.get(key) is shared:
+                del pool[key]
+                to_close = shared.client
+        if to_close is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                await client.aclose()
+                await to_close.aclose()
 
 
 class Endpoint:
@@ -118,9 +229,11 @@ class Endpoint:
         return text
 
     async def get_json(self, path: str, headers: Mapping[str, str]) -> Any:
+        import httpx2
+
         url = self.base_url + path
         try:
-            response = await self.http.client().get(url, headers=dict(headers))
+            response = await (await self.http.client()).get(url, headers=dict(headers))
         except httpx2.RequestError as exc:
             raise transport_error(exc, self) from None
         if response.status_code >= 400:
@@ -136,13 +249,19 @@ class Endpoint:
     async def sse(
         self, path: str, headers: Mapping[str, str], body: Mapping[str, Any]
     ) -> AsyncIterator[SseEvent]:
-        """POST ``body`` as JSON and yield the SSE records. Closing or cancelling closes the stream at once."""
+        """POST ``body`` as JSON and yield the SSE records. Cancelling closes the stream at once. A consumer
+        that stops reading (it saw the stream's last record) lets the rest of the body be read, for at most
+        ``_DRAIN_S`` when the generator is closed, so the connection goes back to the pool instead of being
+        dropped: the next turn (and a later session) sends on it without a new TCP and TLS handshake."""
         url = self.base_url + path
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         hdrs = {"content-type": "application/json", "accept": "text/event-stream", **headers}
         parser = SseParser()
+        import httpx2
+
+        client = await self.http.client()
         try:
-            async with self.http.client().stream("POST", url, content=payload, headers=hdrs) as response:
+            async with client.stream("POST", url, content=payload, headers=hdrs) as response:
                 if response.status_code >= 400:
                     raw = await response.aread()
                     raise error_from_status(response.status_code, response.headers, raw, self)
@@ -157,9 +276,16 @@ class Endpoint:
                         "check that the server supports streaming and that the base URL is right",
                         ErrorKind.MODEL_ERROR,
                     )
-                async for chunk in response.aiter_bytes():
-                    for event in parser.feed(chunk):
-                        yield event
+                chunks = response.aiter_bytes()
+                try:
+                    async for chunk in chunks:
+                        for event in parser.feed(chunk):
+                            yield event
+                except GeneratorExit:
+                    with anyio.move_on_after(_DRAIN_S):
+                        async for _rest in chunks:
+                            pass
+                    raise
                 for event in parser.flush():
                     yield event
         except httpx2.RequestError as exc:
@@ -167,6 +293,8 @@ class Endpoint:
 
 
 def transport_error(exc: httpx2.RequestError, ep: Endpoint) -> ModelError:
+    import httpx2
+
     base = ep.base_url
     if isinstance(exc, httpx2.ConnectTimeout):
         msg = f"model endpoint {base} did not accept the connection in time; check the server is running and reachable or set {ep.url_hint}"
@@ -325,7 +453,12 @@ class HttpModel:
             base_url,
             url_hint,
             api_key,
-            HttpConfig(connect_timeout=connect_timeout, idle_timeout=idle_timeout, transport=transport),
+            HttpConfig(
+                connect_timeout=connect_timeout,
+                idle_timeout=idle_timeout,
+                transport=transport,
+                origin=base_url,
+            ),
         )
         self._headers = dict(headers or {})
 

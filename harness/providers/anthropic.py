@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ModelError, UnsupportedOptionError
 from .._kinds import ErrorKind, FinishReason, Role
@@ -28,6 +26,9 @@ from ..model import (
 )
 from ._common import FALLBACK, continued_text, count, obj, parse_input, stream_record
 from ._http import Endpoint, HttpModel, classify_error_body, truncated
+
+if TYPE_CHECKING:
+    import httpx2  # imported when a request is made (harness.providers._http)
 
 __all__ = ["Messages"]
 

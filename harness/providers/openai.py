@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
-
-import httpx2
 
 from .._errors import ModelError, UnsupportedOptionError
 from .._kinds import ErrorKind, FinishReason, Role
@@ -38,6 +36,9 @@ from ._common import (
 )
 from ._http import Endpoint, HttpModel, classify_error_body, truncated
 from .openai_responses import Responses
+
+if TYPE_CHECKING:
+    import httpx2  # imported when a request is made (harness.providers._http)
 
 __all__ = ["ChatCompletions", "Continuation", "Responses"]
 
