@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Sequence
 
 import anyio
 import pytest
@@ -27,7 +28,7 @@ STREAM = (
 )
 
 
-def _text(deltas: list[object]) -> str:
+def _text(deltas: Sequence[object]) -> str:
     return "".join(d.text for d in deltas if isinstance(d, TextChunk))
 
 
