@@ -9,6 +9,8 @@ Python echo loop (the floor).
 
 from __future__ import annotations
 
+import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +21,51 @@ from bench._rpc import INIT, Agent, figure, floor_echo, median, our_agent, sdk_e
 from bench._wire import http_agent, provider_server, stream_for
 
 BENCH = "cold_start"
+
+
+# Runs the agent's entry point counting the modules imported from source (no valid bytecode found) before the
+# first session/new is answered: an installed agent compiles none.
+_COUNT_COMPILES = r"""
+import os, sys
+import importlib._bootstrap_external as external
+compiled = []
+source_to_code = external.SourceLoader.source_to_code
+def counted(self, data, path, *args, **kwargs):
+    compiled.append(path)  # an import that found no valid bytecode for its source
+    return source_to_code(self, data, path, *args, **kwargs)
+external.SourceLoader.source_to_code = counted
+import atexit
+atexit.register(lambda: os.write(2, ("compiled %d %s\n" % (len(compiled), " ".join(compiled[:5]))).encode()))
+import runpy
+sys.argv = ["acp-agent"]
+runpy.run_module("acp_agent", run_name="__main__", alter_sys=True)
+"""
+
+
+async def _compiled_at_start(env: dict[str, str], cwd: Path) -> tuple[int, str]:
+    """(how many source files the agent compiled on its way to the first session/new, the first few)."""
+    import anyio
+
+    process = await anyio.open_process(
+        [sys.executable, "-c", _COUNT_COMPILES], env={**os.environ, **env}, cwd=str(cwd)
+    )
+    agent = Agent(process)
+    try:
+        await agent.call("initialize", INIT)
+        await agent.call("session/new", {"cwd": str(cwd), "mcpServers": []})
+    finally:
+        await agent.close()
+    assert process.stderr is not None
+    chunks: list[bytes] = []
+    with anyio.move_on_after(5):
+        async for chunk in process.stderr:
+            chunks.append(chunk)
+    err = b"".join(chunks).decode(errors="replace")
+    for line in err.splitlines():
+        if line.startswith("compiled "):
+            _, count, *names = line.split(" ")
+            return int(count), " ".join(names)
+    return -1, "the agent did not report"
 
 
 async def _once(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
@@ -70,6 +117,7 @@ async def run(quick: bool) -> list[dict[str, Any]]:
             runs["script"].append(await _once(script_cmd, script_env, cwd))
             runs["sdk"].append(await _once(sdk_cmd, sdk_env, cwd))
             runs["floor"].append(await _once(floor_cmd, floor_env, cwd))
+        compiled, names = await _compiled_at_start(http_env, cwd)
     sdk, floor = runs["sdk"], runs["floor"]
 
     def ratio(key: str, row: str = "http") -> float:
@@ -125,6 +173,16 @@ async def run(quick: bool) -> list[dict[str, Any]]:
             floor_ms=round(_med(floor, "exit"), 1),
         ),
     ]
+    rows.append(
+        figure(
+            BENCH,
+            "compiled_at_start",
+            compiled,
+            0,
+            files=names,
+            note="source files compiled on the way to the first session/new (an install writes bytecode)",
+        )
+    )
     return rows
 
 
