@@ -10,7 +10,7 @@ __all__ = ["main"]
 def main() -> None:
     from .cli import main as cli_main
 
-    sys.exit(cli_main())
+    sys.exit(cli_main(fast_exit=True))
 
 
 if __name__ == "__main__":

@@ -14,10 +14,12 @@ so a TLS connection from its client cannot verify and fails closed.
 from __future__ import annotations
 
 import email.utils
+import importlib
 import json
 import logging
 import re
 import ssl
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -167,6 +169,9 @@ class HttpConfig:
         pool = _pool()
         if self._held is not None and self._held[0] is pool:
             return self._held[2].client
+        if "httpx2" not in sys.modules:
+            # Its import (httpcore2, h11; trio where installed) takes tens of ms: not on the event loop.
+            await anyio.to_thread.run_sync(importlib.import_module, "httpx2")
         self._held = None  # (held on another event loop, which has ended)
         key = (self.origin, self.connect_timeout, self.idle_timeout)
         shared = pool.get(key)

@@ -16,16 +16,17 @@ import re
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import anyio
-import httpx2
 
 from .._call import Call
 from .._errors import HarnessUsageError
 from .._tools import Hints, Result, ToolSpec
-from ._html import html_to_text
 from ._ssrf import Blocked, Resolver, resolve_checked, system_resolver
+
+if TYPE_CHECKING:
+    import httpx2  # imported at the first fetch or search: building the tools must not pay for it
 
 __all__ = [
     "Blocked",
@@ -165,6 +166,8 @@ class WebFetch:
 
     async def fetch(self, url: str) -> Page:
         """Fetch ``url`` under the guard; raises ``Blocked`` or ``FetchError``."""
+        import httpx2
+
         try:
             current = httpx2.URL(url)
         except (httpx2.InvalidURL, ValueError, TypeError) as e:
@@ -246,6 +249,8 @@ class WebFetch:
             raise FetchError(f"{url} is {media or 'binary data'}, not text")
         text = raw.decode(_encoding(response, raw, is_html), errors="replace")
         if is_html:
+            from ._html import html_to_text  # (html.parser and its entity table: at the first page)
+
             text = html_to_text(text, str(url))
         total = len(text)
         return Page(str(url), response.status_code, media, text[: self.max_chars], cut, total, redirects)
@@ -310,6 +315,8 @@ class SearXng:
     transport: httpx2.AsyncBaseTransport | None = None
 
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
+        import httpx2
+
         url = self.base_url.rstrip("/") + "/search"
         params = {**self.params, "q": query, "format": "json"}
         try:
