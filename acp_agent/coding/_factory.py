@@ -309,10 +309,8 @@ class CodingFactory:
             await controls.set_mode(config.default_mode)
 
     async def _sandbox(self, config: Config, env: SessionEnvironment, modes: ModeState) -> SessionSandbox:
-        support = await anyio.to_thread.run_sync(sandbox_support, self.environ)
-
-        def make() -> SessionSandbox:
-            sandbox = SessionSandbox(modes, env.roots, support=support)
+        def make() -> SessionSandbox:  # one worker-thread hop for both (session/new waits for each)
+            sandbox = SessionSandbox(modes, env.roots, support=sandbox_support(self.environ))
             sandbox.configure(config, self.environ)
             return sandbox
 
