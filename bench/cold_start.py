@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_conformance.fake_model import Recorded, Reply
-from bench._rpc import INIT, Agent, figure, floor_echo, median, our_agent, sdk_echo
+from bench._rpc import INIT, REPO, Agent, figure, floor_echo, median, our_agent, sdk_echo
 from bench._wire import http_agent, provider_server, stream_for
 
 BENCH = "cold_start"
@@ -34,8 +34,15 @@ def counted(self, data, path, *args, **kwargs):
     compiled.append(path)  # an import that found no valid bytecode for its source
     return source_to_code(self, data, path, *args, **kwargs)
 external.SourceLoader.source_to_code = counted
+def report():
+    os.write(2, ("compiled %d %s\n" % (len(compiled), " ".join(compiled[:5]))).encode())
 import atexit
-atexit.register(lambda: os.write(2, ("compiled %d %s\n" % (len(compiled), " ".join(compiled[:5]))).encode()))
+atexit.register(report)
+exit_now = os._exit
+def reported_exit(code):  # the agent ends with os._exit once it has served
+    report()
+    exit_now(code)
+os._exit = reported_exit
 import runpy
 sys.argv = ["acp-agent"]
 runpy.run_module("acp_agent", run_name="__main__", alter_sys=True)
@@ -47,7 +54,7 @@ async def _compiled_at_start(env: dict[str, str], cwd: Path) -> tuple[int, str]:
     import anyio
 
     process = await anyio.open_process(
-        [sys.executable, "-c", _COUNT_COMPILES], env={**os.environ, **env}, cwd=str(cwd)
+        [sys.executable, "-c", _COUNT_COMPILES], env={**os.environ, **env}, cwd=str(REPO)
     )
     agent = Agent(process)
     try:
@@ -173,16 +180,16 @@ async def run(quick: bool) -> list[dict[str, Any]]:
             floor_ms=round(_med(floor, "exit"), 1),
         ),
     ]
-    rows.append(
-        figure(
-            BENCH,
-            "compiled_at_start",
-            compiled,
-            0,
-            files=names,
-            note="source files compiled on the way to the first session/new (an install writes bytecode)",
-        )
+    row = figure(
+        BENCH,
+        "compiled_at_start",
+        compiled,
+        0,
+        files=names,
+        note="source files compiled on the way to the first session/new (an install writes bytecode)",
     )
+    row["ok"] = compiled == 0  # (-1: the agent did not report)
+    rows.append(row)
     return rows
 
 
