@@ -24,6 +24,7 @@ __all__ = [
     "encode",
     "error_message",
     "jsonable",
+    "text_chunk_line",
     "valid_id",
 ]
 
@@ -117,6 +118,24 @@ def encode(obj: Any) -> bytes:
     except UnicodeEncodeError:
         # Lone surrogates (e.g. from undecodable file names) cannot be UTF-8: escape them instead.
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+_TEXT_CHUNK_HEAD: Final = (
+    '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%s,'
+    '"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%s}}}}\n'
+)
+_encode_str: Final = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes a str as
+
+
+def text_chunk_line(session_id: str, text: str) -> bytes:
+    """``encode`` of the ``session/update`` notification carrying an ``agent_message_chunk`` of ``text``,
+    byte for byte, without building and walking the nested dict: the hot path of a streamed reply (a
+    general ``json.dumps`` with these options costs ten times more than escaping the two strings)."""
+    try:
+        return (_TEXT_CHUNK_HEAD % (_encode_str(session_id), _encode_str(text))).encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: escaped, as ``encode`` does
+        ascii_str = json.encoder.encode_basestring_ascii
+        return (_TEXT_CHUNK_HEAD % (ascii_str(session_id), ascii_str(text))).encode()
 
 
 def error_message(request_id: RequestId, error: RpcError) -> JsonDict:

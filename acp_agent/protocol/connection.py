@@ -85,6 +85,7 @@ from ._jsonrpc import (
     encode,
     error_message,
     jsonable,
+    text_chunk_line,
     valid_id,
 )
 from ._writer import LineWriter
@@ -195,6 +196,11 @@ class Connection:
         if params is not None:
             message["params"] = jsonable(params)
         await self._write_message(message)
+
+    async def notify_text_chunk(self, session_id: str, text: str) -> None:
+        """``notify("session/update", ...)`` of an ``agent_message_chunk`` of ``text``, the same bytes,
+        encoded without the general encoder: the hot path of a streamed reply."""
+        await self._write_bytes(text_chunk_line(session_id, text))
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         """Send a request to the client and return its `result` (raw JSON).

@@ -132,8 +132,7 @@ class Session:
         shape), after the opening response."""
         if not self.opened.is_set():
             await self.opened.wait()
-        update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
-        await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
+        await self._conn.notify_text_chunk(self.id, text)
 
     async def replay(self) -> None:
         """Send the whole conversation as the client saw it (``session/load``, before its response), then
