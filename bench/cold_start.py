@@ -127,60 +127,31 @@ async def run(quick: bool) -> list[dict[str, Any]]:
         compiled, names = await _compiled_at_start(http_env, cwd)
     sdk, floor = runs["sdk"], runs["floor"]
 
-    def ratio(key: str, row: str = "http") -> float:
-        return round(_med(runs[row], key) / _med(sdk, key), 2)
+    def row(name: str, key: str, target: float | None, of: str = "http", **extra: Any) -> dict[str, Any]:
+        """A figure of row ``of`` beside the SDK echo agent's same figure (and the floor's)."""
+        value, base = _med(runs[of], key), _med(sdk, key)
+        ratio = round(value / base, 2) if base else None
+        floor_ms = round(_med(floor, key), 1)
+        return figure(
+            BENCH, name, value, target, baseline=base, ratio_vs_sdk=ratio, floor_ms=floor_ms, **extra
+        )
 
     rows = [
-        figure(
-            BENCH,
+        row(
             "first_new_http_ms",
-            _med(runs["http"], "first_new"),
+            "first_new",
             70,
-            baseline=_med(sdk, "first_new"),
-            floor_ms=round(_med(floor, "first_new"), 1),
-            ratio_vs_sdk=ratio("first_new"),
             samples=n,
             note="spawn -> first session/new answered, --provider openai at a local server",
         ),
-        figure(
-            BENCH,
-            "first_new_script_ms",
-            _med(runs["script"], "first_new"),
-            None,
-            baseline=_med(sdk, "first_new"),
-            ratio_vs_sdk=ratio("first_new", "script"),
-            note="second row: the script provider",
-        ),
-        figure(
-            BENCH,
-            "initialize_ms",
-            _med(runs["http"], "init"),
-            120,
-            baseline=_med(sdk, "init"),
-            floor_ms=round(_med(floor, "init"), 1),
-            ratio_vs_sdk=ratio("init"),
-        ),
-        figure(
-            BENCH, "later_new_http_ms", _med(runs["http"], "later_new"), 3, baseline=_med(sdk, "later_new")
-        ),
-        figure(
-            BENCH,
-            "later_new_script_ms",
-            _med(runs["script"], "later_new"),
-            None,
-            baseline=_med(sdk, "later_new"),
-        ),
-        figure(BENCH, "rss_after_new_mb", _med(runs["http"], "rss"), 50, baseline=_med(sdk, "rss")),
-        figure(
-            BENCH,
-            "exit_after_eof_ms",
-            _med(runs["http"], "exit"),
-            38,
-            baseline=_med(sdk, "exit"),
-            floor_ms=round(_med(floor, "exit"), 1),
-        ),
+        row("first_new_script_ms", "first_new", None, "script", note="second row: the script provider"),
+        row("initialize_ms", "init", 120),
+        row("later_new_http_ms", "later_new", 3),
+        row("later_new_script_ms", "later_new", None, "script"),
+        row("rss_after_new_mb", "rss", 50),
+        row("exit_after_eof_ms", "exit", 38),
     ]
-    row = figure(
+    compiled_row = figure(
         BENCH,
         "compiled_at_start",
         compiled,
@@ -188,8 +159,8 @@ async def run(quick: bool) -> list[dict[str, Any]]:
         files=names,
         note="source files compiled on the way to the first session/new (an install writes bytecode)",
     )
-    row["ok"] = compiled == 0  # (-1: the agent did not report)
-    rows.append(row)
+    compiled_row["ok"] = compiled == 0  # (-1: the agent did not report)
+    rows.append(compiled_row)
     return rows
 
 
