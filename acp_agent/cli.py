@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
 
     settings = ModelSettings.from_config(config)
     early = early_start(configured=settings.configured, how_to_configure=how_to_configure())
+    from harness.providers._http import keep_idle_clients
     from harness.secrets import Secrets
 
     from .coding import coding_factory
@@ -128,6 +129,7 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     # The composition root: the session layer serves whatever factory it is given; this one codes. One
     # Secrets for the process: the log redacts what every session keeps from its commands.
     secrets = Secrets.from_env(os.environ, config.secret_names(), [config.api_key])
+    keep_idle_clients()  # one process, one endpoint: the model-list request's connection serves the prompts
     factory = coding_factory(config.flags, secrets=secrets)
     code = serve_stdio(config, factory, settings, secrets=secrets, early=early)
     if fast_exit and "coverage" not in sys.modules:  # (coverage writes its data at interpreter exit)

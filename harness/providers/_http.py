@@ -8,7 +8,8 @@ answering ``session/new`` needs). Models on one event loop that talk to the same
 timeouts share one ``httpx2.AsyncClient`` (its connection pool: a later session's first request reuses an
 open connection); the last model to close closes it. The certificate store is loaded once per process, in a
 worker thread, and only for ``https://`` origins; an ``http://`` origin gets a context with no certificates,
-so a TLS connection from its client cannot verify and fails closed.
+so a TLS connection from its client cannot verify and fails closed. An application may keep idle shared
+clients open for the life of the process (``keep_idle_clients``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "Endpoint",
     "classify_error_body",
     "error_from_status",
+    "keep_idle_clients",
     "shared_clients",
     "transport_error",
     "truncated",
@@ -85,6 +87,15 @@ class _Shared:
 _CLIENTS: RunVar[dict[_ClientKey, _Shared]] = RunVar("harness_http_clients")
 _verified: ssl.SSLContext | None = None
 _verified_lock = threading.Lock()
+_keep_idle = False
+
+
+def keep_idle_clients(keep: bool = True) -> None:
+    """Keep a shared client open when its last model closes (an application process that talks to the
+    same endpoints for its whole life: the model-list request's connection serves the first prompt).
+    The process's end closes them. Off by default: a library user's ``aclose`` closes the client."""
+    global _keep_idle
+    _keep_idle = keep
 
 
 def _verified_context() -> ssl.SSLContext:
@@ -197,7 +208,7 @@ class HttpConfig:
             pool, key, shared = self._held
             self._held = None
             shared.users -= 1
-            if shared.users <= 0 and pool.get(key) is shared:
+            if shared.users <= 0 and not _keep_idle and pool.get(key) is shared:
                 del pool[key]
                 to_close = shared.client
         if to_close is not None:

@@ -127,3 +127,20 @@ async def test_an_https_endpoint_loads_the_certificate_store_once_and_verifies(
                 await model.aclose()
         closer.join(LIMIT_S)
     assert calls == [1]
+
+
+async def test_an_application_may_keep_an_idle_client_open_for_the_next_model(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_http, "_keep_idle", True)
+    server.route("POST", CHAT, Reply.sse(STREAM))
+    with anyio.fail_after(LIMIT_S):
+        lister = ChatCompletions(server.url + "/v1", "m")
+        await drain(lister, prompt())
+        await anyio.wait_all_tasks_blocked()
+        await lister.aclose()
+        assert shared_clients() == 1  # kept: the next model reuses it and its connection
+        later = ChatCompletions(server.url + "/v1", "m")
+        await drain(later, prompt())
+        await later.aclose()
+    assert len(server._threads) == 1  # pyright: ignore[reportPrivateUsage]
