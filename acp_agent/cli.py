@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
 
     settings = ModelSettings.from_config(config)
     early = early_start(configured=settings.configured, how_to_configure=how_to_configure())
-    from harness.providers._http import keep_idle_clients
+    from harness.providers._clients import keep_idle_clients
     from harness.secrets import Secrets
 
     from .coding import coding_factory

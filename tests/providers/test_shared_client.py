@@ -13,8 +13,8 @@ from conftest import LIMIT_S, drain, prompt
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness.model import TextChunk
-from harness.providers import ChatCompletions, Messages, _http
-from harness.providers._http import shared_clients
+from harness.providers import ChatCompletions, Messages, _clients
+from harness.providers._clients import shared_clients
 
 pytestmark = pytest.mark.anyio
 
@@ -88,7 +88,7 @@ async def test_an_http_endpoint_never_loads_the_certificate_store(
     def forbidden() -> object:
         raise AssertionError("the certificate store was loaded for an http:// endpoint")
 
-    monkeypatch.setattr(_http, "_verified_context", forbidden)
+    monkeypatch.setattr(_clients, "_verified_context", forbidden)
     server.route("POST", CHAT, Reply.sse(STREAM))
     model = ChatCompletions(server.url + "/v1", "m")
     with anyio.fail_after(LIMIT_S):
@@ -100,13 +100,13 @@ async def test_an_https_endpoint_loads_the_certificate_store_once_and_verifies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[int] = []
-    real = _http._verified_context  # pyright: ignore[reportPrivateUsage]
+    real = _clients._verified_context  # pyright: ignore[reportPrivateUsage]
 
     def counted() -> object:
         calls.append(1)
         return real()
 
-    monkeypatch.setattr(_http, "_verified_context", counted)
+    monkeypatch.setattr(_clients, "_verified_context", counted)
     # A TCP server that closes each connection at once: the TLS handshake fails, after the context was built.
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
@@ -132,7 +132,7 @@ async def test_an_https_endpoint_loads_the_certificate_store_once_and_verifies(
 async def test_an_application_may_keep_an_idle_client_open_for_the_next_model(
     server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_http, "_keep_idle", True)
+    monkeypatch.setattr(_clients, "_keep_idle", True)
     server.route("POST", CHAT, Reply.sse(STREAM))
     with anyio.fail_after(LIMIT_S):
         lister = ChatCompletions(server.url + "/v1", "m")
