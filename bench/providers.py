@@ -25,49 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from acp_conformance.fake_model import FakeServer, Recorded, Reply, Stall  # noqa: E402
+from bench._wire import anthropic_stream, chat_stream, pieces  # noqa: E402
 from harness import Message  # noqa: E402
 from harness.model import Model, Prompt, TextChunk  # noqa: E402
 from harness.providers import ChatCompletions, Messages  # noqa: E402
 
 TARGET_CHUNKS_PER_S = 30_000.0
 TARGET_CANCEL_P99_MS = 20.0
-
-
-def chat_stream(n: int) -> bytes:
-    env = '"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1770933892,"model":"bench-model","system_fingerprint":"fp_x"'
-    parts = [
-        f'data: {{{env},"choices":[{{"index":0,"delta":{{"content":"tok{i % 97} "}},"logprobs":null,"finish_reason":null}}],"usage":null}}\n\n'
-        for i in range(n)
-    ]
-    parts.append(f'data: {{{env},"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}]}}\n\n')
-    parts.append(
-        f'data: {{{env},"choices":[],"usage":{{"prompt_tokens":10,"completion_tokens":{n},"total_tokens":{n + 10}}}}}\n\n'
-    )
-    parts.append("data: [DONE]\n\n")
-    return "".join(parts).encode()
-
-
-def anthropic_stream(n: int) -> bytes:
-    parts = [
-        "event: message_start\n"
-        'data: {"type":"message_start","message":{"id":"msg_bench","type":"message","role":"assistant","content":[],'
-        '"model":"bench","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}\n\n',
-        'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
-    ]
-    parts += [
-        f'event: content_block_delta\ndata: {{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"tok{i % 97} "}}}}\n\n'
-        for i in range(n)
-    ]
-    parts.append('event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n')
-    parts.append(
-        f'event: message_delta\ndata: {{"type":"message_delta","delta":{{"stop_reason":"end_turn","stop_sequence":null}},"usage":{{"output_tokens":{n}}}}}\n\n'
-    )
-    parts.append('event: message_stop\ndata: {"type":"message_stop"}\n\n')
-    return "".join(parts).encode()
-
-
-def pieces(data: bytes, size: int = 65536) -> list[bytes | Stall]:
-    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def prompt() -> Prompt:
@@ -135,12 +99,12 @@ async def run(quick: bool) -> list[dict[str, Any]]:
         server.route(
             "POST",
             "/v1/chat/completions",
-            Reply(200, {"content-type": "text/event-stream"}, pieces(chat_stream(n))),
+            Reply(200, {"content-type": "text/event-stream"}, pieces(chat_stream(n), 65536)),
         )
         server.route(
             "POST",
             "/v1/messages",
-            Reply(200, {"content-type": "text/event-stream"}, pieces(anthropic_stream(n))),
+            Reply(200, {"content-type": "text/event-stream"}, pieces(anthropic_stream(n), 65536)),
         )
         chat = ChatCompletions(server.url + "/v1", "bench")
         anth = Messages(server.url, "bench")
