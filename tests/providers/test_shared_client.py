@@ -48,6 +48,7 @@ async def test_models_of_one_endpoint_share_one_client_until_the_last_closes(ser
     assert shared_clients() == 0
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_a_later_model_reuses_the_open_connection(server: FakeServer) -> None:
     server.route("POST", CHAT, Reply.sse(STREAM))
     keep = ChatCompletions(server.url + "/v1", "m")
