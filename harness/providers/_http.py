@@ -27,6 +27,7 @@ from ._sse import SseEvent, SseParser
 
 if TYPE_CHECKING:
     import httpx2
+
     from .model_info import ModelInfo
 
 __all__ = [

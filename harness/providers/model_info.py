@@ -109,7 +109,7 @@ async def _json(ep: Endpoint, url: str, headers: Mapping[str, str], body: Any = 
     import httpx2
 
     try:
-        client = ep.http.client()
+        client = await ep.http.client()
         if body is None:
             response = await client.get(url, headers=dict(headers))
         else:
