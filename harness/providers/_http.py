@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -105,12 +105,17 @@ class Endpoint:
             ) from None
 
     async def sse(
-        self, path: str, headers: Mapping[str, str], body: Mapping[str, Any]
+        self,
+        path: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        last: Callable[[SseEvent], bool] | None = None,
     ) -> AsyncIterator[SseEvent]:
-        """POST ``body`` as JSON and yield the SSE records. Cancelling closes the stream at once. A consumer
-        that stops reading (it saw the stream's last record) lets the rest of the body be read, for at most
-        ``_DRAIN_S`` when the generator is closed, so the connection goes back to the pool instead of being
-        dropped: the next turn (and a later session) sends on it without a new TCP and TLS handshake."""
+        """POST ``body`` as JSON and yield the SSE records. Cancelling closes the stream at once. The rest
+        of the body is read (for at most ``_DRAIN_S``) before the record ``last`` says ends the stream is
+        yielded, and when a consumer stops reading early, so the connection goes back to the pool instead
+        of being dropped: the next turn (and a later session) sends on it without a new TCP and TLS
+        handshake."""
         url = self.base_url + path
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         hdrs = {"content-type": "application/json", "accept": "text/event-stream", **headers}
@@ -138,16 +143,22 @@ class Endpoint:
                 try:
                     async for chunk in chunks:
                         for event in parser.feed(chunk):
+                            if last is not None and last(event):
+                                await _drain(chunks)  # the consumer stops here: the body is read first
                             yield event
                 except GeneratorExit:
-                    with anyio.move_on_after(_DRAIN_S):
-                        async for _rest in chunks:
-                            pass
+                    await _drain(chunks)
                     raise
                 for event in parser.flush():
                     yield event
         except httpx2.RequestError as exc:
             raise transport_error(exc, self) from None
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    with anyio.move_on_after(_DRAIN_S):
+        async for _rest in chunks:
+            pass
 
 
 def transport_error(exc: httpx2.RequestError, ep: Endpoint) -> ModelError:

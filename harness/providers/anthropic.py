@@ -26,6 +26,7 @@ from ..model import (
 )
 from ._common import FALLBACK, continued_text, count, obj, parse_input, stream_record
 from ._http import Endpoint, HttpModel, classify_error_body, truncated
+from ._sse import SseEvent
 
 if TYPE_CHECKING:
     import httpx2  # imported when a request is made (harness.providers._http)
@@ -53,6 +54,10 @@ def anthropic_usage(raw: Mapping[str, Any]) -> UsageChunk:
         count(raw.get("cache_read_input_tokens")),
         count(raw.get("cache_creation_input_tokens")),
     )
+
+
+def _is_stop(event: SseEvent) -> bool:
+    return event.event == "message_stop"
 
 
 class _Block:
@@ -149,7 +154,7 @@ class Messages(HttpModel):
         ep = self._ep
         reply = _MessagesReply(ep)
         finish: FinishReason | None = None
-        async for event in ep.sse("/v1/messages", self._auth(), body):
+        async for event in ep.sse("/v1/messages", self._auth(), body, _is_stop):
             ev = stream_record(event.data, ep.base_url)
             match ev.get("type") or event.event:
                 case "content_block_delta":

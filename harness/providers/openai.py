@@ -35,6 +35,7 @@ from ._common import (
     stream_record,
 )
 from ._http import Endpoint, HttpModel, classify_error_body, truncated
+from ._sse import SseEvent
 from .openai_responses import Responses
 
 if TYPE_CHECKING:
@@ -79,6 +80,10 @@ def chat_usage(raw: Mapping[str, Any]) -> UsageChunk:
 
 def _host(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
+
+
+def _is_done(event: SseEvent) -> bool:
+    return event.data == "[DONE]"
 
 
 class ChatCompletions(HttpModel):
@@ -204,7 +209,7 @@ class ChatCompletions(HttpModel):
         reply = _ChatReply(ep, ThinkSplitter() if self.think_tags else None)
         done = False
         on_chunk, base_url = reply.on_chunk, ep.base_url
-        async for event in ep.sse("/chat/completions", self._auth(), body):
+        async for event in ep.sse("/chat/completions", self._auth(), body, _is_done):
             data = event.data
             if data == "[DONE]":
                 done = True

@@ -25,6 +25,7 @@ from ..model import (
 )
 from ._common import FALLBACK, count, image_url, obj, parse_input, stream_record
 from ._http import Endpoint, HttpModel, classify_error_body, truncated
+from ._sse import SseEvent
 
 __all__ = ["Responses", "responses_usage"]
 
@@ -38,6 +39,13 @@ def responses_usage(raw: Mapping[str, Any]) -> UsageChunk:
     cache_write = count(details.get("cache_write_tokens")) or 0
     inp = None if prompt is None else max(0, prompt - cache_read - cache_write)
     return UsageChunk(inp, count(raw.get("output_tokens")), cache_read, cache_write)
+
+
+_FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _is_final(event: SseEvent) -> bool:
+    return event.event in _FINAL_EVENTS or event.data == "[DONE]"
 
 
 class Responses(HttpModel):
@@ -85,7 +93,7 @@ class Responses(HttpModel):
     async def _stream(self, body: dict[str, Any]) -> AsyncIterator[Delta]:
         ep = self._ep
         reply = _ResponsesReply(ep)
-        async for event in ep.sse("/responses", self._auth(), body):
+        async for event in ep.sse("/responses", self._auth(), body, _is_final):
             if event.data == "[DONE]":
                 continue
             for d in reply.on_event(stream_record(event.data, ep.base_url)):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from conftest import LIMIT_S
 from model_lists import route_litellm, route_llamacpp, route_ollama, route_openrouter, route_vllm
+from provider_support import LIMIT_S
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness.providers.factory import describe_models

@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import LIMIT_S, drain_until_error, prompt
+from provider_support import LIMIT_S, drain_until_error, prompt
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness import ErrorKind, ModelError

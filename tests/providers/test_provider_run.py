@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from conftest import LIMIT_S
+from provider_support import LIMIT_S
 from sse_fixtures import fixture
 
 from acp_conformance.fake_model import FakeServer, Reply

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import LIMIT_S, drain, drain_until_error, prompt
+from provider_support import LIMIT_S, drain, drain_until_error, prompt
 from sse_fixtures import fixture
 
 from acp_conformance.fake_model import Drop, FakeServer, Reply, Stall

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import anyio
 import pytest
-from conftest import LIMIT_S, drain, prompt
+from provider_support import LIMIT_S, drain, prompt
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness.model import TextChunk
