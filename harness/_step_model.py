@@ -192,6 +192,7 @@ class ModelRequest:
         self._inner: list[AsyncIterator[Delta]] = []  # the model streams the middleware chain opened
 
     async def events(self) -> AsyncGenerator[Event, None]:
+        # The per-delta hot path: one loop with no helper calls per text delta (each costs ~0.1 µs).
         s = self.state
         n, parent = s.number, s.parent
         prompt, by_name = await self._prompt()

@@ -235,6 +235,8 @@ def load_config(
     project's settings that need trust (the user said yes for now); False ignores them. ``strict``: raise
     ``ConfigError`` listing every problem; otherwise skip bad values and list them in ``Config.problems``.
     """
+    # The whole resolution in one place, in its order (home first: the trust store is there; then trust;
+    # then every setting from the table): the order is what makes a project unable to widen anything.
     out = Problems()
     cwd_path = Path(cwd)
     user = read_dir(user_config_dir(env), "user", out)

@@ -179,6 +179,8 @@ class Session:
             done.set()
 
     async def _prompt(self, message: Message) -> str:
+        # One turn's phases in order (command, hooks, title, run, mapping, persistence): kept in one
+        # function so the cancellation points between them read top to bottom.
         from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, TextContent
 
         controls = self.setup.controls

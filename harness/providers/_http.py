@@ -226,6 +226,8 @@ def classify_error_body(
     err_body: Any, ep: Endpoint, *, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> ModelError:
     """One error, from an HTTP error body or an in-band error record."""
+    # A flat decision table, checked in order of precedence (context before quota before auth ...):
+    # long, but each branch is one kind and the order is the logic.
     err = _error_object(err_body)
     etype = str(err.get("type") or "")
     code = str(err.get("code") or "")
