@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
+from harness.atomic import write_text_atomic
+
 __all__ = [
     "TRUST_FILE",
     "ProjectTrust",
@@ -38,7 +40,6 @@ __all__ = [
     "canonical",
     "rule_key",
     "settings_digest",
-    "write_private",
 ]
 
 TRUST_FILE: Final = "trust.json"
@@ -218,28 +219,11 @@ class TrustStore:
             data = self._load()
             data["version"] = _VERSION
             yield data
-            write_private(self.path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            write_text_atomic(
+                self.path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            )
         finally:
             os.close(lock_fd)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (a temporary file beside it, then a rename), readable by
-    the user only."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _root_key(root: Path | str) -> str:

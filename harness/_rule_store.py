@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 import anyio
@@ -15,6 +14,7 @@ import anyio.to_thread
 
 from ._errors import HarnessUsageError
 from ._rules import Rule
+from .atomic import write_text_atomic
 
 __all__ = ["PermissionFileError", "PermissionStore"]
 
@@ -148,7 +148,7 @@ class PermissionStore:
     async def _write(self, rules: list[Rule]) -> None:
         text = _HEADER + "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rules)
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            await anyio.to_thread.run_sync(_atomic_write, self.path, text)
+            await anyio.to_thread.run_sync(write_text_atomic, self.path, text)
 
 
 def _same_subject(a: Rule, b: Rule) -> bool:
@@ -169,29 +169,6 @@ def _same_subject(a: Rule, b: Rule) -> bool:
         b.path_prefix,
         b.exact,
     )
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with _suppress_os_error():
-            os.unlink(tmp)
-        raise
-
-
-class _suppress_os_error:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return isinstance(exc[1], OSError)
 
 
 def _rule_from_dict(data: dict[str, object]) -> Rule:

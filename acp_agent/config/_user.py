@@ -113,7 +113,7 @@ def write_user_config(values: Mapping[str, Any], env: Mapping[str, str]) -> Path
     read_values(data, str(path), out)
     if out.items:
         raise ConfigError(out.items)
-    from ..trust import write_private
+    from harness.atomic import write_text_atomic
 
-    write_private(path, render_toml(data))
+    write_text_atomic(path, render_toml(data))
     return path

@@ -12,7 +12,6 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -173,20 +172,9 @@ def _objects(value: Any) -> list[dict[str, Any]]:
 def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1) -> None:
     """Write ``data`` as JSON so a reader sees the old file or the new one, never half of it (blocking:
     call it in a worker thread)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=indent)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from harness.atomic import write_text_atomic  # not at import: the session layer loads no harness
+
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent))
 
 
 def _read_meta(path: Path) -> SessionMeta | None:
