@@ -136,24 +136,33 @@ class ModelNotes:
             self._told.add(key)
             await self._advise(title, text)
 
-    async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        facts = self._facts()
-        window = facts.context_window if facts is not None else None
-        if facts is not None and facts.images is False:
+    async def _prepare(self, prompt: Prompt, facts: ModelFacts) -> Prompt:
+        """The prompt as this model takes it (its window, no images it cannot read); Ollama's warning."""
+        if facts.images is False:
             prompt = await self._without_images(prompt, facts)
-        if facts is not None and facts.evicts_silently:
+        if facts.evicts_silently:
             await self._once(
                 f"ollama {facts.name}", "Small context window", ollama_warning(facts, self._config_file)
             )
-        if window is not None:
-            prompt = prompt.replace(options=replace(prompt.options, context_window=window))
+        if facts.context_window is not None:
+            prompt = prompt.replace(options=replace(prompt.options, context_window=facts.context_window))
+        return prompt
+
+    async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        facts = self._facts()
+        window = facts.context_window if facts is not None else None
+        if facts is not None:
+            prompt = await self._prepare(prompt, facts)
         wrote = reasoned = False
         finish: FinishReason | None = None
         usage: dict[str, int] = {}
         async for delta in next(prompt):
-            match delta:
-                case TextChunk(text=text) if text.strip():
+            if type(delta) is TextChunk:  # the hot path: an identity check, and no strip once it wrote
+                if not wrote and delta.text.strip():
                     wrote = True
+                yield delta
+                continue
+            match delta:
                 case ToolStart():
                     wrote = True
                 case ReasoningChunk():
