@@ -5,7 +5,16 @@ nothing but the client's message and the configuration, so the process takes its
 line with plain blocking ``os.read`` and, when it is a well-formed ``initialize``, answers it at once; anyio,
 pydantic and the harness are imported afterwards, while the client reads the answer. Anything else about
 the first line (bad JSON, a batch, another method, invalid params) is left to the connection, which answers
-it as usual. Standard library only.
+it as usual.
+
+When the next line is a plain ``session/new`` (and a model is configured), it is answered here too, from
+the configuration and the cached model list (``opening``: the coding agent's ``EarlyOpening``, the same
+functions its sessions answer with): an editor opening a thread sends ``initialize``, then ``session/new``
+as soon as it has the answer, and waits for both. The session is built when the rest is imported
+(``acp_agent.session._early_open`` adopts it, before any later request is served; what it finds different
+from this answer is sent as updates). Anything unusual about that line (MCP servers or directories of an
+unexpected shape, a missing folder, a configuration with problems) leaves it to the connection. Standard
+library only.
 """
 
 from __future__ import annotations
@@ -13,9 +22,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -25,10 +37,13 @@ __all__ = [
     "AUTH_METHOD_ID",
     "PROMPT_CAPABILITIES",
     "PROTOCOL_VERSION",
+    "EarlyOpened",
     "EarlyStart",
+    "Opening",
     "claim_stdio",
     "early_start",
     "initialize_result",
+    "new_session_id",
 ]
 
 PROTOCOL_VERSION: Final = 1
@@ -41,16 +56,40 @@ PROMPT_CAPABILITIES: Final[Mapping[str, bool]] = MappingProxyType(
 """The prompt blocks the agent takes beyond text and resource links: advertised by ``initialize``, and
 ``session/prompt`` refuses the others."""
 _READ_SIZE = 256 * 1024
+NEXT_LINE_WAIT_S: Final = 0.1
+"""How long the first ``session/new`` is waited for once ``initialize`` is answered (an editor sends it as
+soon as it reads the answer); then the rest is imported whatever comes."""
+
+Opening = Callable[[Path, Mapping[str, Any]], "dict[str, Any] | None"]
+"""``(cwd, clientCapabilities) -> {"modes", "configOptions"}`` of a new session there, or None when it
+cannot be said before the agent is imported."""
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyOpened:
+    """A ``session/new`` answered early: its request id and params, the session id, and the answer's state
+    (``modes``, ``configOptions``)."""
+
+    request_id: int | str
+    params: dict[str, Any]
+    session_id: str
+    state: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class EarlyStart:
-    """The protocol fds, the bytes read but not consumed, and the ``initialize`` params if answered."""
+    """The protocol fds, the bytes read but not consumed, the ``initialize`` params if answered, and the
+    ``session/new`` answered after it, if one was."""
 
     in_fd: int
     out_fd: int
     pending: bytes
     initialized: dict[str, Any] | None
+    opened: EarlyOpened | None = None
+
+
+def new_session_id() -> str:
+    return f"sess_{uuid.uuid4().hex}"
 
 
 def claim_stdio() -> tuple[int, int]:
@@ -137,8 +176,9 @@ def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
     ]
 
 
-def early_start(*, configured: bool, how_to_configure: str) -> EarlyStart:
-    """Claim stdio, read the first line, answer it when it is ``initialize`` (see the module docstring)."""
+def early_start(*, configured: bool, how_to_configure: str, opening: Opening | None = None) -> EarlyStart:
+    """Claim stdio, read the first line, answer it when it is ``initialize``, and then the next when it
+    is a ``session/new`` that ``opening`` can answer (see the module docstring)."""
     in_fd, out_fd = claim_stdio()
     data = _read_line(in_fd)
     line, newline, rest = data.partition(b"\n")
@@ -162,25 +202,122 @@ def early_start(*, configured: bool, how_to_configure: str) -> EarlyStart:
         result = initialize_result(params, configured=configured, how_to_configure=how_to_configure)
     except ValueError:
         return EarlyStart(in_fd, out_fd, data, None)
-    answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+    _answer(out_fd, request["id"], result)
+    answered: dict[str, Any] = params  # initialize_result checked it is an object
+    start = EarlyStart(in_fd, out_fd, rest, answered)
+    if opening is None or not configured:
+        return start
+    return _open_early(start, opening)
+
+
+def _answer(fd: int, request_id: Any, result: dict[str, Any]) -> None:
+    answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
     encoded = (json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     try:
-        _write_all(out_fd, encoded)
+        _write_all(fd, encoded)
     except OSError:
         pass  # the client went away; the connection will see it at its first write
-    answered: dict[str, Any] = params  # initialize_result checked it is an object
-    return EarlyStart(in_fd, out_fd, rest, answered)
 
 
-def _read_line(fd: int) -> bytes:
-    """Blocking reads until a newline or EOF (nothing else runs yet, so blocking is right here)."""
+def _open_early(start: EarlyStart, opening: Opening) -> EarlyStart:
+    """Answer the next line when it is a ``session/new`` that ``opening`` can answer (``start`` with the
+    bytes read so far otherwise)."""
+    data = start.pending
+    if b"\n" not in data:
+        data += _read_line(start.in_fd, timeout=NEXT_LINE_WAIT_S)
+    line, newline, rest = data.partition(b"\n")
+    plain = _plain_new_session(line) if newline else None
+    state = None
+    if plain is not None:
+        caps = as_mapping((start.initialized or {}).get("clientCapabilities"))
+        try:
+            state = opening(Path(plain[1]["cwd"]), caps)
+        except Exception:  # the connection's own session/new will say what is wrong
+            state = None
+    if plain is None or state is None:
+        return replace(start, pending=data)
+    request_id, params = plain
+    session_id = new_session_id()
+    _answer(start.out_fd, request_id, {"sessionId": session_id, **state})
+    return replace(start, pending=rest, opened=EarlyOpened(request_id, params, session_id, state))
+
+
+def as_mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+_SERVER_KEYS: Final = {
+    "stdio": ({"name", "command", "args", "env", "type"}, ("name", "command")),
+    "http": ({"name", "type", "url", "headers"}, ("name", "url")),
+    "sse": ({"name", "type", "url", "headers"}, ("name", "url")),
+}
+
+
+def _plain_new_session(line: bytes) -> tuple[int | str, dict[str, Any]] | None:
+    """``(id, params)`` of a ``session/new`` request whose params are of the plain shape an editor sends
+    (an existing absolute folder, MCP servers and directories of the protocol's shapes); else None."""
+    try:
+        message: Any = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(message, dict):
+        return None
+    request: dict[str, Any] = message  # pyright: ignore[reportUnknownVariableType]
+    ident = request.get("id")
+    if request.get("jsonrpc") != "2.0" or request.get("method") != "session/new":
+        return None
+    if not isinstance(ident, int | str) or isinstance(ident, bool):
+        return None
+    params = as_mapping(request.get("params"))
+    if set(params) - {"cwd", "mcpServers", "additionalDirectories"}:
+        return None
+    dirs: Any = params.get("additionalDirectories", [])
+    folders = [params.get("cwd"), *(dirs if isinstance(dirs, list) else [None])]  # pyright: ignore[reportUnknownVariableType]
+    if not all(isinstance(d, str) and os.path.isabs(d) and os.path.isdir(d) for d in folders):  # pyright: ignore[reportUnknownVariableType]
+        return None
+    servers: Any = params.get("mcpServers")
+    if not isinstance(servers, list) or not all(_plain_server(s) for s in servers):  # pyright: ignore[reportUnknownVariableType]
+        return None
+    return ident, params
+
+
+def _plain_server(server: Any) -> bool:
+    if not isinstance(server, dict):
+        return False
+    entry: dict[str, Any] = server  # pyright: ignore[reportUnknownVariableType]
+    kind = entry.get("type", "stdio")
+    shape = _SERVER_KEYS.get(kind) if isinstance(kind, str) else None
+    if shape is None:
+        return False
+    allowed, required = shape
+    if set(entry) - allowed or not all(isinstance(entry.get(k), str) for k in required):
+        return False
+    if kind == "stdio":
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):  # pyright: ignore[reportUnknownVariableType]
+            return False
+        return _pairs(entry.get("env", []))
+    return _pairs(entry.get("headers", []))
+
+
+def _pairs(value: Any) -> bool:
+    """A list of ``{"name", "value"}`` string pairs (environment variables, headers)."""
+    return isinstance(value, list) and all(
+        isinstance(p, dict) and set(p) == {"name", "value"} and all(isinstance(v, str) for v in p.values())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        for p in value  # pyright: ignore[reportUnknownVariableType]
+    )
+
+
+def _read_line(fd: int, timeout: float | None = None) -> bytes:
+    """Blocking reads until a newline or EOF (nothing else runs yet, so blocking is right here), or until
+    ``timeout`` seconds pass without input."""
     chunks: list[bytes] = []
     while True:
+        if timeout is not None and not select.select([fd], [], [], timeout)[0]:
+            break
         try:
             chunk = os.read(fd, _READ_SIZE)
         except BlockingIOError:  # an fd a parent left non-blocking
-            import select
-
             select.select([fd], [], [])
             continue
         except OSError:
@@ -199,8 +336,6 @@ def _write_all(fd: int, data: bytes) -> None:
         try:
             written = os.write(fd, view)
         except BlockingIOError:
-            import select
-
             select.select([], [fd], [])
             continue
         view = view[written:]

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Sequence
-from typing import NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from .config import Config, add_flags, flag_settings, flag_values, load_config
+
+if TYPE_CHECKING:
+    from ._early import Opening
 
 __all__ = [
     "COMMAND_MODULES",
@@ -119,7 +123,8 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     from .model_setup import ModelSettings, how_to_configure
 
     settings = ModelSettings.from_config(config)
-    early = early_start(configured=settings.configured, how_to_configure=how_to_configure())
+    opening = _opening(config.flags)  # the coding factory's answer, before the factory is imported
+    early = early_start(configured=settings.configured, how_to_configure=how_to_configure(), opening=opening)
     from harness.providers._clients import keep_idle_clients
     from harness.secrets import Secrets
 
@@ -135,6 +140,18 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     if fast_exit and "coverage" not in sys.modules:  # (coverage writes its data at interpreter exit)
         _exit_now(code)
     return code
+
+
+def _opening(flags: Mapping[str, Any]) -> Opening:
+    """The coding agent's ``session/new`` state for ``acp_agent._early`` (imported once it is needed: the
+    ``initialize`` answer goes out first)."""
+
+    def opening(cwd: Path, client_capabilities: Mapping[str, Any]) -> dict[str, Any] | None:
+        from .coding._opening import EarlyOpening
+
+        return EarlyOpening(flags, os.environ)(cwd, client_capabilities)
+
+    return opening
 
 
 def _exit_now(code: int) -> NoReturn:

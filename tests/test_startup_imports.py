@@ -13,18 +13,19 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Runs the agent's entry point; when the early ``initialize`` answer is written, the names of the modules
-# loaded so far go to the file named by argv[1].
+# Runs the agent's entry point; when the early answer to request argv[2] (``initialize``, or the
+# ``session/new`` after it) is written, the names of the modules loaded so far go to the file named by argv[1].
 _SNAPSHOT = r"""
 import json, sys
 import acp_agent._early as early
 
-out = sys.argv[1]
+out, request_id = sys.argv[1], int(sys.argv[2])
 write_all = early._write_all
 
 def snapshot(fd, data):
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump(sorted(sys.modules), f)
+    if json.loads(data)["id"] == request_id:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(sorted(sys.modules), f)
     write_all(fd, data)
 
 early._write_all = snapshot
@@ -87,12 +88,12 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _run(
-    tmp_path: Path, wrapper: str, lines: list[dict[str, object]]
+    tmp_path: Path, wrapper: str, lines: list[dict[str, object]], *args: str
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Run ``wrapper`` with ``lines`` as its whole input; (the messages it wrote, the modules snapshot)."""
     snapshot = tmp_path / "modules.json"
     done = subprocess.run(
-        [sys.executable, "-c", wrapper, str(snapshot)],
+        [sys.executable, "-c", wrapper, str(snapshot), *args],
         input="".join(json.dumps(line) + "\n" for line in lines).encode(),
         capture_output=True,
         env=_env(tmp_path),
@@ -109,7 +110,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolV
 
 
 def test_initialize_is_answered_before_the_runtime_the_models_and_http_are_imported(tmp_path: Path) -> None:
-    messages, loaded = _run(tmp_path, _SNAPSHOT, [INIT])
+    messages, loaded = _run(tmp_path, _SNAPSHOT, [INIT], "1")
     assert messages[0]["result"]["agentInfo"]["name"] == "acp-agent"
     too_early = sorted({name.split(".")[0] for name in loaded} & set(_NOT_YET))
     assert too_early == []
@@ -118,12 +119,35 @@ def test_initialize_is_answered_before_the_runtime_the_models_and_http_are_impor
     assert [name for name in loaded if name.startswith(late)] == []
 
 
-def test_the_first_session_new_is_answered_before_http_mcp_and_the_web_tools_load(tmp_path: Path) -> None:
+def test_an_editors_first_session_new_is_answered_before_the_runtime_and_the_models_are_imported(
+    tmp_path: Path,
+) -> None:
     new = {
         "jsonrpc": "2.0",
         "id": 2,
         "method": "session/new",
         "params": {"cwd": str(tmp_path), "mcpServers": []},
+    }
+    messages, loaded = _run(tmp_path, _SNAPSHOT, [INIT, new], "2")
+    answer = next(m for m in messages if m.get("id") == 2)
+    assert answer["result"]["sessionId"].startswith("sess_")
+    assert answer["result"]["modes"]["currentModeId"] == "default"
+    # The light part of the harness (the package, the cached model facts) but not its runtime.
+    too_early = sorted({name.split(".")[0] for name in loaded} & (set(_NOT_YET) - {"harness"}))
+    assert too_early == []
+    assert sorted(n for n in loaded if n.startswith("harness")) == ["harness", "harness.model_info"]
+    assert [name for name in loaded if name.startswith(("acp_agent.session", "acp_agent.protocol"))] == []
+
+
+def test_a_session_new_the_early_answer_leaves_is_answered_before_http_mcp_and_the_web_tools_load(
+    tmp_path: Path,
+) -> None:
+    new = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "session/new",
+        # An unexpected field: the connection answers it (acp_agent._early answers only the plain shape).
+        "params": {"cwd": str(tmp_path), "mcpServers": [], "_meta": {"x": 1}},
     }
     messages, loaded = _run(tmp_path, _SNAPSHOT_NEW, [INIT, new])
     answer = next(m for m in messages if m.get("id") == 2)

@@ -18,10 +18,10 @@ import anyio.to_thread
 
 from ..protocol.errors import RpcError
 from ..session._setup import CommandOutcome
-from ._catalog import HTTP_PROVIDERS, ModelCatalog, model_values
+from ._catalog import HTTP_PROVIDERS, ModelCatalog
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._model_facts import ModelFacts, resolve_facts, window_text
-from ._modes import MODE_INFO
+from ._opening import modes_state, options_state
 from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
 from ._toggles import Toggle
 
@@ -106,13 +106,7 @@ class CodingControls:
     # --- modes and config options -----------------------------------------------------------------
 
     def modes(self) -> dict[str, Any]:
-        return {
-            "currentModeId": self._modes.mode,
-            "availableModes": [
-                {"id": m, "name": MODE_INFO[m].name, "description": MODE_INFO[m].description}
-                for m in self._modes.offered
-            ],
-        }
+        return modes_state(self._modes.mode, self._modes.offered)
 
     def facts(self, name: str | None = None) -> ModelFacts | None:
         """The facts of model ``name`` (default: the session's), from the configuration, the server's
@@ -134,48 +128,17 @@ class CodingControls:
         return list(dict.fromkeys([*names, *self._served]))
 
     def config_options(self) -> list[dict[str, Any]]:
-        options: list[dict[str, Any]] = [
-            {
-                "type": "select",
-                "id": "mode",
-                "name": "Mode",
-                "category": "mode",
-                "description": "What the agent may do without asking",
-                "currentValue": self._modes.mode,
-                "options": [
-                    {"value": m, "name": MODE_INFO[m].name, "description": MODE_INFO[m].description}
-                    for m in self._modes.offered
-                ],
-            }
-        ]
-        names = self._models()
-        current = self._model_name or (names[0] if names else self._config.provider or "default")
-        if current not in names:
-            names.insert(0, current)
-        options.append(
-            {
-                "type": "select",
-                "id": "model",
-                "name": "Model",
-                "category": "model",
-                "currentValue": current,
-                "options": model_values(names, self._window_of),
-            }
+        return options_state(
+            mode=self._modes.mode,
+            offered=self._modes.offered,
+            models=self._served,
+            current_model=self._model_name,
+            provider=self._config.provider,
+            thought_level=self._thought.level,
+            window_of=self._window_of,
+            toggles=list(self._toggles.values()),
+            booleans=self._env.client_can("session", "configOptions", "boolean"),
         )
-        if self._config.provider in THOUGHT:
-            options.append(
-                {
-                    "type": "select",
-                    "id": "thought_level",
-                    "name": "Thinking",
-                    "category": "thought_level",
-                    "currentValue": self._thought.level,
-                    "options": [{"value": v, "name": v.capitalize()} for v in THOUGHT[self._config.provider]],
-                }
-            )
-        if self._env.client_can("session", "configOptions", "boolean"):
-            options.extend(t.option() for t in self._toggles.values())
-        return options
 
     async def set_mode(self, mode_id: str) -> None:
         await self._set_mode(mode_id)

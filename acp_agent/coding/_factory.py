@@ -53,7 +53,7 @@ from ._plan_mode import ModeNote, PlanExit
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
 from ._terminal import EditorTerminalRunner, EditorTerminals
-from ._toggles import AutoCompactSwitch, Switched, Toggle
+from ._toggles import AutoCompactSwitch, Switched, session_switches
 from ._tools import LateModel, explore_tool, web_tools
 from ._trust import ProjectRuleStore, ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
@@ -176,7 +176,7 @@ class CodingFactory:
                 config.project, trust_store, gate, link, partial(self.reload_config, env.cwd), apply
             )
 
-        web, auto_compact = _switches()
+        web, auto_compact = session_switches()
         toggles = [web, auto_compact]  # any model's window may become known (the server's list)
         if self._catalog is None:
             self._catalog = ModelCatalog(env.home)
@@ -377,18 +377,6 @@ def _trusted_servers(config: Config, env: SessionEnvironment) -> list[str]:
     name (the editor's entry replaces the configured one, and the editor's servers are not trusted)."""
     from_editor = {str(s.get("name")) for s in env.mcp_servers}
     return [s.name for s in config.mcp_servers if s.trusted and s.name not in from_editor]
-
-
-def _switches() -> tuple[Toggle, Toggle]:
-    """The session's on/off settings: the web tools, automatic compaction."""
-    return (
-        Toggle(
-            "web_tools",
-            "Web tools",
-            "Let the agent fetch web pages (and search, with SearXNG set up); each use still asks",
-        ),
-        Toggle("auto_compact", "Auto-compact", "Summarise older messages when the context window fills up"),
-    )
 
 
 def _user_config_file(environ: Mapping[str, str]) -> Path:

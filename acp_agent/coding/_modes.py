@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.policy import PermissionStore, Policy, ProtectedPaths, Rule, Verdict, mode_policy
+
+from ._opening import MODE_INFO, offered_modes
 
 if TYPE_CHECKING:
     from harness import Call, Result, ToolCall
@@ -29,27 +29,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 WEB_TOOLS: Final = ("web_fetch", "web_search")
-
-
-@dataclass(frozen=True, slots=True)
-class ModeInfo:
-    name: str
-    description: str
-
-
-MODE_INFO: Final[dict[str, ModeInfo]] = {
-    "read-only": ModeInfo("Read only", "Reads and searches only: no edits, no commands"),
-    "default": ModeInfo("Default", "Reads run; edits and commands ask first"),
-    "accept-edits": ModeInfo("Accept edits", "Edits inside the project run; commands ask first"),
-    "plan": ModeInfo("Plan", "Read and plan only, then propose switching to a mode that works"),
-    "full-access": ModeInfo("Full access", "Everything runs without asking"),
-}
-
-
-def offered_modes(euid: int | None = None) -> list[str]:
-    """The modes a session offers: ``full-access`` not when running as root."""
-    uid = os.geteuid() if euid is None else euid
-    return [m for m in MODE_INFO if not (m == "full-access" and uid == 0)]
 
 
 class ModeState:

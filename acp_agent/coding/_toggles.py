@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
 
-__all__ = ["AutoCompactSwitch", "Switched", "Toggle"]
+__all__ = ["AutoCompactSwitch", "Switched", "Toggle", "session_switches"]
 
 
 class Toggle:
@@ -32,6 +32,18 @@ class Toggle:
             "description": self.description,
             "currentValue": self.on,
         }
+
+
+def session_switches() -> tuple[Toggle, Toggle]:
+    """A coding session's on/off settings, as it starts: the web tools, automatic compaction."""
+    return (
+        Toggle(
+            "web_tools",
+            "Web tools",
+            "Let the agent fetch web pages (and search, with SearXNG set up); each use still asks",
+        ),
+        Toggle("auto_compact", "Auto-compact", "Summarise older messages when the context window fills up"),
+    )
 
 
 class Switched:

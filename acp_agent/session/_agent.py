@@ -34,6 +34,7 @@ from ._first_run import needs_setup, terminal_auth
 from ._fork import fork_session, new_session_id
 from ._listing import list_sessions
 from ._mcp_acp import McpAcpBridge, mcp_message
+from ._opening import EarlySession, controls_state, kept_servers
 from ._providers import ProviderRoutes, disable_provider, list_providers, set_provider
 from ._roots import checked_roots
 from ._session import Session
@@ -122,6 +123,7 @@ class AcpAgent:
         self._closing: dict[str, anyio.Event] = {}
         self._warm_when_attached = False
         self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
+        self.early = EarlySession()  # a session/new answered before the event loop (acp_agent._early)
 
     def attach(
         self, connection: Connection, spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
@@ -132,6 +134,8 @@ class AcpAgent:
         if self._warm_when_attached and spawn is not None:
             self._warm_when_attached = False
             spawn(self._warm_up)
+        if spawn is not None:
+            self.early.attach(self, spawn)
 
     @property
     def store(self) -> SessionStore:
@@ -142,6 +146,7 @@ class AcpAgent:
     # --- the Handler protocol --------------------------------------------------------------------
 
     async def handle_request(self, method: str, params: Any, ctx: RequestContext) -> Any:
+        await self.early.built()
         route = ROUTES.get(method)
         if route is None:
             raise RpcError.method_not_found(method)
@@ -154,6 +159,7 @@ class AcpAgent:
         return await route.handler(self, request, ctx)
 
     async def handle_notification(self, method: str, params: Any) -> None:
+        await self.early.built()
         if method == "mcp/message" and self._initialized:
             return await self.mcp_bridge.notified(params)
         if method != "session/cancel" or not self._initialized:
@@ -178,6 +184,7 @@ class AcpAgent:
 
     async def aclose(self) -> None:
         """Close every session (cancels running turns; frees their resources)."""
+        await self.early.built()
         sessions, self.sessions = list(self.sessions.values()), {}
         async with anyio.create_task_group() as tg:
             for session in sessions:
@@ -234,6 +241,8 @@ class AcpAgent:
 
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
+        if session is None and (reason := self.early.failed(session_id)) is not None:
+            raise RpcError(INTERNAL_ERROR, f"this session could not be set up: {reason}")
         if session is None:
             raise RpcError.not_found(f"session not found: {session_id}", uri=session_id)
         return session
@@ -287,7 +296,9 @@ class AcpAgent:
         log.info("session %s %s (%d messages)", meta.id, "loaded" if replay else "resumed", len(history))
         return controls_state(session)
 
-    async def open_session(self, meta: SessionMeta, history: list[Any], ctx: RequestContext) -> Session:
+    async def open_session(
+        self, meta: SessionMeta, history: list[Any], ctx: RequestContext | None
+    ) -> Session:
         """A live session of ``meta`` and ``history`` (``session/new``, ``load``, ``resume``, ``fork``)."""
         assert self._conn is not None, "attach() the connection first"
         env = SessionEnvironment(
@@ -306,7 +317,8 @@ class AcpAgent:
         setup = await self._factory(env)
         session = Session(meta, env, setup, self.store, history, self._get_model, self._conn)
         self.sessions[meta.id] = session
-        self._opening[ctx.request_id] = session.opened.set
+        if ctx is not None:  # (None: the answer was written before, acp_agent._early)
+            self._opening[ctx.request_id] = session.opened.set
         controls = setup.controls
         if controls is not None and self._spawn is not None:
             after = controls.opened
@@ -469,29 +481,3 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
         m.SetSessionConfigOptionRequest.model_validate, AcpAgent.set_config_option
     ),
 }
-
-
-def controls_state(session: Session) -> dict[str, Any]:
-    """``modes`` and ``configOptions`` for a session response (nothing without controls)."""
-    controls = session.setup.controls
-    if controls is None:
-        return {}
-    out: dict[str, Any] = {}
-    modes = controls.modes()
-    if modes is not None:
-        out["modes"] = modes
-    options = controls.config_options()
-    if options is not None:
-        out["configOptions"] = options
-    return out
-
-
-def kept_servers(servers: list[Any]) -> tuple[dict[str, Any], ...]:
-    """The MCP servers of a request as stored (kinds this agent does not support are skipped, logged)."""
-    kept: list[dict[str, Any]] = []
-    for server in servers:
-        if isinstance(server, m.McpServerUnknown):
-            log.warning("MCP server %r of unsupported type %r skipped", server.name, server.type)
-            continue
-        kept.append(m.dump(server))
-    return tuple(kept)

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import logging
 import shutil
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio.to_thread
 
+from .._early import new_session_id
 from ..protocol.errors import RpcError
+from ._opening import controls_state, kept_servers
 from ._roots import checked_roots
 from ._store import SessionMeta, now_iso
 
@@ -43,13 +44,8 @@ class AdoptsOptions(Protocol):
     def adopt(self, options: Sequence[Mapping[str, Any]]) -> None: ...
 
 
-def new_session_id() -> str:
-    return f"sess_{uuid.uuid4().hex}"
-
-
 async def fork_session(agent: AcpAgent, req: ForkSessionRequest, ctx: RequestContext) -> ForkSessionResponse:
     from ..protocol.models import ForkSessionResponse
-    from ._agent import controls_state, kept_servers
 
     cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
     source = await agent.store.load_meta(req.session_id)

@@ -129,6 +129,8 @@ def serve_stdio(
     agent = AcpAgent(home=config.home, settings=settings, factory=factory)
     if early is not None and early.initialized is not None:
         agent.mark_initialized(early.initialized)
+    if early is not None and early.opened is not None:
+        agent.early.opened = early.opened
 
     async def main() -> None:
         try:

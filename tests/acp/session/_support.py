@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from acp_agent._early import EarlyOpened
 from acp_agent.model_setup import ModelSettings
 from acp_agent.session import AcpAgent, SessionFactory, default_factory, serve
 from harness import Model
@@ -24,10 +25,13 @@ async def running_agent(
     *,
     factory: SessionFactory = default_factory,
     settings: ModelSettings | None = None,
+    early: EarlyOpened | None = None,
 ) -> AsyncGenerator[tuple[AcpClient, AcpAgent, TaskGroup]]:
-    """An agent served over memory pipes, and a client reading its output."""
+    """An agent served over memory pipes, and a client reading its output. ``early``: a ``session/new``
+    answered before the agent started (as ``acp_agent._early`` answers one)."""
     to_agent, from_agent = memory_pipe(1000), memory_pipe(1000)
     agent = AcpAgent(home=home, settings=settings or ModelSettings(None), factory=factory, model=model)
+    agent.early.opened = early
     client = AcpClient(to_agent.send, from_agent.receive)
     try:
         async with anyio.create_task_group() as tg:
