@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from ..meta_keys import MCP_TIMEOUT_META
 from ._checks import At, Choice, Problems, check_url, listed, str_list, str_map
 
 __all__ = ["MCP_TIMEOUT_META", "MCP_TYPES", "McpServerEntry", "check_mcp_servers", "read_mcp_json"]
 
 MCP_TYPES: Final = ("stdio", "http", "sse")
-MCP_TIMEOUT_META: Final = "acpAgent/timeoutS"
 """``_meta`` key of an ``mcpServers`` entry (from the config, or an editor) setting its call timeout."""
 
 _STDIO_KEYS: Final = ("type", "command", "args", "env", "cwd", "timeout_s", "trusted")

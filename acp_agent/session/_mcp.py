@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
     from ._setup import SessionEnvironment
 
+from ..meta_keys import MCP_TIMEOUT_META
+
 __all__ = ["CLOSE_WAIT", "MCP_TIMEOUT_META", "SessionMcp", "Spawn", "merge_servers"]
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,6 @@ log = logging.getLogger(__name__)
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 """Runs a coroutine function as a task of a long-lived task group (e.g. ``TaskGroup.start_soon``)."""
 
-MCP_TIMEOUT_META = "acpAgent/timeoutS"
 """``_meta`` key of an ``mcpServers`` entry (from the config, or an editor) setting its call timeout."""
 CLOSE_WAIT = 2.5  # servers end within about 2 s; a little slack before giving up on the owner task
 _SPACES = re.compile(r"\s+")
