@@ -151,14 +151,19 @@ class Tools:
         for item in items:
             if not isinstance(item, Tool | ToolSource):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise HarnessUsageError(f"not a Tool or ToolSource: {item!r}")
+        # Sorted once: an isinstance against a runtime protocol costs microseconds, and every step lists
+        # the tools.
+        self._sorted: tuple[tuple[Tool, None] | tuple[None, ToolSource], ...] = tuple(
+            (item, None) if isinstance(item, Tool) else (None, item) for item in items
+        )
 
     async def tools(self) -> Sequence[Tool]:
         out: list[Tool] = []
-        for item in self._items:
-            if isinstance(item, Tool):
-                out.append(item)
-            else:
-                out.extend(await item.tools())
+        for tool, source in self._sorted:
+            if tool is not None:
+                out.append(tool)
+            elif source is not None:
+                out.extend(await source.tools())
         return out
 
     def __len__(self) -> int:

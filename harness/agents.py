@@ -38,6 +38,14 @@ class AgentTool:
         self.name = name
         self.description = description
         self.fresh = fresh
+        self._hints: tuple[ToolSource, Hints] | None = None  # (of which tools, their hints)
+
+    def _child_hints(self) -> Hints:
+        # The spec is read several times a step; the walk does a protocol isinstance per child tool.
+        tools = self.child.tools
+        if self._hints is None or self._hints[0] is not tools:
+            self._hints = (tools, _derived_hints(tools))
+        return self._hints[1]
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -49,7 +57,7 @@ class AgentTool:
                 "required": ["prompt"],
                 "additionalProperties": False,
             },
-            _derived_hints(self.child.tools),
+            self._child_hints(),
             meta=ToolMeta(kind="think", agent=True),
         )
 

@@ -15,7 +15,6 @@ characters a token for what came after it, never less than the character estimat
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import logging
@@ -30,6 +29,7 @@ from ._errors import HarnessUsageError
 from ._kinds import Role
 from ._messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
 from ._options import Options
+from ._prefix_hashes import PrefixHashes
 from ._usage import Usage
 from .middleware import NextModel
 from .model import Delta, Prompt, TextChunk, UsageChunk
@@ -144,6 +144,7 @@ class Compact:
         self._making: dict[str, anyio.Event] = {}
         self._last: Checkpoint | None = None
         self._requested = False
+        self._hashes = PrefixHashes()
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -171,7 +172,7 @@ class Compact:
         """Compact ``prompt`` now; the checkpoint now covering it, or None when there is nothing older
         than the recent messages to summarise."""
         msgs = list(prompt.messages)
-        hashes = _prefix_hashes(msgs)
+        hashes = self._hashes.of(msgs)
         cp = self._lookup(hashes)
         made = await self._compact(prompt, msgs, hashes, cp, next, requested=True)
         return made or cp
@@ -201,14 +202,14 @@ class Compact:
     def estimate(self, prompt: Prompt) -> int:
         """The estimated tokens of ``prompt`` as this middleware would send it now."""
         msgs = list(prompt.messages)
-        cp = self._lookup(_prefix_hashes(msgs))
+        cp = self._lookup(self._hashes.of(msgs))
         return self._estimate(prompt, msgs, cp)
 
     # -- the work ---------------------------------------------------------------------------------
 
     async def _prepare(self, prompt: Prompt, next: NextModel, *, force: bool) -> Prompt:
         msgs = list(prompt.messages)
-        hashes = _prefix_hashes(msgs)
+        hashes = self._hashes.of(msgs)
         cp = self._lookup(hashes)
         # Without a window only a requested compaction happens; its checkpoint applies from then on.
         within = prompt.options.context_window is None or (
@@ -426,19 +427,6 @@ class Compact:
 
 def _has_results(m: Message) -> bool:
     return any(isinstance(p, ToolResult) for p in m.parts)
-
-
-def _prefix_hashes(msgs: Sequence[Message]) -> list[str]:
-    """``out[i]`` is a hash of ``msgs[:i]`` (meta left out, as in message equality)."""
-    h = hashlib.sha256(b"harness.compact/1")
-    out = [h.hexdigest()]
-    for m in msgs:
-        d = m.to_dict()
-        d.pop("meta", None)
-        h.update(json.dumps(d, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode())
-        h.update(b"\n")
-        out.append(h.copy().hexdigest())
-    return out
 
 
 def _cut(text: str) -> str:

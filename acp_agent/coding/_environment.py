@@ -145,7 +145,8 @@ async def environment_section(
         for i, root in enumerate(roots):
             tg.start_soon(one, i, root)
     day = today or datetime.date.today()
-    os_name = await anyio.to_thread.run_sync(_os_name)
+    # Read from a file once per process (cached): later turns take it without a thread hop.
+    os_name = _os_name() if _os_name.cache_info().currsize else await anyio.to_thread.run_sync(_os_name)
     login = environ.get("SHELL")
     lines = [
         "# Environment",
