@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["Choice", "add_arguments", "main", "update_toml", "write_user_config"]
+__all__ = ["Choice", "add_arguments", "main", "save_choice"]
 
 _KEY_FILE: Final = "api-key"
 _LOCAL_URL: Final = "http://127.0.0.1:8080/v1"
@@ -70,7 +69,7 @@ Ask = Callable[[str], str]
 def main(args: argparse.Namespace, config: Any = None) -> int:
     import getpass
 
-    from .config import user_config_dir
+    from .config import ConfigError, user_config_dir
 
     directory = Path(getattr(args, "config_dir", None) or user_config_dir(os.environ)).expanduser()
     print("acp-agent setup: choose the model the agent talks to.\n")
@@ -81,12 +80,15 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         if not _check(choice) and not _yes(input, "Save this configuration anyway? [y/N] "):
             print("Nothing was written.")
             return 1
-        written = write_user_config(directory, choice)
+        written = save_choice(directory, choice)
         problems = _problems(directory)
     except (EOFError, KeyboardInterrupt):
         print("\nSet-up cancelled; nothing was written.")
         return 1
     except OSError as exc:
+        print(f"Cannot write the configuration: {exc}", file=sys.stderr)
+        return 1
+    except ConfigError as exc:  # the file is not TOML: not touched
         print(f"Cannot write the configuration: {exc}", file=sys.stderr)
         return 1
     if problems:
@@ -216,10 +218,13 @@ def _check(choice: Choice) -> bool:
     return not failed
 
 
-def write_user_config(directory: Path, choice: Choice) -> Path:
-    """Write the choice into ``directory/config.toml`` (and a typed key into ``directory/api-key``)."""
+def save_choice(directory: Path, choice: Choice) -> Path:
+    """Write the choice into ``directory/config.toml`` (a typed key into ``directory/api-key``, readable by
+    the user only); every other line of the file is kept, comments included. Problems elsewhere in the file
+    do not stop it (``main`` reports them after); a file that is not TOML does (``ConfigError``)."""
+    from .config import write_user_config
+
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "config.toml"
     values: dict[str, str | None] = {
         "provider": choice.provider,
         "model": choice.model,
@@ -232,37 +237,7 @@ def write_user_config(directory: Path, choice: Choice) -> Path:
             f.write(choice.key + "\n")
         os.chmod(key_path, 0o600)
         values["api_key_file"] = str(key_path)
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(update_toml(old, values), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
-
-_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
-
-
-def update_toml(text: str, values: Mapping[str, str | None]) -> str:
-    """``text`` with these top-level keys set (None: removed), every other line kept as it was."""
-    lines = text.splitlines()
-    end = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
-    top, rest = lines[:end], lines[end:]
-    kept: list[str] = []
-    for line in top:
-        match = _KEY_LINE.match(line)
-        if match is None or match.group(1) not in values:
-            kept.append(line)
-    while kept and not kept[-1].strip():
-        kept.pop()
-    added = [f"{k} = {_toml_string(v)}" for k, v in values.items() if v is not None]
-    head = [*kept, *added]
-    return "\n".join([*head, *([""] if rest else []), *rest]) + "\n"
-
-
-def _toml_string(value: str) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False)  # JSON's string escapes are TOML's
+    return write_user_config(values, os.environ, path=directory / "config.toml", check=False)
 
 
 def _register() -> None:

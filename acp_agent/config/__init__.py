@@ -59,7 +59,7 @@ from ._table import (
 if TYPE_CHECKING:
     from ..trust import ProjectTrust
     from ._mcp import MCP_TIMEOUT_META, McpServerEntry
-    from ._user import check_user_settings, render_toml, user_config_file, write_user_config
+    from ._user import check_user_settings, user_config_file, write_user_config
 
 __all__ = [
     "DEFAULT_HOME",
@@ -83,7 +83,6 @@ __all__ = [
     "flag_values",
     "load_config",
     "missing_key_problem",
-    "render_toml",
     "trusted_settings",
     "user_config_dir",
     "user_config_file",
@@ -120,7 +119,6 @@ _LAZY = {
     "MCP_TIMEOUT_META": "._mcp",
     "McpServerEntry": "._mcp",
     "check_user_settings": "._user",
-    "render_toml": "._user",
     "user_config_file": "._user",
     "write_user_config": "._user",
 }

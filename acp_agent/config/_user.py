@@ -1,22 +1,22 @@
 """Writing the user's ``config.toml`` (for ``acp-agent setup`` and the like), checked by the same table.
 
-``write_user_config({"provider": "openai", "model": "m", "base_url": "http://…/v1"}, env)`` merges the values
-into the user's file (keys by their table name; ``tools.shell_timeout_s`` lands in ``[tools]``), refuses
-every problem the resolver would report (``ConfigError``), and replaces the file atomically. Comments in an
-existing file are not kept (the standard library reads TOML but does not edit it in place).
+``write_user_config({"provider": "openai", "model": "m", "base_url": "http://…/v1"}, env)`` sets the values in
+the user's file (keys by their table name: ``tools.shell_timeout_s`` lands in ``[tools]``; ``None`` removes
+a key), refuses every problem the resolver would report (``ConfigError``; ``check=False`` leaves that to the
+caller), and replaces the file atomically. The file is edited in place with ``tomlkit``, so the user's
+comments, order and formatting stay as they were (the standard library reads TOML but cannot edit it).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ._checks import ConfigError, ConfigProblem, Problems
 from ._files import read_values, user_config_dir
 
-__all__ = ["check_user_settings", "render_toml", "user_config_file", "write_user_config"]
+__all__ = ["check_user_settings", "user_config_file", "write_user_config"]
 
 _HEADER = "# acp-agent user configuration (see the README's Configuration section)\n"
 
@@ -36,16 +36,6 @@ def _nested(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _merge(into: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    for key, value in new.items():
-        old = into.get(key)
-        if isinstance(old, dict) and isinstance(value, Mapping):
-            into[key] = _merge(cast("dict[str, Any]", old), cast("Mapping[str, Any]", value))
-        else:
-            into[key] = value
-    return into
-
-
 def check_user_settings(values: Mapping[str, Any], source: str = "(new settings)") -> list[ConfigProblem]:
     """The problems ``values`` (by table key) would have in the user's ``config.toml``; ``[]`` when none."""
     out = Problems()
@@ -53,67 +43,54 @@ def check_user_settings(values: Mapping[str, Any], source: str = "(new settings)
     return out.items
 
 
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_scalar(v) for v in cast("list[Any]", value)) + "]"
-    if isinstance(value, Mapping):
-        items = cast("Mapping[str, Any]", value).items()
-        return "{ " + ", ".join(f"{_key(k)} = {_scalar(v)}" for k, v in items) + " }"
-    raise TypeError(f"cannot write {type(value).__name__} to config.toml")
-
-
-def _key(name: str) -> str:
-    return name if name.replace("_", "").replace("-", "").isalnum() else json.dumps(name)
-
-
-def render_toml(data: Mapping[str, Any]) -> str:
-    """``data`` (nested as TOML reads it) as ``config.toml`` text: plain keys first, then one table per
-    section, and one per named entry of ``mcp_servers``-like tables of tables."""
-    lines = [_HEADER]
-    tables: list[tuple[str, Mapping[str, Any]]] = []
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            table = cast("Mapping[str, Any]", value)
-            if table and all(isinstance(v, Mapping) for v in table.values()):
-                tables.extend(
-                    (f"{_key(key)}.{_key(k)}", cast("Mapping[str, Any]", v)) for k, v in table.items()
-                )
-            else:
-                tables.append((_key(key), table))
-        else:
-            lines.append(f"{_key(key)} = {_scalar(value)}\n")
-    for name, table in tables:
-        lines.append(f"\n[{name}]\n")
-        lines.extend(f"{_key(k)} = {_scalar(v)}\n" for k, v in table.items())
-    return "".join(lines)
-
-
-def write_user_config(values: Mapping[str, Any], env: Mapping[str, str]) -> Path:
-    """Merge ``values`` (by table key) into the user's ``config.toml`` and write it; returns its path.
-    Raises ``ConfigError`` (nothing written) when the result would have any problem."""
+def write_user_config(
+    values: Mapping[str, Any], env: Mapping[str, str], *, path: Path | None = None, check: bool = True
+) -> Path:
+    """Set ``values`` (by table key; ``None`` removes) in the user's ``config.toml`` (or ``path``) and write
+    it; returns its path. Raises ``ConfigError`` (nothing written) when the file cannot be read as TOML, or,
+    with ``check``, when the result would have any problem."""
     import tomllib
 
-    path = user_config_file(env)
-    existing: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            existing = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(
-                [ConfigProblem(str(path), "(file)", f"cannot be updated ({exc}); fix it first.")]
-            ) from None
-    data = _merge(existing, _nested(values))
-    out = Problems()
-    read_values(data, str(path), out)
-    if out.items:
-        raise ConfigError(out.items)
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    target = path or user_config_file(env)
+    try:
+        text = target.read_text(encoding="utf-8") if target.is_file() else _HEADER
+        doc = tomlkit.parse(text)
+        for key, value in values.items():
+            _set(doc, key.split("."), value)
+        out_text = doc.as_string()
+        data = tomllib.loads(out_text)  # what the resolver will read
+    except (OSError, UnicodeDecodeError, TOMLKitError, tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ConfigError(
+            [ConfigProblem(str(target), "(file)", f"cannot be updated ({exc}); fix it first.")]
+        ) from None
+    if check:
+        out = Problems()
+        read_values(data, str(target), out)
+        if out.items:
+            raise ConfigError(out.items)
     from harness.atomic import write_text_atomic
 
-    write_text_atomic(path, render_toml(data))
-    return path
+    write_text_atomic(target, out_text)
+    return target
+
+
+def _set(table: Any, keys: list[str], value: Any) -> None:
+    """Set (``None``: remove) ``keys`` in a tomlkit document or table, making the tables on the way."""
+    import tomlkit
+
+    *parents, last = keys
+    for name in parents:
+        inner = table.get(name)
+        if inner is None:
+            if value is None:
+                return
+            inner = table[name] = tomlkit.table()
+        table = inner
+    if value is None:
+        if last in table:
+            del table[last]
+    else:
+        table[last] = value

@@ -534,6 +534,24 @@ def test_the_user_config_is_written_checked_merged_and_read_back(tree: dict[str,
     assert cfg.shell_timeout_s == 30.0 and [s.name for s in cfg.mcp_servers] == ["time"]
 
 
+def test_writing_the_user_config_keeps_its_comments_and_refuses_a_file_that_is_not_toml(
+    tree: dict[str, Path],
+) -> None:
+    from acp_agent.config import write_user_config
+
+    env = env_for(tree)
+    user = tree["user"] / "config.toml"
+    write(user, '# mine\nlog_level = "info"  # for now\n\n[tools]\n# slow CI\nshell_timeout_s = 90\n')
+    write_user_config({"model": "m2", "tools.shell_timeout_s": 120, "log_level": None}, env)
+    text = user.read_text()
+    assert text.startswith("# mine\n") and "# slow CI\nshell_timeout_s = 120" in text
+    assert "log_level" not in text and 'model = "m2"' in text
+    write(user, "this is = = not toml\n")
+    with pytest.raises(ConfigError, match="cannot be updated"):
+        write_user_config({"model": "m3"}, env)
+    assert user.read_text() == "this is = = not toml\n"  # left as it was
+
+
 def test_a_relative_path_from_a_flag_or_variable_is_the_processs_whatever_the_session(
     tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

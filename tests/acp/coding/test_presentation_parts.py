@@ -19,7 +19,7 @@ from acp_agent.coding._terminal import OutputTracker
 from acp_agent.coding._toggles import AutoCompactSwitch, Toggle
 from acp_agent.session._replay import DIFF_KEEP_CHARS, SessionRecords, compact_record, turn_record
 from acp_agent.session._setup import CommandOutcome
-from acp_agent.setup_cmd import Choice, update_toml, write_user_config
+from acp_agent.setup_cmd import Choice, save_choice
 
 pytestmark = pytest.mark.anyio
 
@@ -179,18 +179,21 @@ async def test_with_auto_compact_off_the_prompt_reaches_compaction_without_a_win
 def test_setup_writes_its_keys_and_keeps_every_other_line_of_config_toml(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(
-        '# my settings\nprovider = "anthropic"\ndefault_mode = "plan"\n\n[tools]\nshell_timeout_s = 30\n'
+        '# my settings\nprovider = "anthropic"  # the old one\ndefault_mode = "plan"\n\n[tools]\n'
+        "# longer for the big build\nshell_timeout_s = 30\n"
     )
-    write_user_config(tmp_path, Choice("openai", "qwen3", "http://127.0.0.1:8080/v1", key='sk-"x"'))
+    save_choice(tmp_path, Choice("openai", "qwen3", "http://127.0.0.1:8080/v1", key='sk-"x"'))
     text = config.read_text()
     data = tomllib.loads(text)
-    assert text.startswith("# my settings\n")
+    assert text.startswith("# my settings\n") and "# longer for the big build\nshell_timeout_s = 30\n" in text
     assert data["provider"] == "openai" and data["model"] == "qwen3" and data["default_mode"] == "plan"
     assert data["tools"] == {"shell_timeout_s": 30} and "sk-" not in text  # the key is not in the file
     key_file = Path(data["api_key_file"])
     assert key_file.read_text() == 'sk-"x"\n' and stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
 
 
-def test_update_toml_removes_keys_set_to_none_and_quotes_values() -> None:
-    out = update_toml('base_url = "http://old"\nmodel = "a"\n', {"base_url": None, "model": 'we"ird\n'})
-    assert tomllib.loads(out) == {"model": 'we"ird\n'}
+def test_setup_without_a_url_removes_the_old_one_and_quotes_odd_values(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('base_url = "http://old"\napi_key_file = "/k"\nmodel = "a"\n')
+    save_choice(tmp_path, Choice("openai", 'we"ird\n', None))  # no key typed: the key file stays
+    data = tomllib.loads((tmp_path / "config.toml").read_text())
+    assert data == {"provider": "openai", "model": 'we"ird\n', "api_key_file": "/k"}
