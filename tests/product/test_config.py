@@ -3,6 +3,7 @@ kind of bad input, each reported with file and key."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -282,11 +283,11 @@ def test_a_provider_set_in_the_user_file_makes_the_handshake_configured(tree: di
 
 
 def test_the_command_line_parsers_derive_their_flags_from_the_table() -> None:
-    import acp_agent.chat
-    import acp_agent.doctor  # noqa: F401
     from acp_agent.cli import build_parser
     from acp_agent.config import flag_settings, flag_values
 
+    for module in ("acp_agent.chat", "acp_agent.doctor"):  # they register their subcommands on import
+        importlib.import_module(module)
     flags = [s for s in flag_settings() if s.flag is not None]
     assert {s.flag for s in flags} >= {"--provider", "--model", "--base-url", "--home", "--log-level"}
     parser = build_parser()

@@ -50,7 +50,7 @@ class FakeOpenAI(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
         base = {"id": "c1", "object": "chat.completion.chunk", "model": "tiny"}
-        events = [
+        events: list[dict[str, Any]] = [
             {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "OK"}}]},
             {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]},
             {**base, "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}},

@@ -23,12 +23,12 @@ class Launch:
     snippet: str
     command: str
     args: list[str]
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict[str, str])
 
 
 def _servers(path: Path) -> list[Launch]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    launches = []
+    launches: list[Launch] = []
     for name, entry in data["agent_servers"].items():
         assert isinstance(entry["command"], str) and entry["command"], f"{path}: {name}: no command"
         launches.append(
@@ -107,7 +107,7 @@ def test_snippet_command_answers_initialize(launch: Launch, tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_AGENT_")}
     env.update(launch.env)
     env.update(ACP_AGENT_HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
-    request = {
+    request: dict[str, object] = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",

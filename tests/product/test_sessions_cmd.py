@@ -16,7 +16,7 @@ def make_session(
 ) -> None:
     d = home / "sessions" / session_id
     d.mkdir(parents=True)
-    meta = {
+    meta: dict[str, object] = {
         "id": session_id,
         "cwd": "/work/p",
         "title": title,

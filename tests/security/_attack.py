@@ -9,7 +9,7 @@ client (``Victim``) rejects every permission request by default, records what it
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +67,8 @@ class Victim(AgentProcess):
             await seen.wait()
 
     async def _answer(self, request: dict[str, Any]) -> None:
-        method, params = request["method"], request.get("params") or {}
+        method: str = request["method"]
+        params: dict[str, Any] = request.get("params") or {}
         answer = await self._answer_for(method, params)
         if isinstance(answer, tuple):
             body: dict[str, Any] = {"error": {"code": answer[0], "message": answer[1]}}
@@ -92,7 +93,7 @@ class Victim(AgentProcess):
     def updates(self, session_id: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for message in self.notifications:
-            params = message.get("params") or {}
+            params: dict[str, Any] = message.get("params") or {}
             if message.get("method") == "session/update" and params.get("sessionId") == session_id:
                 out.append(params["update"])
         return out
@@ -102,9 +103,8 @@ class Victim(AgentProcess):
         out: list[str] = []
         for u in self.updates(session_id):
             if u.get("sessionUpdate") == "tool_call_update" and u.get("status") in ("completed", "failed"):
-                texts = [
-                    c["content"].get("text", "") for c in u.get("content") or [] if c.get("type") == "content"
-                ]
+                contents: list[dict[str, Any]] = u.get("content") or []
+                texts = [c["content"].get("text", "") for c in contents if c.get("type") == "content"]
                 out.append("\n".join(texts) or json.dumps(u.get("rawOutput")))
         return out
 
@@ -147,7 +147,7 @@ async def victim_agent(
     mode: str = "default",
     fs: bool = True,
     env: Mapping[str, str] | None = None,
-) -> AsyncIterator[Victim]:
+) -> AsyncGenerator[Victim]:
     """The real agent (scripted model) with a ``Victim`` client, initialised; ``fs``: the client offers
     ``fs/read_text_file`` and ``fs/write_text_file``."""
     script_path = project.home.parent / "script.json"

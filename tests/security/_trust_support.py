@@ -13,7 +13,7 @@ request as the test says (by default: rejects it).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,15 +155,16 @@ class Client(AgentProcess):
         """Every agent message chunk of the session, joined."""
         out: list[str] = []
         for message in self.notifications:
-            params = message.get("params") or {}
-            update = params.get("update") or {}
+            params: dict[str, Any] = message.get("params") or {}
+            update: dict[str, Any] = params.get("update") or {}
             if params.get("sessionId") == session_id and update.get("sessionUpdate") == "agent_message_chunk":
-                out.append(str((update.get("content") or {}).get("text", "")))
+                content: dict[str, Any] = update.get("content") or {}
+                out.append(str(content.get("text", "")))
         return "".join(out)
 
 
 @asynccontextmanager
-async def client(home: Path, env: Mapping[str, str]) -> AsyncIterator[Client]:
+async def client(home: Path, env: Mapping[str, str]) -> AsyncGenerator[Client]:
     """The agent (``python -m acp_agent``) with ``env``, initialized; closed (and reaped) at the end."""
     async with (
         agent_process(home, env, keep_stdout=True, kind=Client) as agent,

@@ -89,14 +89,14 @@ async def test_after_a_timeout_the_disk_is_never_written(
         Reply(text="ok"),
     )
     async with editor_agent(tmp_path, model, mode="accept-edits") as (editor, sid, project):
-        handle = editor._handle
+        handle = editor.handle
 
         async def slow(method: str, p: dict[str, Any]) -> Any:
             if method == "fs/write_text_file":
                 await never.wait()  # an editor that never answers
             return await handle(method, p)
 
-        editor._handle = slow
+        editor.handle = slow
         with anyio.fail_after(30):
             await prompt(editor, sid, "write")
         text = text_of(final(editor, "w1"))

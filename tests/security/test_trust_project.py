@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from acp_conformance.fake_model import FakeServer, Reply
 from tests.security._trust_support import (
     KEY,
+    Client,
     ScriptedModel,
     agent_env,
     choose,
@@ -64,8 +66,8 @@ def canary_server(path: Path, name: str = "evil") -> str:
     )
 
 
-def trust_requests(agent: object) -> list[dict[str, object]]:
-    requests = agent.requests_of("session/request_permission")  # type: ignore[attr-defined]
+def trust_requests(agent: Client) -> list[dict[str, Any]]:
+    requests = agent.requests_of("session/request_permission")
     return [r for r in requests if str(r["toolCall"].get("toolCallId", "")).startswith("trust_")]
 
 

@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -76,7 +76,7 @@ class Editor(AcpClient):
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         try:
-            result = await self._handle(msg["method"], msg.get("params") or {})
+            result = await self.handle(msg["method"], msg.get("params") or {})
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
         except _RpcFailure as exc:
             reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": exc.code, "message": exc.message}}
@@ -88,7 +88,8 @@ class Editor(AcpClient):
     def _inside(self, path: str) -> bool:
         return Path(path) == self.root or Path(path).is_relative_to(self.root)
 
-    async def _handle(self, method: str, p: dict[str, Any]) -> Any:
+    async def handle(self, method: str, p: dict[str, Any], /) -> Any:
+        """Answers one of the agent's requests (a test may wrap it: ``editor.handle = slower``)."""
         if method == "fs/read_text_file":
             path = p["path"]
             if self.refuse_outside and not self._inside(path):
@@ -205,7 +206,7 @@ async def editor_agent(
     mode: str | None = None,
     flags: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
-) -> AsyncIterator[tuple[Editor, str, Path]]:
+) -> AsyncGenerator[tuple[Editor, str, Path]]:
     """A coding agent (the real factory) with a fake model, an editor client, and a project directory.
     Yields ``(editor, session_id, project)``; the session is created (mode set when given)."""
     project = tmp / "project"
@@ -271,10 +272,13 @@ def last(editor: Editor, call_id: str) -> dict[str, Any]:
     return ups[-1]
 
 
+def contents(update: dict[str, Any]) -> list[dict[str, Any]]:
+    """A tool call update's ``content`` items (none when it has no ``content``)."""
+    return cast(list[dict[str, Any]], update.get("content") or [])
+
+
 def text_of(update: dict[str, Any]) -> str:
-    return "\n".join(
-        c["content"].get("text", "") for c in update.get("content") or [] if c.get("type") == "content"
-    )
+    return "\n".join(c["content"].get("text", "") for c in contents(update) if c.get("type") == "content")
 
 
 def prompt(editor: Editor, sid: str, text: str, extra: Sequence[dict[str, Any]] = ()) -> Any:

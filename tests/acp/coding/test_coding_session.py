@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -16,6 +16,7 @@ from harness.testing import Reply
 from ._support import (
     calls,
     cancelled,
+    contents,
     editor_agent,
     fake,
     final,
@@ -32,10 +33,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return request.param
-
-
-def _kinds(editor: Any, sid: str) -> list[str]:
-    return [u["sessionUpdate"] for u in editor.updates(sid)]
 
 
 # --- session responses, modes, options, commands --------------------------------------------------
@@ -102,11 +99,14 @@ async def test_config_error_fails_session_new_but_initialize_answers(tmp_path: P
     with pytest.raises(BaseExceptionGroup) as failure:
         async with editor_agent(tmp_path, fake()):
             pass
-    leaf: BaseException = failure.value
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    text = str(leaf)
+    text = str(_first_leaf(failure.value))
     assert "default_mode" in text and "bogus" in text and "configuration_error" in text
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = cast(BaseExceptionGroup[BaseException], error).exceptions[0]
+    return error
 
 
 # --- tools through the editor -----------------------------------------------------------------------
@@ -388,7 +388,7 @@ async def test_shell_runs_in_the_editor_terminal_embedded_in_the_call(tmp_path: 
         tid = next(iter(editor.terminals))
         assert editor.terminals[tid]["released"]
         ups = tool_updates(editor, "call_0_shell")
-        assert any(c == {"type": "terminal", "terminalId": tid} for u in ups for c in u.get("content") or [])
+        assert any(c == {"type": "terminal", "terminalId": tid} for u in ups for c in contents(u))
         end = final(editor, "call_0_shell")
         assert "content" not in end  # released before it: naming the terminal would make Zed drop the update
         assert end["rawOutput"]["exit_code"] == 3 and "hello" in end["rawOutput"]["output"]
@@ -460,7 +460,7 @@ async def test_local_shell_streams_with_zed_terminal_meta_when_advertised(tmp_pa
         editor.permission = select("allow_once")
         await prompt(editor, sid, "run")
         ups = tool_updates(editor, "call_0_shell")
-        metas = [u.get("_meta") or {} for u in ups]
+        metas: list[dict[str, Any]] = [u.get("_meta") or {} for u in ups]
         assert any("terminal_info" in m for m in metas)
         assert "".join(m["terminal_output"]["data"] for m in metas if "terminal_output" in m) == "streamed\n"
         assert metas[-1]["terminal_exit"] == {"terminal_id": "call_0_shell", "exit_code": 0, "signal": None}
@@ -539,7 +539,7 @@ async def test_usage_update_after_each_step_when_the_window_is_known(tmp_path: P
 
 async def test_plan_exit_asks_through_elicitation_and_switches_mode(tmp_path: Path) -> None:
     model = fake(calls(("plan_exit", {"summary": "1. fix"})), Reply(text="ok"))
-    caps = {"elicitation": {"form": {}}}
+    caps: dict[str, Any] = {"elicitation": {"form": {}}}
     async with editor_agent(tmp_path, model, capabilities=caps, mode="plan") as (editor, sid, _):
         editor.elicit = lambda p: {"action": "accept", "content": {"answer": "accept-edits"}}
         await prompt(editor, sid, "plan")

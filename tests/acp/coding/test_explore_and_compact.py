@@ -118,14 +118,14 @@ async def test_cancelling_during_explore_closes_its_open_nested_calls_as_cancell
     )
     async with editor_agent(tmp_path, model) as (editor, sid, project):
         (project / "a.py").write_text("x = 1\n")
-        answer = editor._handle
+        answer = editor.handle
 
         async def stuck_reads(method: str, params: dict[str, Any]) -> Any:
             if method == "fs/read_text_file":
                 await anyio.sleep_forever()  # the editor never answers: the read stays in progress
             return await answer(method, params)
 
-        editor._handle = stuck_reads  # type: ignore[method-assign]
+        editor.handle = stuck_reads
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
 

@@ -111,7 +111,7 @@ def _fault_config(project: Path) -> None:
 async def test_an_mcp_form_elicitation_goes_to_the_editor_and_the_answer_back(tmp_path: Path) -> None:
     _fault_config(tmp_path / "project")
     model = fake(calls(("mcp__fault__ask", {})), Reply(text="ok"))
-    caps = {"fs": {"readTextFile": True, "writeTextFile": True}, "elicitation": {"form": {}}}
+    caps: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "elicitation": {"form": {}}}
     async with editor_agent(tmp_path, model, capabilities=caps) as (editor, sid, _):
         editor.permission = select("allow_once")
         editor.elicit = lambda p: {"action": "accept", "content": {"name": "Ada", "age": 36}}
@@ -200,7 +200,7 @@ async def test_a_url_elicitation_without_url_support_is_an_accept_or_decline_req
 
 async def test_the_web_tools_switch_takes_them_from_the_model(tmp_path: Path) -> None:
     model = fake(Reply(text="ok"), Reply(text="ok again"))
-    caps = {
+    caps: dict[str, Any] = {
         "fs": {"readTextFile": True, "writeTextFile": True},
         "session": {"configOptions": {"boolean": {}}},
     }

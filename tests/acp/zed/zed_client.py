@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,7 +85,8 @@ class Thread:
     def text(self, role: str = "agent") -> str:
         return "".join(t for r, t in self.entries if r == role)
 
-    def _append(self, role: str, text: str) -> None:
+    def append(self, role: str, text: str) -> None:
+        """Add ``text`` to the thread: a chunk of the same role continues the last entry."""
         if self.entries and self.entries[-1][0] == role:
             self.entries[-1] = (role, self.entries[-1][1] + text)
         else:
@@ -182,15 +183,17 @@ class ZedClient:
 
     async def new_thread(self) -> tuple[Thread, dict[str, Any]]:
         """``session/new``, the saved defaults applied, then the thread registered."""
-        response = await self.call("session/new", {"cwd": str(self.project), "mcpServers": []})
+        response: dict[str, Any] = await self.call(
+            "session/new", {"cwd": str(self.project), "mcpServers": []}
+        )
         sid = response["sessionId"]
-        options = response.get("configOptions") or []
-        follow_ups = []
+        options: list[dict[str, Any]] = response.get("configOptions") or []
+        follow_ups: list[dict[str, Any]] = []
         for option in options:
             wanted = self.default_config_options.get(option["id"])
             if wanted is None or wanted == option.get("currentValue") or wanted not in _values(option):
                 continue
-            params = {"sessionId": sid, "configId": option["id"], "value": wanted}
+            params: dict[str, Any] = {"sessionId": sid, "configId": option["id"], "value": wanted}
             if option.get("type") == "boolean":
                 params["type"] = "boolean"  # the SDK's tagged boolean value
             follow_ups.append(params)
@@ -219,7 +222,7 @@ class ZedClient:
         return thread, response
 
     async def prompt(self, thread: Thread, text: str) -> dict[str, Any]:
-        thread._append("user", text)  # Zed shows the message itself first
+        thread.append("user", text)  # Zed shows the message itself first
         answer = await self.request(
             "session/prompt", {"sessionId": thread.session_id, "prompt": [{"type": "text", "text": text}]}
         )
@@ -256,7 +259,7 @@ class ZedClient:
         if kind in ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk"):
             role = {"agent_message_chunk": "agent", "agent_thought_chunk": "thought"}.get(kind, "user")
             content = update["content"]
-            thread._append(role, content.get("text", f"[{content.get('type')}]"))
+            thread.append(role, content.get("text", f"[{content.get('type')}]"))
         elif kind == "tool_call":
             call = thread.tools.setdefault(update["toolCallId"], ToolCall(update["toolCallId"]))
             self._apply(thread, call, update)
@@ -372,7 +375,8 @@ def _values(option: Mapping[str, Any]) -> list[Any]:
     if option.get("type") == "boolean":
         return [True, False]
     out: list[Any] = []
-    for item in option.get("options") or []:
+    items: list[dict[str, Any]] = option.get("options") or []
+    for item in items:
         out.extend([item["value"]] if "value" in item else [v["value"] for v in item.get("options", [])])
     return out
 
@@ -380,7 +384,7 @@ def _values(option: Mapping[str, Any]) -> list[Any]:
 @asynccontextmanager
 async def zed(
     project: Path, home: Path, env: Mapping[str, str], *, scrollback: int = 10_000
-) -> AsyncIterator[ZedClient]:
+) -> AsyncGenerator[ZedClient]:
     """The real ``acp-agent`` (``python -m acp_agent``) spawned as Zed spawns a custom agent, and a
     Zed-like client on its stdio; stdin closed and the process awaited at the end."""
     full = {k: v for k, v in os.environ.items() if not k.startswith(("ACP_AGENT_", "OPENAI_", "ANTHROPIC_"))}

@@ -90,7 +90,8 @@ class TerminalHost:
     async def _create(self, p: dict[str, Any]) -> dict[str, Any]:
         line = " ".join([p["command"], *p.get("args", [])])  # ShellBuilder: joined, not quoted
         env = {**os.environ, "PAGER": "", "GIT_PAGER": "cat"}
-        env.update({e["name"]: e["value"] for e in p.get("env") or []})
+        variables: list[dict[str, str]] = p.get("env") or []
+        env.update({e["name"]: e["value"] for e in variables})
         process = await anyio.open_process(
             ["bash", "-c", f"({line}) </dev/null"],
             cwd=p.get("cwd") or str(self.project),
