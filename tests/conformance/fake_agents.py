@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from typing import Any
+from typing import Any, cast
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
 
@@ -61,12 +61,16 @@ def handle(msg: dict[str, Any]) -> None:
         if method == "session/cancel" and MODE == "answers-notification":
             out({"jsonrpc": "2.0", "error": {"code": -32603, "message": "no turn to cancel"}})
         return
-    p: dict[str, Any] = params if isinstance(params, dict) else {}
+    p = cast(dict[str, Any], params) if isinstance(params, dict) else {}
     if method == "initialize":
         if not isinstance(p.get("protocolVersion"), int):
             invalid_params(rid, "protocolVersion")
             return
-        result = {"protocolVersion": 1, "agentCapabilities": capabilities(), "authMethods": []}
+        result: dict[str, Any] = {
+            "protocolVersion": 1,
+            "agentCapabilities": capabilities(),
+            "authMethods": [],
+        }
         out(
             {"jsonrpc": "2.0", "id": rid, "result": {**result, "agentInfo": {"name": "fake", "version": "1"}}}
         )
@@ -86,7 +90,10 @@ def handle(msg: dict[str, Any]) -> None:
         elif p.get("sessionId") not in SESSIONS:
             error(rid, -32002, "Session not found")
         else:
-            text = "".join(str(b.get("text", "")) for b in p["prompt"] if isinstance(b, dict))
+            blocks: list[Any] = p["prompt"]
+            text = "".join(
+                str(cast(dict[str, Any], b).get("text", "")) for b in blocks if isinstance(b, dict)
+            )
             update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
             out(
                 {
@@ -114,7 +121,7 @@ def main() -> None:
             error(None, -32700, "Parse error")
             continue
         if isinstance(msg, dict):
-            handle(msg)
+            handle(cast(dict[str, Any], msg))
         else:
             error(None, -32600, "Invalid Request")
 

@@ -29,13 +29,13 @@ async def test_requests_written_together_with_initialize_are_all_answered_in_ord
     async with agent_process(home, agent_env(home)) as agent:
         for request_id in (1, 2, 3):
             agent.expect(request_id)
-        new = {
+        new: dict[str, Any] = {
             "jsonrpc": "2.0",
             "id": 2,
             "method": "session/new",
             "params": {"cwd": str(tmp_path), "mcpServers": []},
         }
-        listing = {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}}
+        listing: dict[str, Any] = {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}}
         await agent.send_raw(_line(INIT) + _line(new) + _line(listing))
         with anyio.fail_after(30):
             answers = [await agent.response(i) for i in (1, 2, 3)]
@@ -113,7 +113,7 @@ async def test_a_session_new_answered_at_start_up_says_what_the_connection_says_
     async with agent_process(home, _http_env(home, base)) as agent:
         agent.expect(1)
         agent.expect(2)
-        params = {"cwd": str(project), "mcpServers": []}
+        params: dict[str, Any] = {"cwd": str(project), "mcpServers": []}
         init = {**INIT, "params": BOOLEANS}
         await agent.send_raw(
             _line(init) + _line({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": params})
@@ -144,7 +144,7 @@ async def test_a_prompt_right_after_the_early_answer_is_served_by_the_fully_buil
     with FakeServer() as server:
         server.route("POST", "/v1/chat/completions", Reply.sse(reply))
         async with agent_process(home, _http_env(home, server.url + "/v1")) as agent:
-            new = {"cwd": str(project), "mcpServers": []}
+            new: dict[str, Any] = {"cwd": str(project), "mcpServers": []}
             for request_id in (1, 2, 3):
                 agent.expect(request_id)
             await agent.send_raw(

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -28,17 +28,30 @@ pytestmark = pytest.mark.anyio
 AGENT = [sys.executable, "-m", "acp_agent"]
 
 
+def _mcp_servers(update: dict[str, Any]) -> dict[str, Any] | None:
+    """The update's ``_meta.mcpServers`` (None when it has none, or it is no object)."""
+    meta: dict[str, Any] = update.get("_meta") or {}
+    servers = meta.get("mcpServers")
+    return cast(dict[str, Any], servers) if isinstance(servers, dict) else None
+
+
+def _state(servers: dict[str, Any], name: str) -> Any:
+    """The state of server ``name`` in a ``_meta.mcpServers`` object (None when it is not there)."""
+    server: dict[str, Any] = servers.get(name) or {}
+    return server.get("state")
+
+
 def _texts(value: Any) -> list[str]:
     """Every string under ``text`` keys (the content of tool-call updates and message chunks)."""
     out: list[str] = []
     if isinstance(value, dict):
-        for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
+        for k, v in cast(dict[str, Any], value).items():
             if k == "text" and isinstance(v, str):
                 out.append(v)
             else:
                 out.extend(_texts(v))
     elif isinstance(value, list):
-        for v in value:  # pyright: ignore[reportUnknownVariableType]
+        for v in cast(list[Any], value):
             out.extend(_texts(v))
     return out
 
@@ -125,16 +138,16 @@ class AgentProcess:
         """The last ``_meta.mcpServers`` states seen in a ``session_info_update``."""
         states: dict[str, str] = {}
         for u in self.updates:
-            servers = (u.get("_meta") or {}).get("mcpServers")
-            if u.get("sessionUpdate") == "session_info_update" and isinstance(servers, dict):
-                states = {name: s.get("state") for name, s in servers.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
+            servers = _mcp_servers(u)
+            if u.get("sessionUpdate") == "session_info_update" and servers is not None:
+                states = {name: s.get("state") for name, s in servers.items()}
         return states
 
 
 @asynccontextmanager
 async def agent_process(
     tmp_path: Path, script: Sequence[Mapping[str, Any]], extra_env: Mapping[str, str] | None = None
-) -> AsyncIterator[tuple[AgentProcess, Path]]:
+) -> AsyncGenerator[tuple[AgentProcess, Path]]:
     """The agent with a temp home, an empty user config dir and the script; yields it and its project."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
@@ -194,11 +207,11 @@ def all_in(states: Mapping[str, str], names: Sequence[str], state: str) -> bool:
 
 async def wait_states(agent: AgentProcess, names: Sequence[str], state: str) -> None:
     def check(update: dict[str, Any]) -> bool:
-        servers = (update.get("_meta") or {}).get("mcpServers")
+        servers = _mcp_servers(update)
         return (
             update.get("sessionUpdate") == "session_info_update"
-            and isinstance(servers, dict)
-            and all((servers.get(n) or {}).get("state") == state for n in names)  # pyright: ignore[reportUnknownMemberType]
+            and servers is not None
+            and all(_state(servers, n) == state for n in names)
         )
 
     await agent.wait_for(check, f"with mcpServers {list(names)} {state}")
@@ -219,7 +232,7 @@ def completed_results(updates: Sequence[dict[str, Any]]) -> dict[str, list[str]]
 
 
 @asynccontextmanager
-async def everything_over_http(everything: Path) -> AsyncIterator[str]:
+async def everything_over_http(everything: Path) -> AsyncGenerator[str]:
     port = free_port()
     proc = await anyio.open_process(
         ["node", str(everything), "streamableHttp"], env={**os.environ, "PORT": str(port)}
@@ -255,7 +268,7 @@ async def test_a_scripted_turn_calls_everything_over_stdio_and_http_and_the_time
         {"text": "all three answered"},
     ]
     async with everything_over_http(everything) as url, agent_process(tmp_path, script) as (agent, project):
-        servers = [
+        servers: list[dict[str, Any]] = [
             stdio("ev", "node", [str(everything), "stdio"]),
             {"type": "http", "name": "evhttp", "url": url, "headers": []},
             stdio("time", PYTHON, ["-m", "mcp_server_time"]),
@@ -286,11 +299,7 @@ async def test_a_server_that_fails_to_start_is_reported_once_in_the_next_turn_an
         session = await open_session(agent, project, servers)
         await wait_states(agent, ["broken"], "failed")
         await wait_states(agent, ["fine"], "ready")
-        info = next(
-            u
-            for u in agent.updates
-            if ((u.get("_meta") or {}).get("mcpServers") or {}).get("broken", {}).get("state") == "failed"
-        )
+        info = next(u for u in agent.updates if _state(_mcp_servers(u) or {}, "broken") == "failed")
         assert "exited with code 3" in info["_meta"]["mcpServers"]["broken"]["error"]
 
         before = len(agent.updates)

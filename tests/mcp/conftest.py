@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import socket
 import sys
@@ -36,7 +37,7 @@ def require_everything() -> Path:
 
 def require_time_server() -> None:
     try:
-        import mcp_server_time  # noqa: F401  # pyright: ignore[reportMissingImports, reportUnusedImport]
+        importlib.import_module("mcp_server_time")  # untyped, and absent where it is not installed
     except ImportError:
         missing("mcp-server-time is not installed (pip install mcp-server-time)")
 

@@ -112,7 +112,7 @@ class Name(BaseModel):
 async def ask(ctx: Context) -> str:
     """Elicit a name from the user."""
     r = await ctx.elicit("What is your name?", Name)
-    if r.action == "accept" and r.data is not None:
+    if r.action == "accept":
         return f"accept:{r.data.name}:{r.data.age}"
     return r.action
 
@@ -150,7 +150,8 @@ def env(name: str) -> str:
 @mcp.tool()
 async def roots(ctx: Context) -> str:
     """The client's roots, one URI a line."""
-    r = await ctx.session.list_roots()
+    # Deprecated by the MCP SDK (SEP-2577), but clients still answer roots/list and the harness serves it.
+    r = await ctx.session.list_roots()  # pyright: ignore[reportDeprecated]
     return "\n".join(str(x.uri) for x in r.roots)
 
 

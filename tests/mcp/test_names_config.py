@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,7 +112,7 @@ def test_a_malformed_config_is_a_config_error_naming_the_entry(tmp_path: Path) -
 
 
 def test_acp_entries_convert_stdio_without_type_and_http_with_name_value_lists() -> None:
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"name": "fs", "command": "/bin/fs", "args": ["-v"], "env": [{"name": "K", "value": "v"}]},
         {"type": "http", "name": "web", "url": "https://x/mcp", "headers": [{"name": "Auth", "value": "t"}]},
         {"type": "sse", "name": "old", "url": "https://x/sse", "headers": []},

@@ -12,15 +12,17 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
+
+from acp_agent.protocol.jsonvalue import as_object
 
 REPO = Path(__file__).resolve().parents[2]
 LONG = os.environ.get("RELIABILITY_LONG", "") not in ("", "0")
@@ -38,6 +40,16 @@ INIT_PARAMS: dict[str, Any] = {
 def id_key(request_id: Any) -> str:
     """Ids compared by their JSON text, so ``1`` and ``"1"`` (and ``1`` and ``1.0``) stay distinct."""
     return json.dumps(request_id, sort_keys=True)
+
+
+def params_of(message: dict[str, Any]) -> dict[str, Any]:
+    """A decoded message's ``params`` (empty when it has none)."""
+    return message.get("params") or {}
+
+
+def update_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The ``update`` in a ``session/update`` notification's params (empty when it has none)."""
+    return params_of(message).get("update") or {}
 
 
 def write_script(path: Path, replies: list[dict[str, Any]]) -> Path:
@@ -183,19 +195,19 @@ class AgentProcess:
             self.violations.append(f"stdout line is not JSON: {line[:300]!r}")
             return
         if isinstance(message, list):
-            batch: list[Any] = message  # pyright: ignore[reportUnknownVariableType]
+            batch = cast(list[Any], message)
             if not batch:
                 self.violations.append("stdout carried an empty batch")
             for item in batch:
                 if not (isinstance(item, dict) and "method" not in item):
                     self.violations.append(f"a batch answer holds a non-response: {item!r:.300}")
                     continue
-                self._check_message(item)  # pyright: ignore[reportUnknownArgumentType]
+                self._check_message(cast(dict[str, Any], item))
             return
         if not isinstance(message, dict):
             self.violations.append(f"stdout line is not a JSON-RPC object: {line[:300]!r}")
             return
-        self._check_message(message)  # pyright: ignore[reportUnknownArgumentType]
+        self._check_message(cast(dict[str, Any], message))
 
     def _check_message(self, message: dict[str, Any]) -> None:
         if message.get("jsonrpc") != "2.0":
@@ -215,10 +227,10 @@ class AgentProcess:
             return
         if "error" in message:
             error = message["error"]
-            if not isinstance(error, dict) or not isinstance(error.get("message"), str):  # pyright: ignore[reportUnknownMemberType]
+            if not isinstance(error, dict) or not isinstance(as_object(error).get("message"), str):
                 self.violations.append(f"malformed error object: {message!r:.300}")
                 return
-            code = error.get("code")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            code = as_object(error).get("code")
             if code not in SPEC_ERROR_CODES or isinstance(code, bool):
                 self.violations.append(f"error code {code!r} is not a spec code: {message!r:.300}")
         key = id_key(message["id"])
@@ -301,7 +313,7 @@ async def agent_process(
     stderr_name: str = "stderr.txt",
     keep_stdout: bool = False,
     kind: type[P] = AgentProcess,
-) -> AsyncIterator[P]:
+) -> AsyncGenerator[P]:
     """Spawn the agent with ``env`` (see ``agent_env``); on exit close stdin, wait, kill if it lingers.
     ``kind``: an ``AgentProcess`` subclass to drive it with."""
     stderr_path = home.parent / f"{home.name}-{stderr_name}"

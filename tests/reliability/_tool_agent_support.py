@@ -8,14 +8,14 @@ by a task that runs for the life of the process, anything else with a method-not
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-from _reliability_support import REPO, AgentProcess
+from _reliability_support import REPO, AgentProcess, params_of, update_of
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 
@@ -57,7 +57,7 @@ class ToolAgent(AgentProcess):
         """The ``update`` objects of ``session/update`` notifications for ``session_id`` from ``start``."""
         out: list[dict[str, Any]] = []
         for message in self.notifications[start:]:
-            params = message.get("params") or {}
+            params = params_of(message)
             if message.get("method") == "session/update" and params.get("sessionId") == session_id:
                 out.append(params["update"])
         return out
@@ -66,7 +66,7 @@ class ToolAgent(AgentProcess):
 @asynccontextmanager
 async def tool_agent(
     home: Path, env: Mapping[str, str], args: Sequence[str] = ()
-) -> AsyncIterator[ToolAgent]:
+) -> AsyncGenerator[ToolAgent]:
     """Spawn ``python -m acp_agent *args``; on exit close stdin, wait (bounded), kill if it lingers."""
     stderr_path = home.parent / f"{home.name}-stderr.txt"
     with stderr_path.open("ab") as stderr_file:
@@ -113,11 +113,10 @@ def is_update(session_id: str, check: Callable[[dict[str, Any]], bool]) -> Calla
     """A predicate for ``AgentProcess.notification``: a ``session/update`` of ``session_id`` passing ``check``."""
 
     def match(message: dict[str, Any]) -> bool:
-        params = message.get("params") or {}
         return (
             message.get("method") == "session/update"
-            and params.get("sessionId") == session_id
-            and check(params.get("update") or {})
+            and params_of(message).get("sessionId") == session_id
+            and check(update_of(message))
         )
 
     return match

@@ -11,7 +11,16 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import LONG, AgentProcess, agent_env, agent_process, initialized, write_script
+from _reliability_support import (
+    LONG,
+    AgentProcess,
+    agent_env,
+    agent_process,
+    initialized,
+    params_of,
+    update_of,
+    write_script,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240)]
 
@@ -24,10 +33,9 @@ RSS_GROWTH_LIMIT_MB = 40.0
 
 def _is_chunk(session_id: str) -> Any:
     def match(message: dict[str, Any]) -> bool:
-        params = message.get("params") or {}
         return (
-            params.get("sessionId") == session_id
-            and (params.get("update") or {}).get("sessionUpdate") == "agent_message_chunk"
+            params_of(message).get("sessionId") == session_id
+            and update_of(message).get("sessionUpdate") == "agent_message_chunk"
         )
 
     return match

@@ -17,8 +17,12 @@ from _reliability_support import (
     agent_process,
     id_key,
     initialized,
+    params_of,
+    update_of,
     write_script,
 )
+
+from acp_agent.protocol.jsonvalue import as_object
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240)]
 
@@ -37,12 +41,11 @@ def _conversation(agent: AgentProcess, session_id: str, start: int) -> list[tupl
     """The replayed (role, text) entries among the notifications from index ``start`` on."""
     entries: list[tuple[str, str]] = []
     for note in agent.notifications[start:]:
-        params = note.get("params") or {}
-        if note.get("method") != "session/update" or params.get("sessionId") != session_id:
+        if note.get("method") != "session/update" or params_of(note).get("sessionId") != session_id:
             continue
-        update = params.get("update") or {}
+        update = update_of(note)
         kind = update.get("sessionUpdate")
-        content = update.get("content") or {}
+        content: dict[str, Any] = update.get("content") or {}
         if kind == "user_message_chunk":
             entries.append(("user", content.get("text", "")))
         elif kind == "agent_message_chunk":
@@ -104,9 +107,12 @@ def _check_transcript_file(path: Path, when: str) -> int:
         if not line.strip():
             continue
         item = json.loads(line)  # a complete line that is not JSON is damage, not a torn tail
-        assert isinstance(item, dict) and item.get("role") in ("user", "assistant", "system", "tool"), (
-            f"{when}: {path}:{n} is not a message: {line[:200]!r}"
-        )
+        assert isinstance(item, dict) and as_object(item).get("role") in (
+            "user",
+            "assistant",
+            "system",
+            "tool",
+        ), f"{when}: {path}:{n} is not a message: {line[:200]!r}"
     return 1 if lines[-1] else 0
 
 
@@ -167,10 +173,7 @@ async def test_kill_9_mid_turn_keeps_every_complete_step_and_the_conversation_co
                     n = rng.randint(1, last["chunks"])
                     for _ in range(n):
                         start = 1 + await agent.notification(
-                            lambda m: (
-                                (m.get("params") or {}).get("update", {}).get("sessionUpdate")
-                                == "agent_message_chunk"
-                            ),
+                            lambda m: update_of(m).get("sessionUpdate") == "agent_message_chunk",
                             start,
                         )
                 agent.kill_hard()
@@ -182,7 +185,7 @@ async def test_kill_9_mid_turn_keeps_every_complete_step_and_the_conversation_co
         torn += _check_transcript_file(home / "sessions" / session_id / "messages.jsonl", when)
 
     assert session_id is not None
-    final = {"text": "the conversation goes on", "chunks": 3, "delay_ms": 1}
+    final: dict[str, Any] = {"text": "the conversation goes on", "chunks": 3, "delay_ms": 1}
     ledger.replies.add(final["text"])
     script = write_script(tmp_path / "script-final.json", [final])
     async with agent_process(home, agent_env(home, script)) as agent:

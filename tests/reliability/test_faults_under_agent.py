@@ -181,7 +181,8 @@ async def _expect_fault_then_recovery(
     assert "error" in answer, f"the fault did not fail the prompt: {answer}"
     error = answer["error"]
     assert error["code"] == INTERNAL_ERROR, error
-    assert (error.get("data") or {}).get("errorKind") == kind, error
+    data: dict[str, Any] = error.get("data") or {}
+    assert data.get("errorKind") == kind, error
     message: str = error["message"]
     print(f"{kind}: {message}")  # shown with -s: the messages a person reads
     for word in words:
@@ -251,16 +252,19 @@ def _fault_server(name: str, **env: str) -> dict[str, Any]:
 
 def _server_state(name: str, state: str) -> Any:
     def check(update: dict[str, Any]) -> bool:
-        servers = (update.get("_meta") or {}).get("mcpServers") or {}
-        return (servers.get(name) or {}).get("state") == state
+        meta: dict[str, Any] = update.get("_meta") or {}
+        servers: dict[str, Any] = meta.get("mcpServers") or {}
+        server: dict[str, Any] = servers.get(name) or {}
+        return server.get("state") == state
 
     return check
 
 
 def _text_of(update: dict[str, Any]) -> str:
+    contents: list[dict[str, Any]] = update.get("content") or []
     return "\n".join(
         c["content"]["text"]
-        for c in update.get("content") or []
+        for c in contents
         if c.get("type") == "content" and c["content"].get("type") == "text"
     )
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -97,18 +97,35 @@ session_ids = st.one_of(
     session_refs, session_refs, st.text(max_size=20), st.sampled_from(["..", "a/b", "sess_none"])
 )
 
-text_block = st.builds(lambda t: {"type": "text", "text": t}, st.text(max_size=60))
+
+def _text(t: str) -> dict[str, Any]:
+    return {"type": "text", "text": t}
+
+
+def _image(d: str) -> dict[str, Any]:
+    return {"type": "image", "data": d, "mimeType": "image/png"}
+
+
+def _audio(d: str) -> dict[str, Any]:
+    return {"type": "audio", "data": d, "mimeType": "audio/wav"}
+
+
+def _resource_link(u: str) -> dict[str, Any]:
+    return {"type": "resource_link", "uri": u, "name": "f"}
+
+
+def _resource(u: str, t: str) -> dict[str, Any]:
+    return {"type": "resource", "resource": {"uri": u, "text": t, "mimeType": "text/plain"}}
+
+
+text_block = st.builds(_text, st.text(max_size=60))
 content_blocks = st.one_of(
     text_block,
     text_block,
-    st.builds(lambda d: {"type": "image", "data": d, "mimeType": "image/png"}, st.text(max_size=20)),
-    st.builds(lambda d: {"type": "audio", "data": d, "mimeType": "audio/wav"}, st.text(max_size=20)),
-    st.builds(lambda u: {"type": "resource_link", "uri": u, "name": "f"}, st.text(max_size=30)),
-    st.builds(
-        lambda u, t: {"type": "resource", "resource": {"uri": u, "text": t, "mimeType": "text/plain"}},
-        st.text(max_size=30),
-        st.text(max_size=30),
-    ),
+    st.builds(_image, st.text(max_size=20)),
+    st.builds(_audio, st.text(max_size=20)),
+    st.builds(_resource_link, st.text(max_size=30)),
+    st.builds(_resource, st.text(max_size=30), st.text(max_size=30)),
     st.dictionaries(st.sampled_from(["type", "text", "data", "uri"]), json_scalars, max_size=3),
 )
 
@@ -143,10 +160,10 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every position in a params tree (the root included)."""
     out = [prefix]
     if isinstance(value, dict):
-        for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
+        for k, v in cast(dict[Any, Any], value).items():
             out += _paths(v, (*prefix, k))
     elif isinstance(value, list):
-        for i, v in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        for i, v in enumerate(cast(list[Any], value)):
             out += _paths(v, (*prefix, i))
     return out
 
@@ -156,7 +173,7 @@ def _replace(tree: Any, path: tuple[Any, ...], new: Any, *, delete: bool = False
         return new
     head, rest = path[0], path[1:]
     if isinstance(tree, dict):
-        copy: dict[Any, Any] = dict(tree)  # pyright: ignore[reportUnknownArgumentType]
+        copy = dict(cast(dict[Any, Any], tree))
         if delete and not rest:
             copy.pop(head, None)
         else:
@@ -202,10 +219,6 @@ def request_actions(
     params = draw(params_for(method, mutate))
     as_notification = method in NOTIFICATION_METHODS and draw(st.booleans())
     return ("notify" if as_notification else "request", method, params, draw(st.booleans()))
-
-
-def _valid_message(method: str, params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
 
 
 framing_actions = st.one_of(
@@ -374,12 +387,12 @@ class Fuzzer:
         if value == CWD_REF:
             return str(self.cwd)
         if isinstance(value, dict):
-            out = {k: self._resolve(v, prompts) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+            out = {k: self._resolve(v, prompts) for k, v in cast(dict[Any, Any], value).items()}
             if "command" in out:
                 out["command"] = "/nonexistent/fuzz-mcp-server"  # never run whatever the fuzzer typed
             return out
         if isinstance(value, list):
-            return [self._resolve(v, prompts) for v in value]  # pyright: ignore[reportUnknownVariableType]
+            return [self._resolve(v, prompts) for v in cast(list[Any], value)]
         return value
 
     def _message(
@@ -498,7 +511,7 @@ class Fuzzer:
                 {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": target}}
             )
             return
-        method, params = {
+        requests: dict[str, Callable[[], tuple[str, dict[str, Any]]]] = {
             "prompt": lambda: (
                 "session/prompt",
                 {"sessionId": op[1], "prompt": [{"type": "text", "text": op[-1]}]},
@@ -509,7 +522,8 @@ class Fuzzer:
             "delete": lambda: ("session/delete", {"sessionId": op[1]}),
             "new": lambda: ("session/new", {"cwd": cwd, "mcpServers": []}),
             "list": lambda: ("session/list", {}),
-        }[kind]()
+        }
+        method, params = requests[kind]()
         message = self._message(agent, method, params, False, prompts)
         agent.expect(message["id"])
         await agent.send(message)

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import agent_env, agent_process, initialized, write_script
+from _reliability_support import agent_env, agent_process, initialized, update_of, write_script
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -16,7 +16,7 @@ ROUNDS = 30
 
 
 def _is_chunk(message: dict[str, Any]) -> bool:
-    return (message.get("params") or {}).get("update", {}).get("sessionUpdate") == "agent_message_chunk"
+    return update_of(message).get("sessionUpdate") == "agent_message_chunk"
 
 
 async def test_close_then_delete_during_a_turn_answers_the_prompt_cancelled(

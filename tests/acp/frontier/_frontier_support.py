@@ -9,13 +9,14 @@ returns them); ``validate(defn, value)`` checks one value against a definition o
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.fake_model import FakeModel, Turn
 from tests.acp_client import AcpClient, spawned_agent
 from tests.conftest import SHARED, require_shared
@@ -42,14 +43,16 @@ def validate(defn: str, value: Any) -> None:
     import jsonschema
 
     schema = _schema()
-    jsonschema.Draft202012Validator({"$ref": f"#/$defs/{defn}", "$defs": schema["$defs"]}).validate(value)
+    # jsonschema's validator classes are made at run time: pyright sees their methods as partly unknown.
+    validator: Any = jsonschema.Draft202012Validator({"$ref": f"#/$defs/{defn}", "$defs": schema["$defs"]})
+    validator.validate(value)
 
 
 def check_wire(client: AcpClient, session_id: str | None = None) -> list[dict[str, Any]]:
     """Every ``session/update`` so far (of ``session_id``), each validated as a ``SessionNotification``."""
     out: list[dict[str, Any]] = []
-    for message in client.messages:
-        if isinstance(message, dict) and message.get("method") == "session/update":
+    for message in map(as_object, client.messages):
+        if message.get("method") == "session/update":
             validate("SessionNotification", message["params"])
             if session_id is None or message["params"]["sessionId"] == session_id:
                 out.append(message["params"]["update"])
@@ -86,7 +89,7 @@ async def frontier_agent(
     on_request: Callable[[str, Any], Awaitable[Any]] | None = None,
     environ: Mapping[str, str] | None = None,
     client_info: Mapping[str, Any] | None = None,
-) -> AsyncIterator[Frontier]:
+) -> AsyncGenerator[Frontier]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     home = tmp_path / "home"

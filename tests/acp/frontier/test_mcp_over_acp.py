@@ -42,7 +42,7 @@ class EchoServer:
         assert method == "mcp/message", method
         validate("MessageMcpRequest", params)
         assert params["connectionId"] == "conn-1"
-        inner = params.get("params") or {}
+        inner: dict[str, Any] = params.get("params") or {}
         match params["method"]:
             case "initialize":
                 return {
@@ -97,7 +97,7 @@ async def test_an_acp_mcp_servers_tool_is_called_over_mcp_message(tmp_path: Path
                 "mcp/message", {"connectionId": "conn-1", "method": "ping", "params": {}}
             )
             assert pong == {}
-            sampling = {
+            sampling: dict[str, Any] = {
                 "connectionId": "conn-1",
                 "method": "sampling/createMessage",
                 "params": {"messages": [], "maxTokens": 10},

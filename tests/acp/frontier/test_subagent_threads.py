@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.fake_model import ToolCall, Turn
 
 from ._frontier_support import check_wire, frontier_agent
@@ -34,8 +35,8 @@ def _of(updates: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
 
 def _threads(client: Any, parent: str) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
-    for m in client.messages:
-        if isinstance(m, dict) and m.get("method") == "session/update" and m["params"]["sessionId"] != parent:
+    for m in map(as_object, client.messages):
+        if m.get("method") == "session/update" and m["params"]["sessionId"] != parent:
             out.setdefault(m["params"]["sessionId"], []).append(m["params"]["update"])
     return out
 

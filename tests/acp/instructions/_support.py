@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,7 +137,7 @@ async def project_agent(
     cwd: Path | None = None,
     mode: str | None = None,
     environ: dict[str, str] | None = None,
-) -> AsyncIterator[Project]:
+) -> AsyncGenerator[Project]:
     """The agent (a real process) with its model at the fake server, ``HOME`` and ``XDG_CONFIG_HOME``
     in ``tmp/user``, and a session in ``cwd`` (default ``tmp/project``)."""
     project = cwd or tmp / "project"
@@ -158,7 +158,7 @@ async def project_agent(
         }
         home = tmp / "agent-home"
         async with (
-            agent_process(home, agent_env(home, None, **extra)) as agent,
+            agent_process(home, agent_env(home, None, **extra), kind=_Answered) as agent,
             anyio.create_task_group() as tg,
         ):
             sent, requests = _answering(agent)
@@ -175,20 +175,24 @@ async def project_agent(
                 requests.close()
 
 
+@dataclass
+class _Answered(AgentProcess):
+    """The reliability client, which only records the agent's requests; these also go to ``inbox``."""
+
+    inbox: MemoryObjectSendStream[dict[str, Any]] | None = None
+
+    def _check_message(self, message: dict[str, Any]) -> None:
+        super()._check_message(message)
+        if "method" in message and "id" in message and self.inbox is not None:
+            self.inbox.send_nowait(message)
+
+
 def _answering(
-    agent: AgentProcess,
+    agent: _Answered,
 ) -> tuple[MemoryObjectSendStream[dict[str, Any]], MemoryObjectReceiveStream[dict[str, Any]]]:
-    """Requests the agent sends (the reliability client only records them) go to the returned stream
-    (both ends returned: the caller closes them)."""
+    """Requests the agent sends go to the returned stream (both ends returned: the caller closes them)."""
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](100)
-    check = agent._check_message
-
-    def checking(message: dict[str, Any]) -> None:
-        check(message)
-        if "method" in message and "id" in message:
-            send.send_nowait(message)
-
-    agent._check_message = checking
+    agent.inbox = send
     return send, receive
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from tests.acp.instructions._support import (
     LIMIT_S,
+    Project,
     calls,
     project_agent,
     system_of,
@@ -21,14 +22,14 @@ from tests.acp.instructions._support import (
 pytestmark = pytest.mark.anyio
 
 
-def _commands(p: Any) -> dict[str, dict[str, Any]]:
+def _commands(p: Project) -> dict[str, dict[str, Any]]:
     """The latest ``available_commands_update``, by name."""
     lists = [u["availableCommands"] for u in p.updates() if u["sessionUpdate"] == "available_commands_update"]
     assert lists, "no available_commands_update"
     return {c["name"]: c for c in lists[-1]}
 
 
-async def _listed(p: Any, name: str) -> dict[str, dict[str, Any]]:
+async def _listed(p: Project, name: str) -> dict[str, dict[str, Any]]:
     with anyio.fail_after(LIMIT_S):
         await p.agent.notification(
             lambda n: (

@@ -5,7 +5,7 @@ No ``__init__.py`` here: with ``tests/acp`` not a package, this directory would 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -33,7 +33,7 @@ async def running(
     env: SessionEnvironment,
     config: Sequence[Mapping[str, Any]] = (),
     on_change: Callable[[], Awaitable[None]] | None = None,
-) -> AsyncIterator[SessionMcp]:
+) -> AsyncGenerator[SessionMcp]:
     """A started ``SessionMcp`` whose owned task lives in this block's task group; closed on exit."""
     import anyio
 

@@ -4,12 +4,13 @@ opened once the server's model list was read, a prompt's updates and answer."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.fake_model import FakeServer
 from tests.acp_client import AcpClient, spawned_agent
 
@@ -55,10 +56,11 @@ class Agent:
 
 
 def _model_option(message: Any) -> dict[str, Any] | None:
-    update = message.get("params", {}).get("update", {}) if isinstance(message, dict) else {}
+    update: dict[str, Any] = as_object(message).get("params", {}).get("update", {})
     if update.get("sessionUpdate") != "config_option_update":
         return None
-    return next((o for o in update["configOptions"] if o["id"] == "model"), None)
+    options: list[dict[str, Any]] = update["configOptions"]
+    return next((o for o in options if o["id"] == "model"), None)
 
 
 @asynccontextmanager
@@ -70,7 +72,7 @@ async def models_agent(
     base: str = "/v1",
     user_config: str | None = None,
     wait_for_list: bool = True,
-) -> AsyncIterator[Agent]:
+) -> AsyncGenerator[Agent]:
     """``python -m acp_agent`` on ``server`` (provider openai, ``model``), a session open in a project,
     and (``wait_for_list``) the model option sent again once the server's model list was read."""
     project = tmp / "project"

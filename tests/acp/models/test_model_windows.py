@@ -4,11 +4,14 @@ picker and compaction; an unknown window is told once how to declare; Ollama's s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.fake_model import FakeServer, Reply
 from tests.providers.model_lists import (
     route_litellm,
@@ -205,12 +208,13 @@ async def test_a_new_process_describes_the_window_from_the_cached_list_before_as
         server.route("GET", "/v1/models", Reply.json(503, {"error": {"message": "down"}}))
         with anyio.fail_after(LIMIT_S):
             async with models_agent(tmp_path, server, "qwen3-coder", wait_for_list=False) as agent:
-                opened = next(
+                opened: dict[str, Any] = next(
                     m["result"]
-                    for m in agent.client.messages
-                    if isinstance(m, dict) and m.get("result", {}).get("sessionId") == agent.session
+                    for m in map(as_object, agent.client.messages)
+                    if m.get("result", {}).get("sessionId") == agent.session
                 )
-        [model] = [o for o in opened["configOptions"] if o["id"] == "model"]
+        options: list[dict[str, Any]] = opened["configOptions"]
+        [model] = [o for o in options if o["id"] == "model"]
         assert model["options"] == [
             {"value": "qwen3-coder", "name": "qwen3-coder", "description": "41k tokens of context"}
         ]
@@ -261,7 +265,10 @@ def _litellm(server: FakeServer, model: str) -> None:
     route_litellm(server, model, WINDOW, 4096)
 
 
-SOURCES = {
+Route = Callable[[FakeServer, str], None]
+"""Serves a model list that gives ``WINDOW`` (the server, the model's name)."""
+
+SOURCES: dict[str, tuple[Route, str, str]] = {
     "vllm max_model_len": (lambda s, m: route_vllm(s, m, WINDOW), "/v1", ""),
     "llama.cpp /props n_ctx": (lambda s, m: route_llamacpp(s, m, n_ctx=WINDOW), "/v1", ""),
     "openrouter context_length": (lambda s, m: route_openrouter(s, m, WINDOW, 4096), "/api/v1", ""),
