@@ -88,7 +88,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _run(
-    tmp_path: Path, wrapper: str, lines: list[dict[str, object]], *args: str
+    tmp_path: Path, wrapper: str, lines: list[dict[str, Any]], *args: str
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Run ``wrapper`` with ``lines`` as its whole input; (the messages it wrote, the modules snapshot)."""
     snapshot = tmp_path / "modules.json"
@@ -106,7 +106,7 @@ def _run(
     return messages, json.loads(snapshot.read_text(encoding="utf-8"))
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+INIT: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
 
 
 def test_initialize_is_answered_before_the_runtime_the_models_and_http_are_imported(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_initialize_is_answered_before_the_runtime_the_models_and_http_are_impor
 def test_an_editors_first_session_new_is_answered_before_the_runtime_and_the_models_are_imported(
     tmp_path: Path,
 ) -> None:
-    new = {
+    new: dict[str, Any] = {
         "jsonrpc": "2.0",
         "id": 2,
         "method": "session/new",
@@ -142,7 +142,7 @@ def test_an_editors_first_session_new_is_answered_before_the_runtime_and_the_mod
 def test_a_session_new_the_early_answer_leaves_is_answered_before_http_mcp_and_the_web_tools_load(
     tmp_path: Path,
 ) -> None:
-    new = {
+    new: dict[str, Any] = {
         "jsonrpc": "2.0",
         "id": 2,
         "method": "session/new",

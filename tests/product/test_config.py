@@ -391,7 +391,8 @@ def test_trust_is_kept_by_root_and_digest_and_a_change_needs_it_again(tree: dict
         again.project is not None and again.project.trusted and [s.name for s in again.mcp_servers] == ["a"]
     )
     project_file.write_text('model = "m"\n[mcp_servers.a]\ncommand = "a"\n')  # a safe change: still trusted
-    assert load_config(tree["sub"], {}, env).project.trusted  # type: ignore[union-attr]
+    still = load_config(tree["sub"], {}, env).project
+    assert still is not None and still.trusted
     project_file.write_text('[mcp_servers.a]\ncommand = "a"\n[mcp_servers.b]\ncommand = "b"\n')  # a pull
     changed = load_config(tree["sub"], {}, env)
     assert changed.project is not None and not changed.project.trusted and changed.mcp_servers == ()

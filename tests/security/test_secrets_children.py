@@ -13,6 +13,7 @@ import pytest
 
 from tests.security._trust_support import (
     KEY,
+    Client,
     ScriptedModel,
     agent_env,
     choose,
@@ -64,12 +65,12 @@ def _tool_outputs(model: ScriptedModel) -> list[str]:
     return out
 
 
-def _no_trace_of(secret: str, tmp_path: Path, agent: object, model: ScriptedModel) -> None:
+def _no_trace_of(secret: str, tmp_path: Path, agent: Client, model: ScriptedModel) -> None:
     home = tmp_path / "home"
     assert (home / "logs" / "acp-agent.log").exists(), "no log file: the check would prove nothing"
     assert files_holding(home, secret.encode()) == [], "the secret is in a file under the home"
-    assert secret.encode() not in b"".join(agent.stdout_log), "the secret reached stdout"  # type: ignore[attr-defined]
-    assert secret not in agent.stderr_text(), "the secret reached stderr"  # type: ignore[attr-defined]
+    assert secret.encode() not in b"".join(agent.stdout_log), "the secret reached stdout"
+    assert secret not in agent.stderr_text(), "the secret reached stderr"
     for request in model.completions():
         assert secret.encode() not in request.body, "the secret reached the model"
 

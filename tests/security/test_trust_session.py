@@ -26,7 +26,7 @@ def _project(tmp_path: Path, text: str = CONFIG) -> Path:
     return config
 
 
-def _trust_requests(editor: Editor) -> list[dict[str, object]]:
+def _trust_requests(editor: Editor) -> list[dict[str, Any]]:
     return [
         p
         for p in editor.requests_of("session/request_permission")
@@ -45,13 +45,13 @@ async def test_allow_once_applies_the_project_settings_to_this_session_only(tmp_
         with anyio.fail_after(30):
             assert (await prompt(editor, sid, "hi"))["stopReason"] == "end_turn"
         (asked,) = _trust_requests(editor)
-        assert [o["kind"] for o in asked["options"]] == ["allow_once", "allow_always", "reject_once"]  # type: ignore[index]
+        assert [o["kind"] for o in asked["options"]] == ["allow_once", "allow_always", "reject_once"]
         assert "starts sessions in the accept-edits mode" in json.dumps(asked["toolCall"])
         modes = [
             u["currentModeId"] for u in editor.updates(sid) if u.get("sessionUpdate") == "current_mode_update"
         ]
         assert modes == ["accept-edits"]
-        ended = [u for u in editor.updates(sid) if u.get("toolCallId") == asked["toolCall"]["toolCallId"]]  # type: ignore[index]
+        ended = [u for u in editor.updates(sid) if u.get("toolCallId") == asked["toolCall"]["toolCallId"]]
         assert ended[-1]["status"] == "completed"
         with anyio.fail_after(30):
             await prompt(editor, sid, "again")
