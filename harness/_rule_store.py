@@ -57,7 +57,11 @@ class PermissionStore:
         return cls(base / "acp-agent" / "permissions.jsonl")
 
     async def rules(self) -> list[Rule]:
-        return await anyio.to_thread.run_sync(self._read)
+        return await anyio.to_thread.run_sync(self.rules_sync)
+
+    def rules_sync(self) -> list[Rule]:
+        """The rules (blocking: call it in a worker thread)."""
+        return self._read()
 
     async def add(self, rule: Rule) -> bool:
         """Remember ``rule``; False when it was there already. A rule for the same subject with the

@@ -6,6 +6,7 @@ Importing this package is light: ``coding_factory`` loads the harness and the to
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,9 +33,17 @@ class LazyCodingFactory:
         self.environ = dict(os.environ if environ is None else environ)
         self.secrets = secrets
         self._impl: CodingFactory | None = None
+        self._lock = threading.Lock()  # built by the first of the warm-up and a session's worker thread
 
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
         return await self._factory()(env)
+
+    def prepare(self, env: SessionEnvironment) -> object:
+        """The blocking half (a ``PreparingFactory``): in the session layer's worker thread."""
+        return self._factory().prepare(env)
+
+    async def finish(self, env: SessionEnvironment, prepared: object) -> SessionSetup:
+        return await self._factory().finish(env, prepared)
 
     async def names_a_model(self, cwd: Path | None) -> bool:
         """Whether the configuration for ``cwd`` (the user's, when None) names a provider; a broken one
@@ -57,9 +66,11 @@ class LazyCodingFactory:
 
     def _factory(self) -> CodingFactory:
         if self._impl is None:
-            from ._factory import CodingFactory
+            with self._lock:
+                if self._impl is None:
+                    from ._factory import CodingFactory
 
-            self._impl = CodingFactory(self.flags, self.environ, self.secrets)
+                    self._impl = CodingFactory(self.flags, self.environ, self.secrets)
         return self._impl
 
 

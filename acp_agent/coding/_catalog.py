@@ -3,7 +3,9 @@
 ``ModelCatalog`` keeps each endpoint's list (keyed by provider and base URL) in memory and in
 ``<home>/cache/models.json``: ``session/new`` lists what is cached (so an editor's saved default, applied
 only when it is among the listed values, is found in a freshly spawned agent), and ``refresh`` asks the
-server in the background after the answer (at most once per ``FRESH_S`` per endpoint and process). The
+server in the background after the answer (at most once per ``FRESH_S`` per endpoint and process; when a
+list is cached, ``REFRESH_AFTER_S`` later: the first listing loads the HTTP stack, ~100 ms of imports whose
+worker thread holds the interpreter, and the editor's other opening requests come meanwhile). The
 option's values carry the context window where the model family is known, and are grouped by vendor or
 family when the list is long.
 """
@@ -11,6 +13,7 @@ family when the list is long.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,11 +27,12 @@ from ._model_list import HTTP_PROVIDERS, cache_key, model_values, read_cache
 if TYPE_CHECKING:
     from harness.model_info import ModelInfo
 
-__all__ = ["HTTP_PROVIDERS", "ModelCatalog", "model_values"]
+__all__ = ["HTTP_PROVIDERS", "REFRESH_AFTER_S", "ModelCatalog", "model_values"]
 
 log = logging.getLogger(__name__)
 
 FRESH_S: Final = 600.0
+REFRESH_AFTER_S: Final = 1.0
 LIST_TIMEOUT_S: Final = 15.0
 
 
@@ -41,6 +45,7 @@ class ModelCatalog:
         self._memory: dict[str, list[str]] = {}
         self._facts: dict[str, dict[str, ModelInfo]] = {}
         self._read_file = False
+        self._file_lock = threading.Lock()
         self._refreshed: dict[str, float] = {}
         self._locks: dict[str, anyio.Lock] = {}
 
@@ -48,14 +53,24 @@ class ModelCatalog:
 
     async def cached(self, provider: str, base_url: str | None) -> list[str]:
         """The endpoint's last known list (memory, else the cache file; ``[]`` when never listed)."""
-        key = self.key(provider, base_url)
         if not self._read_file:
-            self._read_file = True
-            stored = await anyio.to_thread.run_sync(read_cache, self._file)
-            for k, (names, facts) in stored.items():
-                self._memory.setdefault(k, names)
-                self._facts.setdefault(k, facts)
-        return list(self._memory.get(key, []))
+            return await anyio.to_thread.run_sync(self.cached_sync, provider, base_url)
+        return list(self._memory.get(self.key(provider, base_url), []))
+
+    def cached_sync(self, provider: str, base_url: str | None) -> list[str]:
+        """``cached``, blocking (the first call reads the cache file): for a session's set-up thread."""
+        with self._file_lock:  # sessions set up at once, in two worker threads
+            if not self._read_file:
+                for k, (names, facts) in read_cache(self._file).items():
+                    self._memory.setdefault(k, names)
+                    self._facts.setdefault(k, facts)
+                self._read_file = True
+        return list(self._memory.get(self.key(provider, base_url), []))
+
+    def fresh(self, provider: str, base_url: str | None) -> bool:
+        """Whether the endpoint was asked within ``FRESH_S`` (``refresh`` would not ask it again)."""
+        asked = self._refreshed.get(self.key(provider, base_url))
+        return asked is not None and time.monotonic() - asked < FRESH_S
 
     def facts(self, provider: str, base_url: str | None) -> Mapping[str, ModelInfo]:
         """What the endpoint's model list said of each model, as last known (by model id; not a copy:
@@ -73,10 +88,8 @@ class ModelCatalog:
             if not force and time.monotonic() - self._refreshed.get(key, -FRESH_S) < FRESH_S:
                 return list(self._memory.get(key, []))
             try:
-                from harness.providers.factory import describe_models
-
                 with anyio.fail_after(LIST_TIMEOUT_S):
-                    infos = await describe_models(provider, base_url=base_url, api_key=api_key)
+                    infos = await _describe(provider, base_url, api_key)
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:
@@ -93,6 +106,28 @@ class ModelCatalog:
                 except OSError as exc:
                     log.info("cannot write %s: %s", self._file, exc)
             return found
+
+
+async def _describe(provider: str, base_url: str | None, api_key: str | None) -> list[ModelInfo]:
+    """The server's models (``harness.providers.factory.describe_models``), the provider's client built
+    in a worker thread: its imports and its TLS context (the CA bundle) stay off the event loop, where
+    the next request of the editor waits."""
+
+    def build():  # returns the provider's model class, as build_model says
+        # The HTTP stack too: httpx2 is imported where the request is made and httpcore2 (trio with it,
+        # where installed) where its client is made, both on the event loop: ~100 ms the first time.
+        import httpcore2  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        import httpx2  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+        from harness.providers.factory import build_model
+
+        return build_model(provider, model="-", base_url=base_url, api_key=api_key)
+
+    model = await anyio.to_thread.run_sync(build)
+    try:
+        return await model.describe_models()
+    finally:
+        await model.aclose()
 
 
 def _write(path: Path, key: str, models: list[str], facts: dict[str, ModelInfo]) -> None:

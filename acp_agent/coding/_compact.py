@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..protocol.models import CompactionStatus
     from ._gate import SessionLink
 
-__all__ = ["CHECKPOINTS_FILE", "Compaction"]
+__all__ = ["CHECKPOINTS_FILE", "Compaction", "read_checkpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,11 @@ class Compaction:
         """Keep the checkpoints written by an earlier process (an unreadable file is ignored, logged)."""
         if self._path is None:
             return
-        for checkpoint in await anyio.to_thread.run_sync(_read_checkpoints, self._path):
+        self.keep(await anyio.to_thread.run_sync(read_checkpoints, self._path))
+
+    def keep(self, checkpoints: Sequence[Checkpoint]) -> None:
+        """Keep checkpoints an earlier process wrote (``read_checkpoints``, in the set-up's thread)."""
+        for checkpoint in checkpoints:
             self.compact.remember(checkpoint)
 
     async def _save(self) -> None:
@@ -248,7 +252,8 @@ def notice(info: Compacted, *, automatic: bool) -> str:
     )
 
 
-def _read_checkpoints(path: Path) -> list[Checkpoint]:
+def read_checkpoints(path: Path) -> list[Checkpoint]:
+    """The checkpoints in ``path`` (none when absent or unreadable, logged). Blocking."""
     try:
         raw: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

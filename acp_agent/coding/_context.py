@@ -13,7 +13,8 @@ when the final reply is complete. The command folders are also watched between t
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -23,15 +24,18 @@ import anyio.to_thread
 from harness import Message, Role, Text
 from harness.model import Finish, FinishReason, TextChunk, ToolStart
 
+from ._commands import SlashCommand
 from ._custom_commands import Commands, prompt_text
 from ._environment import environment_section
 from ._hook_calls import prompt_hooks, session_start_hooks, stop_hooks
 from ._hooks import Hooks
 from ._instructions import Instructions
+from ._later import Later
 from ._skills import Skills
-from ._textfiles import read_bounded, signature
+from ._textfiles import TextFile, read_bounded, signature
 
 if TYPE_CHECKING:
+    from harness import Tool
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
     from harness.sandbox import SandboxPolicy, Support
@@ -67,8 +71,21 @@ def base_prompt(path: Path | None) -> str:
     return read.text.replace(DEFAULT_PLACEHOLDER, default).strip()
 
 
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """What ``ProjectContext.load_sync`` found: the instruction files' folders, the commands, the skills."""
+
+    instructions: Instructions
+    commands: Commands
+    skills: Skills
+
+
 class ProjectContext:
-    """The session's instructions, environment, commands, skills and hooks (see the module docstring)."""
+    """The session's instructions, environment, commands, skills and hooks (see the module docstring).
+
+    Made in the session's set-up thread (blocking: it reads the base prompt, raising ``PromptFileError``
+    for a broken prompt file, and finds the shell for the hooks); the folders, commands and skills are
+    found after the ``session/new`` answer (``later``: the session's first prompt waits for it)."""
 
     def __init__(
         self,
@@ -82,29 +99,16 @@ class ProjectContext:
         mode: Callable[[], str] | None = None,
         sandbox: Callable[[], SandboxPolicy | None] | None = None,
         support: Support | None = None,
+        later: Later | None = None,
     ) -> None:
         self._env = env
         self._environ = environ
         self._link = link
         self._secrets = secrets
+        self._user_dir = user_dir
         self._prompt_file = config.system_prompt_file
-        home = Path(environ.get("HOME") or Path.home())
-        self.instructions = Instructions(env.roots, user_dir / "AGENTS.md")
-        cwd_chain = [
-            (folder, repo)
-            for folder, repo in self.instructions.folders
-            if env.cwd.resolve().is_relative_to(folder)
-        ]
-        codex = Path(environ.get("CODEX_HOME") or home / ".codex")
-        self.commands = Commands(
-            cwd_chain,
-            [user_dir / "commands", home / ".claude" / "commands"],
-            codex_prompts=codex / "prompts",
-            reserved=RESERVED_COMMANDS,
-        )
-        self.skills = Skills(
-            cwd_chain, [user_dir / "skills", home / ".agents" / "skills", home / ".claude" / "skills"]
-        )
+        self._base = base_prompt(self._prompt_file)
+        self._base_signature: Any = signature([self._prompt_file]) if self._prompt_file else None
         self.hooks = Hooks(
             config.hooks,
             session_id=env.session_id,
@@ -116,8 +120,10 @@ class ProjectContext:
             sandbox=sandbox,
             support=support,
         )
-        self._base = ""
-        self._base_signature: Any = None
+        self._parts: _Parts | None = None
+        self.later = later or Later(self._load, env.session_id)
+        """Finding the instructions' folders, the commands and the skills, after the opening answer (a
+        ``later`` given does that, ``load_sync``, and more of the session's set-up in the same hop)."""
         self._system: str | None = None
         self._notes: list[str] = []
         self._started = False
@@ -125,21 +131,57 @@ class ProjectContext:
         self._watching: anyio.CancelScope | None = None
         self._closed = False
 
+    def load_sync(self) -> None:
+        """Blocking: find the instruction files' folders, the commands (read now) and the skills."""
+        environ, user_dir, env = self._environ, self._user_dir, self._env
+        home = Path(environ.get("HOME") or Path.home())
+        instructions = Instructions(env.roots, user_dir / "AGENTS.md")
+        cwd = env.cwd.resolve()
+        cwd_chain = [(folder, repo) for folder, repo in instructions.folders if cwd.is_relative_to(folder)]
+        codex = Path(environ.get("CODEX_HOME") or home / ".codex")
+        commands = Commands(
+            cwd_chain,
+            [user_dir / "commands", home / ".claude" / "commands"],
+            codex_prompts=codex / "prompts",
+            reserved=RESERVED_COMMANDS,
+        )
+        commands.scan_sync()
+        skills = Skills(
+            cwd_chain, [user_dir / "skills", home / ".agents" / "skills", home / ".claude" / "skills"]
+        )
+        self._parts = _Parts(instructions, commands, skills)
+
+    async def _load(self) -> None:
+        await anyio.to_thread.run_sync(self.load_sync)
+
+    async def load(self) -> None:
+        """The folders, commands and skills now (``later``'s work, unless it ran); raises its failure."""
+        await self.later.wait()
+
     def use_config(self, config: Config) -> None:
         """The configuration as it is once the user trusted the project mid-session: its hooks join."""
         self.hooks.use(config.hooks)
 
+    # --- the parts, as the session's other parts use them ------------------------------------------
+
+    async def commands(self) -> list[SlashCommand]:
+        """The custom commands and ``/init`` (a ``CommandProvider``), once they were found."""
+        await self.later.attempt()
+        parts = self._parts
+        return await parts.commands.commands() if parts is not None else []
+
+    async def tools(self) -> Sequence[Tool]:
+        """The ``skill`` tool when there are skills (a ``ToolSource``)."""
+        await self.later.attempt()
+        parts = self._parts
+        return await parts.skills.tools() if parts is not None else []
+
+    def deeper_sync(self, touched: Sequence[Path]) -> list[TextFile]:
+        """``Instructions.deeper_sync`` (blocking), once the folders were found."""
+        parts = self._parts
+        return parts.instructions.deeper_sync(touched) if parts is not None else []
+
     # --- the system prompt -------------------------------------------------------------------------
-
-    async def load(self) -> None:
-        """The first read (at session creation): raises ``PromptFileError`` for a broken prompt file."""
-
-        def first() -> None:
-            self._base = base_prompt(self._prompt_file)
-            self._base_signature = signature([self._prompt_file]) if self._prompt_file else None
-            self.commands.scan_sync()
-
-        await anyio.to_thread.run_sync(first)
 
     @property
     def refreshed(self) -> bool:
@@ -160,9 +202,12 @@ class ProjectContext:
                 except PromptFileError as exc:
                     log.warning("%s; keeping the prompt read before", exc)
                 self._base_signature = sig
-        self.instructions.refresh_sync()
-        self.skills.scan_sync()
-        return self.commands.scan_sync()
+        parts = self._parts
+        if parts is None:  # not found (the set-up after the answer failed): the prompt was told
+            return False
+        parts.instructions.refresh_sync()
+        parts.skills.scan_sync()
+        return parts.commands.scan_sync()
 
     async def refresh(self) -> None:
         """Once per turn: re-read the files that changed, make the environment block anew."""
@@ -184,7 +229,10 @@ class ProjectContext:
             tg.start_soon(rescan)
             tg.start_soon(environment)
         commands_changed: bool = got["commands_changed"]
-        parts = [self._base, got["environment"], self.instructions.section(), self.skills.section()]
+        found = self._parts
+        parts = [self._base, got["environment"]]
+        if found is not None:
+            parts += [found.instructions.section(), found.skills.section()]
         if self._notes:
             parts.append("# Notes from the session-start hooks\n\n" + "\n\n".join(self._notes))
         self._system = "\n\n".join(p for p in parts if p)
@@ -247,10 +295,14 @@ class ProjectContext:
             self._watching = scope
             if self._closed:
                 return
+            await self.later.attempt()
             while True:
                 await anyio.sleep(WATCH_S)
+                parts = self._parts
+                if parts is None:
+                    continue
                 try:
-                    changed = await anyio.to_thread.run_sync(self.commands.scan_sync)
+                    changed = await anyio.to_thread.run_sync(parts.commands.scan_sync)
                     if changed:
                         await self._commands_changed()
                 except anyio.get_cancelled_exc_class():
@@ -260,6 +312,7 @@ class ProjectContext:
 
     def aclose(self) -> None:
         self._closed = True
+        self.later.cancel()
         if self._watching is not None:
             self._watching.cancel()
 

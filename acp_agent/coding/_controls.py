@@ -10,7 +10,7 @@ accepted), ``thought_level`` where the provider has one, and, for clients that r
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from ..protocol.errors import RpcError
 from ..session._setup import CommandOutcome
-from ._catalog import HTTP_PROVIDERS, ModelCatalog
+from ._catalog import HTTP_PROVIDERS, REFRESH_AFTER_S, ModelCatalog
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._model_facts import ModelFacts, resolve_facts, window_text
 from ._opening import modes_state, options_state
@@ -60,6 +60,8 @@ class CodingControls:
         toggles: Sequence[Toggle] = (),
         trust: Any = None,
         command_sources: Sequence[CommandProvider] = (),
+        served: Sequence[str] = (),
+        after_open: Callable[[], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self._env = env
         self._config = config
@@ -70,7 +72,8 @@ class CodingControls:
         self._trust = trust  # a ProjectTrustPrompt: asked at the first prompt, before MCP servers start
         self._catalog = catalog or ModelCatalog(env.home)
         self._toggles = {t.id: t for t in toggles}
-        self._served: list[str] = []  # the endpoint's models, as last known
+        self._served: list[str] = list(served)  # the endpoint's models, as last known (the cache)
+        self._after_open = after_open  # the set-up work left for after the opening answer
         self._model_name: str | None = config.model
         self._switch: ModelSwitch | None = None
         self._built: dict[str, Model] = {}
@@ -97,11 +100,6 @@ class CodingControls:
 
     def bind(self, session: SessionHandle) -> None:
         self._link.bind(session)
-
-    async def load_models(self) -> None:
-        """The endpoint's cached model list (no network: ``session/new`` waits for this)."""
-        if self._http and self._config.provider is not None:
-            self._served = await self._catalog.cached(self._config.provider, self._config.base_url)
 
     # --- modes and config options -----------------------------------------------------------------
 
@@ -231,9 +229,11 @@ class CodingControls:
             self._model_name = config.model
 
     async def opened(self) -> None:
-        if self._trust is None or not self._trust.pending:
-            await self._start_mcp()  # else at the first prompt, once the user said whether to trust
         async with anyio.create_task_group() as tg:
+            if self._after_open is not None:
+                tg.start_soon(self._after_open)  # first: a prompt (and the command list) waits for it
+            if self._trust is None or not self._trust.pending:
+                await self._start_mcp()  # else at the first prompt, once the user said whether to trust
             tg.start_soon(self.slash.opened)
             tg.start_soon(self._refresh_models)
 
@@ -253,8 +253,11 @@ class CodingControls:
         provider = self._config.provider
         if not self._http or provider is None:
             return
+        url = self._config.base_url
+        if self._served and not self._catalog.fresh(provider, url):
+            await anyio.sleep(REFRESH_AFTER_S)  # the cached list shows meanwhile (``_catalog``)
         before = (self._models(), self.facts())
-        found = await self._catalog.refresh(provider, self._config.base_url, self._config.api_key)
+        found = await self._catalog.refresh(provider, url, self._config.api_key)
         if found is not None:
             self._served = found
         if (self._models(), self.facts()) != before:  # a new model, or what the server says of one

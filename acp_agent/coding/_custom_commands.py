@@ -17,6 +17,7 @@ improve its ``AGENTS.md`` with the normal tools and permissions.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -192,8 +193,9 @@ class Commands:
         return CommandOutcome(prompt=prompt)
 
 
+@functools.cache  # shipped with the package: read once per process
 def prompt_text(name: str) -> str:
-    """A prompt shipped in ``acp_agent/coding/prompts/`` (blocking)."""
+    """A prompt shipped in ``acp_agent/coding/prompts/`` (blocking the first time)."""
     return resources.files("acp_agent.coding").joinpath("prompts", name).read_text(encoding="utf-8")
 
 

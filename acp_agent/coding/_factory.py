@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -27,19 +28,16 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from harness import Tools
-from harness.policy import PermissionStore
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
-from harness.tools import Journal, Root, Shell, file_tools
+from harness.tools import Journal, Shell, file_tools
 from harness.tools.plan import Plan, Reminder
 
-from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session._setup import SessionSetup, ToolDisplay
-from ..session._store import SessionStore
 from ..trust import TrustStore
 from ._catalog import ModelCatalog
-from ._compact import CHECKPOINTS_FILE, Compaction
-from ._context import ProjectContext, PromptFileError, SystemPrompt
+from ._compact import Compaction
+from ._context import SystemPrompt
 from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
 from ._elicit import McpElicitor
@@ -48,21 +46,22 @@ from ._hook_calls import PostToolHooks, PreToolHooks
 from ._instructions import DeeperInstructions
 from ._model_facts import builtin_window
 from ._model_notes import ModelNotes
-from ._modes import ModeState, PolicyMiddleware, protected_paths, store_paths
+from ._modes import ModeState, PolicyMiddleware
 from ._plan_mode import ModeNote, PlanExit
+from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
 from ._terminal import EditorTerminalRunner, EditorTerminals
 from ._toggles import AutoCompactSwitch, Switched, session_switches
 from ._tools import LateModel, explore_tool, web_tools
-from ._trust import ProjectRuleStore, ProjectTrustPrompt
+from ._trust import ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
 from ._undo import UndoCommand
 from ._views import ProjectPaths, coding_views
 
 if TYPE_CHECKING:
     from harness import Model
-    from harness.policy import ProtectedPaths
+    from harness.sandbox import Support
 
     from ..config import Config
     from ..session._setup import SessionEnvironment
@@ -87,51 +86,58 @@ class CodingFactory:
         self.environ = dict(os.environ if environ is None else environ)
         self.secrets = secrets or Secrets()
         self._catalog: ModelCatalog | None = None
+        self._support: Support | None = None
+        self._lock = threading.Lock()  # sessions are prepared in worker threads, maybe two at once
 
     async def load_config(self, cwd: Path, trust: bool | None = None) -> Config:
-        from ..config import ConfigError, load_config
+        config = await anyio.to_thread.run_sync(
+            partial(load_config_sync, cwd, self.flags, self.environ, trust)
+        )
+        self._learn_secrets(config)
+        return config
 
-        def load() -> Config:
-            return load_config(cwd, self.flags, self.environ, trust=trust)
-
-        try:
-            config = await anyio.to_thread.run_sync(load)
-        except ConfigError as exc:
-            problems = [str(p) for p in exc.problems]
-            raise RpcError(
-                INTERNAL_ERROR,
-                "the configuration has problems:\n" + "\n".join(problems),
-                {"errorKind": "configuration_error", "problems": problems},
-            ) from exc
+    def _learn_secrets(self, config: Config) -> None:
         names = config.secret_names()
         self.secrets.add(names, [config.api_key, *(self.environ.get(n) for n in names)])
-        return config
 
     async def reload_config(self, cwd: Path, trusted: bool | None) -> Config:
         """The configuration again, once the user decided about the project's (``trusted``)."""
         return await self.load_config(cwd, trust=trusted)
 
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
+        return await self.finish(env, await anyio.to_thread.run_sync(self.prepare, env))
+
+    def prepare(self, env: SessionEnvironment) -> Prepared:
+        """The blocking half of the set-up (``_prepare``; the session layer runs it in a worker thread)."""
+        with self._lock:
+            if self._catalog is None:
+                self._catalog = ModelCatalog(env.home)
+            if self._support is None:
+                self._support = sandbox_support(self.environ)  # what the machine enforces: once
+            catalog, support = self._catalog, self._support
+        return prepare_session(
+            env,
+            self.flags,
+            self.environ,
+            secrets=self.secrets,
+            support=lambda: support,
+            catalog=catalog,
+            trusted_servers=_trusted_servers,
+        )
+
+    async def finish(self, env: SessionEnvironment, prepared: object) -> SessionSetup:
         # The composition of one session, in dependency order: every part is built and wired here, so
-        # the order (and what each part is handed) reads top to bottom. It is long on purpose.
-        config = await self.load_config(env.cwd)
-        secrets = self.secrets
-        root = Root(list(env.roots))
+        # the order (and what each part is handed) reads top to bottom. It is long on purpose. No file
+        # work here: ``prepare`` did it (one worker-thread hop), or the session's ``later`` will.
+        assert isinstance(prepared, Prepared)
+        p = prepared
+        config, root, link, modes, sandbox = p.config, p.root, p.link, p.modes, p.sandbox
+        context, trust_store, secrets = p.context, p.trust_store, self.secrets
+        self._learn_secrets(config)
         paths = ProjectPaths(tuple(dict.fromkeys([*env.roots, *root.paths])))
         terminals = EditorTerminals() if env.client_can("terminal") else None
-        link = SessionLink()
         fs = EditorFileSystem(env)
         journal = Journal(fs, root=root)
-        trust_store = TrustStore(config.home)
-        modes = ModeState(
-            config.default_mode,
-            env.roots,
-            self._stores(config, env, trust_store),
-            protected=await self._protected(config, env),
-            trusted_servers=_trusted_servers(config, env),
-        )
-        await modes.load()
-        sandbox = await self._sandbox(config, env, modes)
         runner = EditorTerminalRunner(env, terminals, link, secrets) if terminals is not None else None
         shell = Shell(
             root,
@@ -152,19 +158,17 @@ class CodingFactory:
 
         window = partial(_window, link, config.model)
         current_model = partial(_current_model, link)
-        checkpoints = SessionStore(env.home / "sessions").directory(env.session_id) / CHECKPOINTS_FILE
         compaction = Compaction(
             link,
             context_window=window,
             model=current_model,
-            path=checkpoints,
+            path=p.checkpoints_path,
             updates=env.client_can("session", "compaction"),
         )
-        await compaction.load()
+        compaction.keep(p.checkpoints)
         pending = config.project is not None and bool(config.project.ignored)
         mcp = await self._mcp(env, config, link, defer=pending)
         gate = PermissionGate(env, modes, link, views, root=root, fs=fs)
-        context = await self._context(env, config, link, modes, sandbox)
         trust: ProjectTrustPrompt | None = None
         if pending and config.project is not None:
 
@@ -178,8 +182,6 @@ class CodingFactory:
 
         web, auto_compact = session_switches()
         toggles = [web, auto_compact]  # any model's window may become known (the server's list)
-        if self._catalog is None:
-            self._catalog = ModelCatalog(env.home)
         controls = CodingControls(
             env,
             config,
@@ -198,9 +200,10 @@ class CodingFactory:
             trust=trust,
             catalog=self._catalog,
             toggles=toggles,
-            command_sources=[context.commands],
+            command_sources=[context],
+            served=p.served,
+            after_open=context.later.attempt,  # the folders, commands and skills, once answered
         )
-        await controls.load_models()
         link.controls = controls
         explore = explore_tool(
             root,
@@ -219,7 +222,7 @@ class CodingFactory:
             PlanExit(modes, controls),
             explore,
             Switched(web_tools(config), web),
-            context.skills,
+            context,  # the skill tool, when there are skills
         ]
         if mcp is not None:
             sources.append(mcp.tools)
@@ -249,7 +252,7 @@ class CodingFactory:
                 gate,
                 PreToolHooks(context.hooks),
                 SandboxGate(PolicyMiddleware(modes), sandbox, tell.unsandboxed),
-                DeeperInstructions(context.instructions, root.first),
+                DeeperInstructions(context, root.first),
                 PostToolHooks(context.hooks),
                 RunningMarker(link),
                 SystemPrompt(context),
@@ -264,6 +267,7 @@ class CodingFactory:
             ],
             system=context.system,
             before_prompt=context.before_prompt,
+            ready=context.later.wait,
             options=None,  # the window reaches each prompt through ``notes`` (it follows the model)
             context=env,
             aclose=aclose,
@@ -271,18 +275,6 @@ class CodingFactory:
             controls=controls,
             views=views,
         )
-
-    def _stores(self, config: Config, env: SessionEnvironment, trust: TrustStore) -> list[PermissionStore]:
-        """The project's rule file (its own allow rules only when trusted) and the user's."""
-        project_file, user_file = store_paths(config, env.cwd, self.environ)
-        trusted = config.project is None or config.project.trusted
-        root = config.project_root or env.cwd
-        return [ProjectRuleStore(project_file, trust, trusted=trusted, root=root), PermissionStore(user_file)]
-
-    async def _protected(self, config: Config, env: SessionEnvironment) -> ProtectedPaths:
-        """The protected list: the standard one below the roots, the agent's own files, the rule files."""
-        stores = store_paths(config, env.cwd, self.environ)
-        return await anyio.to_thread.run_sync(protected_paths, env.roots, env.home, stores, self.environ)
 
     async def _apply_trusted(
         self,
@@ -297,55 +289,19 @@ class CodingFactory:
         """The user trusted the project mid-session (at the first prompt): its settings apply now."""
         from ..session._mcp import merge_servers
 
-        await anyio.to_thread.run_sync(sandbox.configure, config, self.environ)
+        environ = self.environ
+
+        def reread() -> RuleFiles:  # one worker-thread hop: the sandbox's paths, the rule files
+            sandbox.configure(config, environ)
+            return RuleFiles.read_sync(config, env, environ, trust)  # the trusted ones are protected too
+
         initial = modes.mode
-        modes.stores = tuple(self._stores(config, env, trust))
-        modes.protected = await self._protected(config, env)  # the trusted rule files are protected too
-        await modes.load()
+        (await anyio.to_thread.run_sync(reread)).apply(modes)
         if mcp is not None and not mcp.started:
             mcp.entries = merge_servers([s.to_acp() for s in config.mcp_servers], env.mcp_servers)
         controls.apply_config(config)
         if config.default_mode != initial and config.default_mode in modes.offered:
             await controls.set_mode(config.default_mode)
-
-    async def _sandbox(self, config: Config, env: SessionEnvironment, modes: ModeState) -> SessionSandbox:
-        def make() -> SessionSandbox:  # one worker-thread hop for both (session/new waits for each)
-            sandbox = SessionSandbox(modes, env.roots, support=sandbox_support(self.environ))
-            sandbox.configure(config, self.environ)
-            return sandbox
-
-        return await anyio.to_thread.run_sync(make)
-
-    async def _context(
-        self,
-        env: SessionEnvironment,
-        config: Config,
-        link: SessionLink,
-        modes: ModeState,
-        sandbox: SessionSandbox,
-    ) -> ProjectContext:
-        """Instructions, environment, commands, skills and hooks; the system prompt's assembly."""
-        from ..config import user_config_dir
-
-        def make() -> ProjectContext:
-            return ProjectContext(
-                env,
-                config,
-                self.environ,
-                link,
-                user_dir=user_config_dir(self.environ),
-                secrets=self.secrets,
-                mode=lambda: modes.mode,
-                sandbox=lambda: sandbox.for_call({}),  # hooks run as a shell command would now
-                support=sandbox.support,
-            )
-
-        context = await anyio.to_thread.run_sync(make)
-        try:
-            await context.load()
-        except PromptFileError as exc:
-            raise RpcError(INTERNAL_ERROR, str(exc), {"errorKind": "configuration_error"}) from exc
-        return context
 
     async def _mcp(
         self, env: SessionEnvironment, config: Config, link: SessionLink, *, defer: bool = False

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from harness import Text
 
@@ -257,11 +257,17 @@ def deeper_note(f: TextFile) -> str:
     )
 
 
+class FindsDeeper(Protocol):
+    """``Instructions``, or what holds them once found (``ProjectContext``)."""
+
+    def deeper_sync(self, touched: Sequence[Path]) -> list[TextFile]: ...
+
+
 class DeeperInstructions:
     """Tool middleware (inside the permission checks): a file tool call's result carries the
     instructions of the folders below a session root down to where it worked, the first time."""
 
-    def __init__(self, instructions: Instructions, first_root: Path) -> None:
+    def __init__(self, instructions: FindsDeeper, first_root: Path) -> None:
         self._instructions = instructions
         self._first = first_root
 

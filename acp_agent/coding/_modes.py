@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio.to_thread
+
 from harness.policy import PermissionStore, Policy, ProtectedPaths, Rule, Verdict, mode_policy
 
 from ._opening import MODE_INFO, offered_modes
@@ -24,6 +26,7 @@ __all__ = [
     "coding_policy",
     "offered_modes",
     "protected_paths",
+    "read_rules",
 ]
 
 log = logging.getLogger(__name__)
@@ -59,11 +62,23 @@ class ModeState:
         self.policy: Policy = self._build()
 
     async def load(self) -> None:
-        """(Re)read the remembered rules; the policy uses them from the next call on."""
-        rules: list[Rule] = []
-        for store in self.stores:
-            rules.extend(await store.rules())
-        self.remembered = rules
+        """(Re)read the remembered rules (one worker-thread hop for every store); the policy uses them
+        from the next call on."""
+        self.use(await anyio.to_thread.run_sync(read_rules, self.stores))
+
+    def use(
+        self,
+        rules: Sequence[Rule],
+        stores: Sequence[PermissionStore] | None = None,
+        protected: ProtectedPaths | None = None,
+    ) -> None:
+        """The remembered rules read (``read_rules``, in a worker thread), and the stores and protected
+        list they were read with when those changed; on the event loop."""
+        if stores is not None:
+            self.stores = tuple(stores)
+        if protected is not None:
+            self.protected = protected
+        self.remembered = list(rules)
         self._rebuild()
 
     def set(self, mode: str) -> None:
@@ -91,6 +106,11 @@ class ModeState:
             protected=self.protected,
             trusted_servers=self.trusted_servers,
         )
+
+
+def read_rules(stores: Sequence[PermissionStore]) -> list[Rule]:
+    """Every store's rules, in order (blocking)."""
+    return [rule for store in stores for rule in store.rules_sync()]
 
 
 def coding_policy(

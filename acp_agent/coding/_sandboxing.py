@@ -1,8 +1,8 @@
 """The session's sandbox: which policy each shell call runs under, and which calls need the user's yes.
 
 - ``SessionSandbox`` holds the session's policy (the ``sandbox``, ``network``, ``sandbox_writable`` and
-  ``sandbox_deny_read`` settings of the resolved ``Config``, the session's roots, a private temp folder, the
-  protected paths, the agent's own files denied to reads) and what the machine supports; ``configure``
+  ``sandbox_deny_read`` settings of the resolved ``Config``, the session's roots, a private temp folder (made
+  after the ``session/new`` answer, ``make_folder_sync``), the protected paths, the agent's own files denied to reads) and what the machine supports; ``configure``
   takes the settings again when the user trusts the project mid-session. ``for_call`` gives the policy of one ``shell`` call: none in ``full-access`` or when
   the call asks ``sandbox: "off"``; writes narrowed to the temp folder in ``read-only`` and ``plan``.
 - ``SandboxGate`` wraps the mode's policy middleware for ``shell``: in ``accept-edits``, ``read-only`` and
@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -118,21 +119,30 @@ class SessionSandbox:
         self.modes = modes
         self.setting = setting
         self.support = support
-        self._dir = Path(tempfile.mkdtemp(prefix="acp-agent-sandbox-"))
-        temp = self._dir / "tmp"
-        temp.mkdir()
+        self._dir: Path | None = None  # made by ``make_folder_sync``, after the session/new answer
+        self._making = threading.Lock()
+        self._closed = False
         mode = "read-only" if setting == "read-only" else "workspace-write"
         self.base = SandboxPolicy(
             mode=mode,
             network=network,
             roots=tuple(roots),
-            temp=temp,
             writable=tuple(writable),
             deny_read=tuple(deny_read),
             protected=tuple(protected),
-            state_dir=self._dir / "specs",
         )
         self._noticed = False
+
+    def make_folder_sync(self) -> None:
+        """Make the session's private folder (its commands' temp folder, the launcher's specs); blocking.
+        The set-up does it after the opening answer; ``for_call`` before that makes it then."""
+        with self._making:
+            if self._dir is not None or self._closed:
+                return
+            folder = Path(tempfile.mkdtemp(prefix="acp-agent-sandbox-"))
+            (folder / "tmp").mkdir()
+            self.base = replace(self.base, temp=folder / "tmp", state_dir=folder / "specs")
+            self._dir = folder
 
     def configure(self, config: Config, environ: Mapping[str, str]) -> None:
         """Take the sandbox settings of ``config`` (blocking: it may stat paths)."""
@@ -171,6 +181,8 @@ class SessionSandbox:
         """The policy one ``shell`` call runs under (None: unsandboxed)."""
         if not self.active or self.modes.mode == "full-access" or tool_input.get("sandbox") == "off":
             return None
+        if self._dir is None:  # (only before the set-up after the answer ran: every prompt waits for it)
+            self.make_folder_sync()
         read_only = self.modes.mode in ("read-only", "plan")
         network = True if tool_input.get("network") is True else None
         return self.base.narrowed(read_only=read_only, network=network)
@@ -186,7 +198,10 @@ class SessionSandbox:
         )
 
     def aclose(self) -> None:
-        shutil.rmtree(self._dir, ignore_errors=True)
+        with self._making:
+            folder, self._dir, self._closed = self._dir, None, True
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class SandboxGate:

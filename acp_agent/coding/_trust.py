@@ -61,11 +61,11 @@ class ProjectRuleStore(PermissionStore):
         inside = root is not None and self.path.resolve().is_relative_to(root.resolve())
         self._checked = inside  # a file outside the project did not come with it
 
-    async def rules(self) -> list[Rule]:
-        rules = await super().rules()
+    def rules_sync(self) -> list[Rule]:
+        rules = super().rules_sync()
         if self.trusted or not self._checked:
             return rules
-        vouched = await anyio.to_thread.run_sync(self.trust.vouched, self.path)
+        vouched = self.trust.vouched(self.path)
         kept = [r for r in rules if r.verdict is Verdict.DENY or rule_key(r.to_dict()) in vouched]
         if len(kept) != len(rules):
             log.info("%s: %d allow rules ignored (untrusted project)", self.path, len(rules) - len(kept))

@@ -30,16 +30,17 @@ from ..model_setup import ModelConfigError, how_to_configure
 from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
+from ._creating import completed, new_session_setup
 from ._first_run import needs_setup, terminal_auth
-from ._fork import fork_session, new_session_id
+from ._fork import fork_session
 from ._listing import list_sessions
 from ._mcp_acp import McpAcpBridge, mcp_message
 from ._opening import EarlySession, controls_state, kept_servers
 from ._providers import ProviderRoutes, disable_provider, list_providers, set_provider
 from ._roots import checked_roots
 from ._session import Session
-from ._setup import SessionEnvironment, SessionFactory, default_factory
-from ._store import SessionMeta, SessionStore, now_iso
+from ._setup import SessionEnvironment, SessionFactory, SessionSetup, default_factory
+from ._store import SessionMeta, SessionStore
 from ._threads import replay_thread
 
 if TYPE_CHECKING:
@@ -248,18 +249,15 @@ class AcpAgent:
         return session
 
     async def new_session(self, req: m.NewSessionRequest, ctx: RequestContext) -> m.NewSessionResponse:
-        cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
-        if terminal_auth(self.client_capabilities) and await needs_setup(
-            self.settings, self._model, self._factory, cwd
-        ):
-            # The editor runs `acp-agent setup` (the terminal auth method) before the user types.
-            raise RpcError.auth_required(how_to_configure())
+        if terminal_auth(self.client_capabilities) and not (self.settings.configured or self._model):
+            cwd, _ = await checked_roots(req.cwd, req.additional_directories)
+            if await needs_setup(self.settings, self._model, self._factory, cwd):
+                # The editor runs `acp-agent setup` (the terminal auth method) before the user types.
+                raise RpcError.auth_required(how_to_configure())
         servers = kept_servers(req.mcp_servers)
-        now = now_iso()
-        meta = SessionMeta(new_session_id(), cwd, now, now, None, dirs, servers)
-        session = await self.open_session(meta, [], ctx)
-        await self.store.save_meta(meta)
-        log.info("session %s created in %s", session.id, cwd)
+        meta, env, setup = await new_session_setup(req, servers, self._factory, self.store, self._environment)
+        session = self._opened(meta, env, setup, [], ctx)
+        log.info("session %s created in %s", session.id, meta.cwd)
         return m.NewSessionResponse.model_validate({"sessionId": session.id, **controls_state(session)})
 
     async def load_session(self, req: m.LoadSessionRequest, ctx: RequestContext) -> dict[str, Any]:
@@ -299,9 +297,16 @@ class AcpAgent:
     async def open_session(
         self, meta: SessionMeta, history: list[Any], ctx: RequestContext | None
     ) -> Session:
-        """A live session of ``meta`` and ``history`` (``session/new``, ``load``, ``resume``, ``fork``)."""
+        """A live session of ``meta`` and ``history`` (``session/load``, ``resume``, ``fork``, the early
+        ``session/new``; a plain ``session/new`` has its own one-hop path, ``_creating``). Its whole set-up
+        is done before the answer: a replay shows its tools, and a set-up failure is the request's error."""
+        env = self._environment(meta)
+        setup = await completed(await self._factory(env))
+        return self._opened(meta, env, setup, history, ctx)
+
+    def _environment(self, meta: SessionMeta) -> SessionEnvironment:
         assert self._conn is not None, "attach() the connection first"
-        env = SessionEnvironment(
+        return SessionEnvironment(
             session_id=meta.id,
             cwd=Path(meta.cwd),
             additional_directories=tuple(Path(d) for d in meta.additional_directories),
@@ -314,7 +319,17 @@ class AcpAgent:
             home=self.home,
             spawn=self._spawn,
         )
-        setup = await self._factory(env)
+
+    def _opened(
+        self,
+        meta: SessionMeta,
+        env: SessionEnvironment,
+        setup: SessionSetup,
+        history: list[Any],
+        ctx: RequestContext | None,
+    ) -> Session:
+        """Register the session; its controls' after-open work starts once the answer is written."""
+        assert self._conn is not None, "attach() the connection first"
         session = Session(meta, env, setup, self.store, history, self._get_model, self._conn)
         self.sessions[meta.id] = session
         if ctx is not None:  # (None: the answer was written before, acp_agent._early)

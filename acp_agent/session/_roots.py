@@ -16,7 +16,7 @@ import anyio.to_thread
 
 from ..protocol.errors import RpcError
 
-__all__ = ["checked_roots", "list_filter"]
+__all__ = ["checked_roots", "checked_roots_sync", "list_filter"]
 
 _SHOWN: Final = 200  # characters of a bad path echoed in the error
 
@@ -24,7 +24,7 @@ _SHOWN: Final = 200  # characters of a bad path echoed in the error
 async def checked_roots(cwd: str, dirs: Sequence[str] | None) -> tuple[str, tuple[str, ...]]:
     """``cwd`` and ``dirs`` normalised; ``RpcError`` (-32602, naming the field) for one that is not an
     absolute, existing directory. The file system is asked in a worker thread."""
-    return await anyio.to_thread.run_sync(_checked_roots, cwd, tuple(dirs or ()))
+    return await anyio.to_thread.run_sync(checked_roots_sync, cwd, tuple(dirs or ()))
 
 
 def list_filter(cwd: str | None) -> str | None:
@@ -36,7 +36,8 @@ def list_filter(cwd: str | None) -> str | None:
     return os.path.normpath(cwd)
 
 
-def _checked_roots(cwd: str, dirs: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+def checked_roots_sync(cwd: str, dirs: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """``checked_roots``, blocking: for a worker thread that has more file work to do."""
     fields = [("cwd", cwd), *((f"additionalDirectories.{i}", d) for i, d in enumerate(dirs))]
     for name, path in fields:
         if not os.path.isabs(path):

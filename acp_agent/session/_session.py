@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -37,6 +37,8 @@ __all__ = ["Session", "failure_message"]
 log = logging.getLogger(__name__)
 
 _PERSIST_TIMEOUT = 30.0
+
+R = TypeVar("R")
 
 
 class Session:
@@ -183,6 +185,8 @@ class Session:
         # function so the cancellation points between them read top to bottom.
         from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, TextContent
 
+        if self.setup.ready is not None and not await self._ready(self.setup.ready):
+            return "cancelled"
         controls = self.setup.controls
         if controls is not None:
             text = message.text.strip()
@@ -279,11 +283,25 @@ class Session:
     async def _before_prompt(self, message: Message) -> Message | None:
         """The factory's ``before_prompt``, cancelled by ``cancel`` (None then): its hooks are killed."""
         assert self.setup.before_prompt is not None
+        return await self._preparing_call(self.setup.before_prompt, message)
+
+    async def _ready(self, ready: Callable[[], Awaitable[None]]) -> bool:
+        """The set-up its factory left for after the opening answer (``SessionSetup.ready``), first thing
+        in every prompt; False when ``cancel`` ended the wait. Its failure is the prompt's error."""
+
+        async def waited() -> bool:
+            await ready()
+            return True
+
+        return await self._preparing_call(waited) is not None
+
+    async def _preparing_call(self, fn: Callable[..., Awaitable[R]], *args: Any) -> R | None:
+        """``fn(*args)`` as a preparation of the turn: ``cancel`` ends it (None then)."""
         with anyio.CancelScope() as scope:
             self._preparing = scope
             try:
                 if not self._cancel_requested:
-                    return await self.setup.before_prompt(message)
+                    return await fn(*args)
             finally:
                 self._preparing = None
         return None

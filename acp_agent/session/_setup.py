@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from harness import Message, Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommandOutcome",
+    "PreparingFactory",
     "SessionControls",
     "SessionEnvironment",
     "SessionFactory",
@@ -155,10 +156,25 @@ class SessionSetup:
     before_prompt: Callable[[Message], Awaitable[Message]] | None = None
     """Each prompt (after a command's expansion), before the model sees it: the message to use instead
     (prompt hooks, a per-turn refresh of the system prompt). Cancelled with the turn."""
+    ready: Callable[[], Awaitable[None]] | None = None
+    """Awaited at the start of each prompt (cancelled with the turn): the part of the set-up the factory
+    left for after the opening answer. What it raises (an ``RpcError``) is the prompt's answer."""
 
 
 class SessionFactory(Protocol):
     async def __call__(self, env: SessionEnvironment) -> SessionSetup: ...
+
+
+@runtime_checkable
+class PreparingFactory(Protocol):
+    """A ``SessionFactory`` in two halves, so that opening a session costs one worker-thread hop: the
+    session layer runs ``prepare`` (blocking: every file the set-up reads) in its own hop, beside its own
+    file work (the roots' check, the new session's meta), then awaits ``finish`` with what it returned
+    (on the event loop, no file work). ``__call__`` is both in turn."""
+
+    def prepare(self, env: SessionEnvironment) -> object: ...
+
+    async def finish(self, env: SessionEnvironment, prepared: object) -> SessionSetup: ...
 
 
 def default_system_prompt(env: SessionEnvironment) -> str:

@@ -1,4 +1,4 @@
-"""Sessions on disk: ``<home>/sessions/<id>/meta.json`` (written atomically), ``messages.jsonl`` (one
+"""Sessions on disk: ``<home>/sessions/<id>/meta.json`` (written atomically; fsync'd but for a brand-new session's), ``messages.jsonl`` (one
 ``harness.Message.to_dict()`` per line, appended per complete step, flushed and fsync'd; the file format and
 torn-tail repair are ``harness.transcript.JsonlTranscript``'s) and ``shown.jsonl``: what the client was
 shown beyond the messages (each tool call as it ended, the plan, the end of a cancelled or failed turn),
@@ -131,6 +131,13 @@ class SessionStore:
             write_json_atomic, self.directory(meta.id) / "meta.json", meta.to_dict()
         )
 
+    def create_sync(self, meta: SessionMeta) -> None:
+        """Write a brand-new session's meta (blocking: ``session/new`` calls it in its one worker-thread
+        hop, before the answer, so a ``session/load`` right after finds it). Not fsync'd: an empty session
+        lost to a power cut loses nothing, a killed process loses nothing (the page cache keeps the file),
+        and its first complete step is fsync'd with the meta again (``save_meta``)."""
+        write_json_atomic(self.directory(meta.id) / "meta.json", meta.to_dict(), durable=False)
+
     async def load_meta(self, session_id: str) -> SessionMeta | None:
         if not valid_session_id(session_id):
             return None
@@ -169,12 +176,12 @@ def _objects(value: Any) -> list[dict[str, Any]]:
     return [dict(item) for item in items if isinstance(item, dict)]  # pyright: ignore[reportUnknownArgumentType]
 
 
-def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1) -> None:
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1, durable: bool = True) -> None:
     """Write ``data`` as JSON so a reader sees the old file or the new one, never half of it (blocking:
-    call it in a worker thread)."""
+    call it in a worker thread; ``durable=False``: no fsync, see ``harness.atomic``)."""
     from harness.atomic import write_text_atomic  # not at import: the session layer loads no harness
 
-    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent))
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent), durable=durable)
 
 
 def _read_meta(path: Path) -> SessionMeta | None:
