@@ -3,9 +3,8 @@
 ``ModelCatalog`` keeps each endpoint's list (keyed by provider and base URL) in memory and in
 ``<home>/cache/models.json``: ``session/new`` lists what is cached (so an editor's saved default, applied
 only when it is among the listed values, is found in a freshly spawned agent), and ``refresh`` asks the
-server in the background after the answer (at most once per ``FRESH_S`` per endpoint and process; when a
-list is cached, ``REFRESH_AFTER_S`` later: the first listing loads the HTTP stack, ~100 ms of imports whose
-worker thread holds the interpreter, and the editor's other opening requests come meanwhile). The
+server in the background after the answer (at most once per ``FRESH_S`` per endpoint and process; its
+client is built, and the HTTP stack imported, in a worker thread). The
 option's values carry the context window where the model family is known, and are grouped by vendor or
 family when the list is long.
 """
@@ -27,12 +26,11 @@ from ._model_list import HTTP_PROVIDERS, cache_key, model_values, read_cache
 if TYPE_CHECKING:
     from harness.model_info import ModelInfo
 
-__all__ = ["HTTP_PROVIDERS", "REFRESH_AFTER_S", "ModelCatalog", "model_values"]
+__all__ = ["HTTP_PROVIDERS", "ModelCatalog", "import_http_sync", "model_values"]
 
 log = logging.getLogger(__name__)
 
 FRESH_S: Final = 600.0
-REFRESH_AFTER_S: Final = 1.0
 LIST_TIMEOUT_S: Final = 15.0
 
 
@@ -66,11 +64,6 @@ class ModelCatalog:
                     self._facts.setdefault(k, facts)
                 self._read_file = True
         return list(self._memory.get(self.key(provider, base_url), []))
-
-    def fresh(self, provider: str, base_url: str | None) -> bool:
-        """Whether the endpoint was asked within ``FRESH_S`` (``refresh`` would not ask it again)."""
-        asked = self._refreshed.get(self.key(provider, base_url))
-        return asked is not None and time.monotonic() - asked < FRESH_S
 
     def facts(self, provider: str, base_url: str | None) -> Mapping[str, ModelInfo]:
         """What the endpoint's model list said of each model, as last known (by model id; not a copy:
@@ -108,17 +101,25 @@ class ModelCatalog:
             return found
 
 
+def import_http_sync() -> None:
+    """Import what an HTTP provider's first request needs (blocking: ~100 ms the first time, a no-op
+    after). httpx2 is imported where a request is made and httpcore2 (trio with it, where installed) where
+    a client is made, both on the event loop: the first session's set-up after its answer imports them in
+    its worker thread instead (for the session ``acp_agent._early`` answered, before any later request is
+    served), and so does the first model listing."""
+    import httpcore2  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    import httpx2  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+    import harness.providers.factory  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+
 async def _describe(provider: str, base_url: str | None, api_key: str | None) -> list[ModelInfo]:
     """The server's models (``harness.providers.factory.describe_models``), the provider's client built
     in a worker thread: its imports and its TLS context (the CA bundle) stay off the event loop, where
     the next request of the editor waits."""
 
     def build():  # returns the provider's model class, as build_model says
-        # The HTTP stack too: httpx2 is imported where the request is made and httpcore2 (trio with it,
-        # where installed) where its client is made, both on the event loop: ~100 ms the first time.
-        import httpcore2  # noqa: F401  # pyright: ignore[reportUnusedImport]
-        import httpx2  # noqa: F401  # pyright: ignore[reportUnusedImport]
-
+        import_http_sync()
         from harness.providers.factory import build_model
 
         return build_model(provider, model="-", base_url=base_url, api_key=api_key)

@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from ..protocol.errors import RpcError
 from ..session._setup import CommandOutcome
-from ._catalog import HTTP_PROVIDERS, REFRESH_AFTER_S, ModelCatalog
+from ._catalog import HTTP_PROVIDERS, ModelCatalog
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._model_facts import ModelFacts, resolve_facts, window_text
 from ._opening import modes_state, options_state
@@ -253,11 +253,8 @@ class CodingControls:
         provider = self._config.provider
         if not self._http or provider is None:
             return
-        url = self._config.base_url
-        if self._served and not self._catalog.fresh(provider, url):
-            await anyio.sleep(REFRESH_AFTER_S)  # the cached list shows meanwhile (``_catalog``)
         before = (self._models(), self.facts())
-        found = await self._catalog.refresh(provider, url, self._config.api_key)
+        found = await self._catalog.refresh(provider, self._config.base_url, self._config.api_key)
         if found is not None:
             self._served = found
         if (self._models(), self.facts()) != before:  # a new model, or what the server says of one

@@ -25,7 +25,7 @@ from harness.tools import Root
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session._store import SessionStore
 from ..trust import TrustStore
-from ._catalog import HTTP_PROVIDERS, ModelCatalog
+from ._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
 from ._compact import CHECKPOINTS_FILE, read_checkpoints
 from ._context import ProjectContext, PromptFileError
 from ._gate import SessionLink
@@ -141,6 +141,8 @@ def prepare_session(
     sandbox = SessionSandbox(modes, env.roots, support=support())
 
     def after_answer() -> RuleFiles:  # the set-up's second worker-thread hop, once the answer is written
+        if config.provider in HTTP_PROVIDERS:
+            import_http_sync()  # (the first session's: the model listing and the first prompt need it)
         context.load_sync()
         sandbox.configure(config, environ)
         sandbox.make_folder_sync()
