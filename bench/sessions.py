@@ -1,5 +1,6 @@
-"""Sessions: `session/new` latency (no MCP servers; three slow-starting ones), many sessions prompting in
-one process (all answered correctly; total time; RSS per idle session), `session/load` of a long session.
+"""Sessions: `session/new` latency once warm (an HTTP provider configured, the row a user meets; the script
+provider; three slow-starting MCP servers), many sessions prompting in one process (all answered correctly;
+total time; RSS per idle session), `session/load` of a long session.
 
 The long session is written straight into the store's format (`<home>/sessions/<id>/meta.json` and
 `messages.jsonl`, one `harness.Message.to_dict()` per line) so only the load is timed.
@@ -16,7 +17,9 @@ from typing import Any
 
 import anyio
 
+from acp_conformance.fake_model import Recorded, Reply
 from bench._rpc import INIT, Agent, figure, median, our_agent
+from bench._wire import http_agent, provider_server, stream_for
 
 BENCH = "sessions"
 
@@ -57,14 +60,37 @@ async def _new(agent: Agent, cwd: Path, servers: list[dict[str, Any]] | None = N
     return str(result["sessionId"]), (time.perf_counter() - t) * 1000
 
 
-async def _new_latency(home: Path, cwd: Path, n: int) -> list[float]:
-    agent = await _started(home)
+async def _new_latency(home: Path, cwd: Path, n: int, env: dict[str, str] | None = None) -> list[float]:
+    """``n`` session/new latencies once the process is warm (``env``: the agent's, else the script
+    provider's); each waits for the one before's after-answer work, as a user opening threads does."""
+    agent = await _started(home) if env is None else await Agent.spawn(our_agent(home)[0], env)
     try:
+        if env is not None:
+            await agent.call("initialize", INIT)
         for _ in range(3):  # the first calls pay for imports finishing in the background
             await _new(agent, cwd)
-        return [(await _new(agent, cwd))[1] for _ in range(n)]
+        times: list[float] = []
+        for _ in range(n):
+            session_id, ms = await _new(agent, cwd)
+            times.append(ms)
+            await _settled(agent, session_id)
+        return times
     finally:
         await agent.close()
+
+
+async def _settled(agent: Agent, session_id: str) -> None:
+    """Until the session's first ``available_commands_update`` (sent once its set-up after the answer is
+    done): the next session/new is not timed against the last one's background work."""
+    while True:
+        msg = await agent.read()
+        params = msg.get("params") or {}
+        update = params.get("update") or {}
+        if (
+            params.get("sessionId") == session_id
+            and update.get("sessionUpdate") == "available_commands_update"
+        ):
+            return
 
 
 async def _new_with_slow_mcp(home: Path, cwd: Path, n: int) -> dict[str, Any]:
@@ -229,18 +255,33 @@ async def run(quick: bool) -> list[dict[str, Any]]:
     n_new = 50
     n_sessions = 20 if quick else 200
     n_messages = 2_000 if quick else 10_000
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, provider_server(_reply) as (server, _):
         root = Path(tmp)
         home, cwd = root / "home", root / "project"
         home.mkdir()
         cwd.mkdir()
+        new_http = await _new_latency(
+            root / "http", cwd, n_new, http_agent(root / "http", "openai", server.url)
+        )
         new_times = await _new_latency(home, cwd, n_new)
         slow_mcp = await _new_with_slow_mcp(home, cwd, 3 if quick else 10)
         many = await _many_sessions(home, cwd, n_sessions)
         load_times, replayed = await _load_long(home, cwd, n_messages, 3)
     return [
-        figure(BENCH, "new_median_ms", median(new_times), 5, samples=n_new),
+        figure(
+            BENCH,
+            "new_http_median_ms",
+            median(new_http),
+            3,
+            samples=n_new,
+            note="a later session/new, --provider openai at a local server",
+        ),
+        figure(BENCH, "new_median_ms", median(new_times), 5, samples=n_new, note="the script provider"),
         slow_mcp,
         *many,
         figure(BENCH, f"load_{n_messages}_messages_s", median(load_times), 0.5, replayed_updates=replayed),
     ]
+
+
+def _reply(_request: Recorded) -> Reply:
+    return Reply.sse(stream_for("openai", 3))
