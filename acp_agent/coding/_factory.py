@@ -8,6 +8,11 @@ options and slash commands; MCP servers from the session and the configuration, 
 through the editor; the project context (``_context``): the system prompt with the environment, AGENTS.md
 instructions and skills, custom commands and ``/init``, and the hooks around tools and prompts.
 
+Set-up in three parts, so that ``session/new`` costs one worker-thread hop: ``prepare`` (``_prepare``:
+every file the answer needs, run by the session layer in its hop), ``finish`` (the composition, on the
+event loop, no file work), and what only a prompt needs, after the answer (``ProjectContext.later``, which
+every prompt waits for: ``SessionSetup.ready``).
+
 Trust: a project configuration's settings that need trust apply only when the project is trusted; when it
 asks for some the user has not trusted, the session starts without them and asks at the first prompt
 (``_trust.ProjectTrustPrompt``). Secrets: one ``harness.secrets.Secrets`` for the process keeps the API keys
@@ -202,7 +207,7 @@ class CodingFactory:
             toggles=toggles,
             command_sources=[context],
             served=p.served,
-            after_open=context.later.attempt,  # the folders, commands and skills, once answered
+            after_open=context.later.attempt,  # the set-up after the answer, started once answered
         )
         link.controls = controls
         explore = explore_tool(
