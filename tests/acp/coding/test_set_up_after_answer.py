@@ -15,6 +15,7 @@ import pytest
 
 from acp_agent.coding._context import ProjectContext
 from acp_agent.coding._later import Later
+from acp_agent.protocol.jsonvalue import as_object
 from harness.testing import FakeModel, Reply
 from tests.acp.coding._support import editor_agent, fake
 from tests.acp_client import WAIT
@@ -40,15 +41,13 @@ def _lists_command(name: str) -> Callable[[Any], bool]:
     """An ``available_commands_update`` naming the command ``name``."""
 
     def match(message: Any) -> bool:
-        update = (
-            message.get("params", {}).get("update", {}) if message.get("method") == "session/update" else {}
-        )
-        listed = (
-            update.get("availableCommands")
-            if update.get("sessionUpdate") == "available_commands_update"
-            else None
-        )
-        return listed is not None and name in [c["name"] for c in listed]
+        if as_object(message).get("method") != "session/update":
+            return False
+        update = as_object(as_object(as_object(message).get("params")).get("update"))
+        if update.get("sessionUpdate") != "available_commands_update":
+            return False
+        listed: list[dict[str, Any]] = update.get("availableCommands") or []
+        return name in [c.get("name") for c in listed]
 
     return match
 
