@@ -115,6 +115,20 @@ class Agent:
 INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
 
 
+async def settled(agent: Agent, session_id: str) -> None:
+    """Until the session's first ``available_commands_update`` (sent once its set-up after the answer is
+    done): the next session/new is not timed against the last one's background work."""
+    while True:
+        msg = await agent.read()
+        params = msg.get("params") or {}
+        update = params.get("update") or {}
+        if (
+            params.get("sessionId") == session_id
+            and update.get("sessionUpdate") == "available_commands_update"
+        ):
+            return
+
+
 def percentile(values: Sequence[float], p: float) -> float:
     s = sorted(values)
     if not s:

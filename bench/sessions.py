@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from acp_conformance.fake_model import Recorded, Reply
-from bench._rpc import INIT, Agent, figure, median, our_agent
+from bench._rpc import INIT, Agent, figure, median, our_agent, settled
 from bench._wire import http_agent, provider_server, stream_for
 
 BENCH = "sessions"
@@ -73,24 +73,10 @@ async def _new_latency(home: Path, cwd: Path, n: int, env: dict[str, str] | None
         for _ in range(n):
             session_id, ms = await _new(agent, cwd)
             times.append(ms)
-            await _settled(agent, session_id)
+            await settled(agent, session_id)
         return times
     finally:
         await agent.close()
-
-
-async def _settled(agent: Agent, session_id: str) -> None:
-    """Until the session's first ``available_commands_update`` (sent once its set-up after the answer is
-    done): the next session/new is not timed against the last one's background work."""
-    while True:
-        msg = await agent.read()
-        params = msg.get("params") or {}
-        update = params.get("update") or {}
-        if (
-            params.get("sessionId") == session_id
-            and update.get("sessionUpdate") == "available_commands_update"
-        ):
-            return
 
 
 async def _new_with_slow_mcp(home: Path, cwd: Path, n: int) -> dict[str, Any]:
