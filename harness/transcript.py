@@ -12,7 +12,9 @@ File format (the ACP session store uses the same), UTF-8, one JSON object per li
 There is no header line. Blank lines are skipped. A line without its ``\\n`` at the end of the file is a
 torn write (the process died mid-append): ``read()`` ignores it and the next ``append()`` truncates it
 away first, so the file stays valid. A complete line that is not JSON is corruption and raises
-``TranscriptError``. Each append is one write, flushed and fsync'd, in a worker thread.
+``TranscriptError``. Each append is one write, flushed and fsync'd, in a worker thread; an append with
+``sync=False`` is flushed only (it survives a kill of the process, not a power loss) and its writer fsyncs
+it later with ``fsync_paths``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ._messages import Message
 from .events import Event
 from .events import from_dict as event_from_dict
 
-__all__ = ["JsonlEvents", "JsonlTranscript", "TranscriptError"]
+__all__ = ["JsonlEvents", "JsonlTranscript", "TranscriptError", "fsync_paths"]
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ class _JsonlFile:
         # One append at a time per object: concurrent tasks would otherwise interleave their repairs.
         self._lock = anyio.Lock()
 
-    async def append_dicts(self, items: Iterable[dict[str, Any]]) -> None:
+    async def append_dicts(self, items: Iterable[dict[str, Any]], *, sync: bool = True) -> None:
         data = b"".join(
             json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for item in items
         )
@@ -59,13 +61,13 @@ class _JsonlFile:
         async with self._lock:
             # Not abandoned on cancel: the thread finishes the write, so a line is never left half done
             # by a cancellation (only by a kill, which the torn-tail repair handles).
-            await anyio.to_thread.run_sync(_append, self.path, data)
+            await anyio.to_thread.run_sync(_append, self.path, data, sync)
 
     async def read_dicts(self) -> list[dict[str, Any]]:
         return await anyio.to_thread.run_sync(_read, self.path)
 
 
-def _append(path: Path, data: bytes) -> None:
+def _append(path: Path, data: bytes, sync: bool = True) -> None:
     created = not path.exists()
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     with os.fdopen(fd, "r+b") as f:
@@ -80,8 +82,9 @@ def _append(path: Path, data: bytes) -> None:
         f.seek(end)
         f.write(data)
         f.flush()
-        os.fsync(f.fileno())
-    if created:
+        if sync:
+            os.fsync(f.fileno())
+    if created and sync:
         _fsync_dir(path.parent)
 
 
@@ -111,6 +114,27 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def fsync_paths(paths: Iterable[Path]) -> None:
+    """fsync each file (one that is gone is skipped) and then each of their folders once: what appends
+    with ``sync=False`` and ``write_text_atomic(sync=False)`` left to the page cache (blocking: call it in
+    a worker thread)."""
+    folders: set[Path] = set()
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        folders.add(path.parent)
+    for folder in sorted(folders):
+        _fsync_dir(folder)
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -145,9 +169,11 @@ class JsonlTranscript:
     def path(self) -> Path:
         return self._file.path
 
-    async def append(self, messages: Message | Iterable[Message]) -> None:
+    async def append(self, messages: Message | Iterable[Message], *, sync: bool = True) -> None:
+        """Append ``messages``; without ``sync`` written and flushed (a kill of the process loses nothing)
+        but not fsync'd: the caller fsyncs (``fsync_paths``) once it answered."""
         items = (messages,) if isinstance(messages, Message) else tuple(messages)
-        await self._file.append_dicts(m.to_dict() for m in items)
+        await self._file.append_dicts((m.to_dict() for m in items), sync=sync)
 
     async def read(self) -> list[Message]:
         return [Message.from_dict(d) for d in await self._file.read_dicts()]

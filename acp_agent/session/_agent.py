@@ -354,7 +354,11 @@ class AcpAgent:
 
     async def prompt(self, req: m.PromptRequest, ctx: RequestContext) -> m.PromptResponse:
         session = self._session(req.session_id)
-        stop = await session.prompt(req.prompt, ctx)
+        try:
+            stop = await session.prompt(req.prompt, ctx)
+        finally:
+            # The turn's last writes are flushed, not fsync'd: that comes once the answer is out.
+            self._after_response(ctx, session.sync_writes)
         return m.PromptResponse(stop_reason=stop)  # pyright: ignore[reportArgumentType]
 
     async def set_mode(self, req: m.SetSessionModeRequest, ctx: RequestContext) -> dict[str, Any]:

@@ -4,12 +4,18 @@ A prompt turn drives ``Run.turn`` and sends each event's updates before asking f
 updates are written in order and every update of a turn precedes the prompt's answer. The messages of
 each complete step are appended to the transcript (flushed and fsync'd) in the ``StepEnded`` handler, i.e.
 before the next step begins; a cancelled or failed step is never written (the harness drops it).
+
+The turn's last writes (its messages, what it showed, the metadata) are written and flushed before the
+prompt is answered, so a kill of the process right after the answer loses nothing and a ``session/load``
+replays them; their fsync (which guards against a power loss only, and costs milliseconds) comes after the
+answer is on the wire (``sync_writes``), and ``close`` (so the process's exit too) waits for it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -63,6 +69,9 @@ class Session:
         self._transcript: JsonlTranscript = JsonlTranscript(store.transcript_path(meta.id))
         self._history: list[Message] = list(history)
         self._persisted = len(self._history)
+        self._unsynced: set[Path] = set()
+        """Files the last turn wrote without fsync'ing them (``sync_writes``)."""
+        self._sync_lock = anyio.Lock()
         self._get_model = get_model
         self._conn = connection
         self._run: Run | None = None
@@ -325,19 +334,41 @@ class Session:
         return self._run
 
     async def _persist(self, run: Run, *, final: bool) -> None:
+        """Write what the turn added; the ``final`` writes, which the prompt's answer waits for, are
+        flushed and left to ``sync_writes`` to fsync (see the module docstring)."""
         messages = run.messages()
         new = messages[self._persisted :]
         if new:
-            await self._transcript.append(new)
+            await self._transcript.append(new, sync=not final)
             self._persisted = len(messages)
-        await self._store.append_shown(self.id, self._shown.take())
+            if final:
+                self._unsynced.add(self._transcript.path)
         if self._threads is not None:
             for thread, lines in self._threads.take_lines().items():
                 await self._store.append_thread(self.id, thread, lines)
-        if final or new:
+        if final:
             self.meta = self.meta.touched()
-            if final:
-                await self._store.save_meta(self.meta)
+            self._unsynced.update(await self._store.save_turn_end(self.meta, self._shown.take()))
+            return
+        await self._store.append_shown(self.id, self._shown.take())
+        if new:
+            self.meta = self.meta.touched()
+
+    async def sync_writes(self) -> None:
+        """fsync the files the turns wrote without it (after the prompt's answer; ``close`` too): shielded,
+        bounded, one at a time (a ``close`` waits for one under way)."""
+        async with self._sync_lock:
+            paths, self._unsynced = sorted(self._unsynced), set()
+            if not paths:
+                return
+            from harness.transcript import fsync_paths
+
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT) as scope:
+                await anyio.to_thread.run_sync(fsync_paths, paths)
+            if scope.cancelled_caught:
+                log.warning(
+                    "session %s: fsync of %d files took over %g s", self.id, len(paths), _PERSIST_TIMEOUT
+                )
 
     async def _send_threads(self) -> None:
         """What the turn's sub-agents showed in their threads (``_threads``) since the last time."""
@@ -374,6 +405,7 @@ class Session:
         self.cancel()
         with anyio.move_on_after(10):
             await self.wait_idle()
+        await self.sync_writes()
         if self.setup.aclose is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 try:

@@ -136,7 +136,23 @@ class SessionStore:
         hop, before the answer, so a ``session/load`` right after finds it). Not fsync'd: an empty session
         lost to a power cut loses nothing, a killed process loses nothing (the page cache keeps the file),
         and its first complete step is fsync'd with the meta again (``save_meta``)."""
-        write_json_atomic(self.directory(meta.id) / "meta.json", meta.to_dict(), durable=False)
+        write_json_atomic(self.directory(meta.id) / "meta.json", meta.to_dict(), sync=False)
+
+    async def save_turn_end(self, meta: SessionMeta, shown: list[dict[str, Any]]) -> list[Path]:
+        """A turn's last writes in one worker call: ``shown`` appended, ``meta`` replaced, both flushed and
+        not fsync'd; returns the files written, for the caller to fsync once it answered."""
+        directory = self.directory(meta.id)
+        data = meta.to_dict()
+
+        def write() -> list[Path]:
+            written: list[Path] = []
+            if shown:
+                _append_lines(directory / "shown.jsonl", shown, sync=False)
+                written.append(directory / "shown.jsonl")
+            write_json_atomic(directory / "meta.json", data, sync=False)
+            return [*written, directory / "meta.json"]
+
+        return await anyio.to_thread.run_sync(write)
 
     async def load_meta(self, session_id: str) -> SessionMeta | None:
         if not valid_session_id(session_id):
@@ -176,12 +192,12 @@ def _objects(value: Any) -> list[dict[str, Any]]:
     return [dict(item) for item in items if isinstance(item, dict)]  # pyright: ignore[reportUnknownArgumentType]
 
 
-def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1, durable: bool = True) -> None:
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1, sync: bool = True) -> None:
     """Write ``data`` as JSON so a reader sees the old file or the new one, never half of it (blocking:
-    call it in a worker thread; ``durable=False``: no fsync, see ``harness.atomic``)."""
+    call it in a worker thread; ``sync=False``: no fsync, see ``harness.atomic``)."""
     from harness.atomic import write_text_atomic  # not at import: the session layer loads no harness
 
-    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent), durable=durable)
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent), sync=sync)
 
 
 def _read_meta(path: Path) -> SessionMeta | None:
@@ -195,13 +211,14 @@ def _read_meta(path: Path) -> SessionMeta | None:
         return None
 
 
-def _append_lines(path: Path, records: list[dict[str, Any]]) -> None:
+def _append_lines(path: Path, records: list[dict[str, Any]], sync: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
     with open(path, "a", encoding="utf-8") as f:
         f.write(data)
         f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            os.fsync(f.fileno())
 
 
 def _read_lenient(path: Path, last_too: bool = False) -> list[dict[str, Any]]:
