@@ -43,7 +43,7 @@ async def test_the_cancelled_answer_does_not_wait_for_the_fsync_and_the_exit_doe
 
     monkeypatch.setattr(harness.transcript, "fsync_paths", held_fsync)
     with anyio.fail_after(LIMIT_S):
-        async with running_agent(tmp_path, _StallingModel()) as (client, agent, _tg):  # pyright: ignore[reportArgumentType]
+        async with running_agent(tmp_path, _StallingModel()) as (client, agent, _tg):
             await client.initialize()
             sid = await client.new_session(str(tmp_path))
             rid = await client.send_request("session/prompt", client.prompt_params(sid, "go"))
