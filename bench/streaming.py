@@ -8,7 +8,12 @@ bench). Baseline: the official SDK's echo agent sending the same number of ``age
 spawned the same way in the same run.
 
 Turn overhead (warm session, HTTP provider): ``session/prompt`` written -> the model request received by the
-server (``prompt_to_request_ms``), median over repeated prompts.
+server (``prompt_to_request_ms``), median over repeated prompts; and ``chunk_to_update_ms``: each Chat
+Completions chunk is made at the moment the server writes it, its delta's text carrying that moment
+(``time.perf_counter`` of the bench, whose thread the server is); the bench reads the ``session/update``
+and subtracts. One chunk per socket write, a gap between them (the agent idle when a chunk comes, as
+between a model's tokens), median over the chunks. It includes the bench's own read and JSON decode, so it
+is an upper bound of the agent's part.
 """
 
 from __future__ import annotations
@@ -17,15 +22,73 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from acp_conformance.fake_model import Recorded, Reply
-from bench._rpc import INIT, Agent, figure, median, our_agent, sdk_echo
+from bench._rpc import INIT, Agent, figure, median, our_agent, percentile, sdk_echo
 from bench._wire import API_PATHS, PROVIDERS, http_agent, pieces, provider_server, stream_for
 
 BENCH = "streaming"
 LONG = "bench-long-reply"
+STAMPED = "bench-stamped-reply"
+_GAP_S = 0.002
+_CHUNK = (
+    'data: {{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1770933892,"model":"bench-model",'
+    '"choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}\n\n'
+)
+
+
+class _Stamped(Sequence[bytes]):
+    """A Chat Completions stream of ``n`` chunks, each made when the server writes it (after a gap) with
+    its send time in its text; then the end of the stream."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n + 1
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[bytes]: ...
+    def __getitem__(self, i: int | slice) -> bytes | Sequence[bytes]:
+        raise TypeError("read in order only")
+
+    def __iter__(self) -> Iterator[bytes]:
+        for _ in range(self._n):
+            time.sleep(_GAP_S)  # the server's thread, between two tokens
+            yield _CHUNK.format(text=f"t{time.perf_counter():.7f} ").encode()
+        yield (
+            b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1770933892,'
+            b'"model":"bench-model","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+            b"data: [DONE]\n\n"
+        )
+
+
+async def _chunk_latencies(agent: Agent, cwd: Path) -> list[float]:
+    """ms from each stamped chunk's write at the server to its ``session/update`` read here."""
+    out: list[float] = []
+    try:
+        session = await _ready(agent, cwd)
+        await _prompt(agent, session, "warm")
+        rid = await agent.request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": STAMPED}]}
+        )
+        while True:
+            msg = await agent.read()
+            now = time.perf_counter()
+            if msg.get("id") == rid and "method" not in msg:
+                break
+            update = (msg.get("params") or {}).get("update") or {}
+            text = str((update.get("content") or {}).get("text", ""))
+            if update.get("sessionUpdate") == "agent_message_chunk" and text.startswith("t"):
+                out.append((now - float(text[1:])) * 1000)
+    finally:
+        await agent.close()
+    return out
 
 
 def _cpu_s(pid: int) -> float:
@@ -86,13 +149,17 @@ async def _to_request(agent: Agent, cwd: Path, arrivals: Any, n: int) -> list[fl
 
 async def run(quick: bool) -> list[dict[str, Any]]:
     n = 20_000 if quick else 100_000
+    chunks = 100 if quick else 400
     short = 3
     bodies = {p: pieces(stream_for(p, n)) for p in PROVIDERS}
     small = {p: [stream_for(p, short)] for p in PROVIDERS}
 
     def reply(request: Recorded) -> Reply:
         provider = next(p for p, path in API_PATHS.items() if path == request.path)
-        long = LONG in request.body.decode()  # the long reply for the prompt that asks for it
+        body = request.body.decode()
+        if STAMPED in body:
+            return Reply(200, {"content-type": "text/event-stream"}, _Stamped(chunks))
+        long = LONG in body  # the long reply for the prompt that asks for it
         return Reply(200, {"content-type": "text/event-stream"}, (bodies if long else small)[provider])
 
     rows: list[dict[str, Any]] = []
@@ -148,6 +215,19 @@ async def run(quick: bool) -> list[dict[str, Any]]:
                 3,
                 samples=len(times),
                 note="warm session: session/prompt written -> the model request at the server",
+            )
+        )
+        env = http_agent(root / "home-latency", "openai", server.url)
+        latencies = await _chunk_latencies(await Agent.spawn(cmd, env), cwd)
+        rows.append(
+            figure(
+                BENCH,
+                "chunk_to_update_ms",
+                median(latencies),
+                1,
+                samples=len(latencies),
+                p99=round(percentile(latencies, 99), 2),
+                note="a chunk written by the server (its send time in its text) -> its session/update read",
             )
         )
     return rows
