@@ -5,10 +5,12 @@ updates are written in order and every update of a turn precedes the prompt's an
 each complete step are appended to the transcript (flushed and fsync'd) in the ``StepEnded`` handler, i.e.
 before the next step begins; a cancelled or failed step is never written (the harness drops it).
 
-The turn's last writes (its messages, what it showed, the metadata) are written and flushed before the
+The turn's last writes (its messages, what it showed, a new title) are written and flushed before the
 prompt is answered, so a kill of the process right after the answer loses nothing and a ``session/load``
 replays them; their fsync (which guards against a power loss only, and costs milliseconds) comes after the
-answer is on the wire (``sync_writes``), and ``close`` (so the process's exit too) waits for it.
+answer is on the wire (``sync_writes``), and ``close`` (so the process's exit too) waits for it. The
+metadata's ``updatedAt`` alone is written then too (a rename is several journal operations, each of which
+can wait for another process's fsync): a kill in between leaves the previous ``updatedAt``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class Session:
         self._persisted = len(self._history)
         self._unsynced: set[Path] = set()
         """Files the last turn wrote without fsync'ing them (``sync_writes``)."""
+        self._saved_title = meta.title
+        self._meta_unsaved = False
         self._sync_lock = anyio.Lock()
         self._get_model = get_model
         self._conn = connection
@@ -348,23 +352,32 @@ class Session:
                 await self._store.append_thread(self.id, thread, lines)
         if final:
             self.meta = self.meta.touched()
-            self._unsynced.update(await self._store.save_turn_end(self.meta, self._shown.take()))
+            titled = self.meta.title != self._saved_title  # a new title is saved before the answer
+            self._meta_unsaved = not titled
+            meta = self.meta if titled else None
+            self._unsynced.update(await self._store.save_turn_end(self.id, self._shown.take(), meta))
+            self._saved_title = self.meta.title
             return
         await self._store.append_shown(self.id, self._shown.take())
         if new:
             self.meta = self.meta.touched()
 
     async def sync_writes(self) -> None:
-        """fsync the files the turns wrote without it (after the prompt's answer; ``close`` too): shielded,
-        bounded, one at a time (a ``close`` waits for one under way)."""
+        """Save the metadata's ``updatedAt`` and fsync the files the turns wrote without it (after the
+        prompt's answer; ``close`` too): shielded, bounded, one at a time (a ``close`` waits for one under
+        way)."""
         async with self._sync_lock:
             paths, self._unsynced = sorted(self._unsynced), set()
-            if not paths:
+            meta, self._meta_unsaved = self._meta_unsaved, False
+            if not paths and not meta:
                 return
             from harness.transcript import fsync_paths
 
             with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT) as scope:
-                await anyio.to_thread.run_sync(fsync_paths, paths)
+                if meta:
+                    await self._store.save_meta(self.meta)  # fsync'd
+                if paths:
+                    await anyio.to_thread.run_sync(fsync_paths, paths)
             if scope.cancelled_caught:
                 log.warning(
                     "session %s: fsync of %d files took over %g s", self.id, len(paths), _PERSIST_TIMEOUT

@@ -138,21 +138,25 @@ class SessionStore:
         and its first complete step is fsync'd with the meta again (``save_meta``)."""
         write_json_atomic(self.directory(meta.id) / "meta.json", meta.to_dict(), sync=False)
 
-    async def save_turn_end(self, meta: SessionMeta, shown: list[dict[str, Any]]) -> list[Path]:
-        """A turn's last writes in one worker call: ``shown`` appended, ``meta`` replaced, both flushed and
-        not fsync'd; returns the files written, for the caller to fsync once it answered."""
-        directory = self.directory(meta.id)
-        data = meta.to_dict()
+    async def save_turn_end(
+        self, session_id: str, shown: list[dict[str, Any]], meta: SessionMeta | None
+    ) -> list[Path]:
+        """A turn's last writes in one worker call: ``shown`` appended and ``meta`` (when given) replaced,
+        flushed, not fsync'd; returns the files written, for the caller to fsync once it answered."""
+        directory = self.directory(session_id)
+        data = meta.to_dict() if meta is not None else None
 
         def write() -> list[Path]:
             written: list[Path] = []
             if shown:
                 _append_lines(directory / "shown.jsonl", shown, sync=False)
                 written.append(directory / "shown.jsonl")
-            write_json_atomic(directory / "meta.json", data, sync=False)
-            return [*written, directory / "meta.json"]
+            if data is not None:
+                write_json_atomic(directory / "meta.json", data, sync=False)
+                written.append(directory / "meta.json")
+            return written
 
-        return await anyio.to_thread.run_sync(write)
+        return await anyio.to_thread.run_sync(write) if shown or data is not None else []
 
     async def load_meta(self, session_id: str) -> SessionMeta | None:
         if not valid_session_id(session_id):
