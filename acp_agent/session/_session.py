@@ -8,7 +8,9 @@ before the next step begins; a cancelled or failed step is never written (the ha
 The turn's last writes (its messages, what it showed, a new title) are written and flushed before the
 prompt is answered, so a kill of the process right after the answer loses nothing and a ``session/load``
 replays them; their fsync (which guards against a power loss only, and costs milliseconds) comes after the
-answer is on the wire (``sync_writes``), and ``close`` (so the process's exit too) waits for it. The
+answer is on the wire (``sync_writes``), and ``close`` (so the process's exit too) waits for it. A step's
+writes within the turn are flushed the same way and fsync'd in the background (``_sync_soon``): neither
+the model request nor the stream waits for the disk. The
 metadata's ``updatedAt`` alone is written then too (a rename is several journal operations, each of which
 can wait for another process's fsync): a kill in between leaves the previous ``updatedAt``.
 """
@@ -75,6 +77,7 @@ class Session:
         """Files the last turn wrote without fsync'ing them (``sync_writes``)."""
         self._saved_title = meta.title
         self._meta_unsaved = False
+        self._sync_scheduled = False
         self._sync_lock = anyio.Lock()
         self._get_model = get_model
         self._conn = connection
@@ -343,10 +346,9 @@ class Session:
         messages = run.messages()
         new = messages[self._persisted :]
         if new:
-            await self._transcript.append(new, sync=not final)
+            await self._transcript.append(new, sync=False)
             self._persisted = len(messages)
-            if final:
-                self._unsynced.add(self._transcript.path)
+            self._unsynced.add(self._transcript.path)
         if self._threads is not None:
             for thread, lines in self._threads.take_lines().items():
                 await self._store.append_thread(self.id, thread, lines)
@@ -355,12 +357,31 @@ class Session:
             titled = self.meta.title != self._saved_title  # a new title is saved before the answer
             self._meta_unsaved = not titled
             meta = self.meta if titled else None
-            self._unsynced.update(await self._store.save_turn_end(self.id, self._shown.take(), meta))
+            self._unsynced.update(await self._store.write_flushed(self.id, self._shown.take(), meta))
             self._saved_title = self.meta.title
             return
-        await self._store.append_shown(self.id, self._shown.take())
+        self._unsynced.update(await self._store.write_flushed(self.id, self._shown.take()))
         if new:
             self.meta = self.meta.touched()
+        if self._unsynced:
+            self._sync_soon()
+
+    def _sync_soon(self) -> None:
+        """fsync a step's writes in the background, once at a time (without a task group to run it in,
+        the turn's end does)."""
+        spawn = self.env.spawn
+        if spawn is None or self._sync_scheduled:
+            return
+        self._sync_scheduled = True
+
+        async def run() -> None:
+            self._sync_scheduled = False  # what is written from here on schedules another
+            try:
+                await self.sync_writes()
+            except Exception:
+                log.exception("session %s: syncing its files failed", self.id)
+
+        spawn(run)
 
     async def sync_writes(self) -> None:
         """Save the metadata's ``updatedAt`` and fsync the files the turns wrote without it (after the

@@ -138,11 +138,11 @@ class SessionStore:
         and its first complete step is fsync'd with the meta again (``save_meta``)."""
         write_json_atomic(self.directory(meta.id) / "meta.json", meta.to_dict(), sync=False)
 
-    async def save_turn_end(
-        self, session_id: str, shown: list[dict[str, Any]], meta: SessionMeta | None
+    async def write_flushed(
+        self, session_id: str, shown: list[dict[str, Any]], meta: SessionMeta | None = None
     ) -> list[Path]:
-        """A turn's last writes in one worker call: ``shown`` appended and ``meta`` (when given) replaced,
-        flushed, not fsync'd; returns the files written, for the caller to fsync once it answered."""
+        """In one worker call: ``shown`` appended and ``meta`` (when given) replaced, flushed (a kill of
+        the process loses nothing), not fsync'd; returns the files written, for the caller to fsync."""
         directory = self.directory(session_id)
         data = meta.to_dict() if meta is not None else None
 
