@@ -104,37 +104,31 @@ def _end_of_last_line(f: Any, end: int) -> int:
 
 def _fsync_dir(directory: Path) -> None:
     # The new file's directory entry must survive a crash too; not every platform can open a directory.
+    _fsync_path(directory)
+
+
+def _fsync_path(path: Path) -> bool:
+    """fsync a file or a folder; False when it cannot be opened (gone, or a platform without it)."""
     try:
-        fd = os.open(directory, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return
+        return False
     try:
         os.fsync(fd)
     except OSError:
         pass
     finally:
         os.close(fd)
+    return True
 
 
 def fsync_paths(paths: Iterable[Path]) -> None:
     """fsync each file (one that is gone is skipped) and then each of their folders once: what appends
     with ``sync=False`` and ``write_text_atomic(sync=False)`` left to the page cache (blocking: call it in
     a worker thread)."""
-    folders: set[Path] = set()
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-        folders.add(path.parent)
+    folders = {path.parent for path in paths if _fsync_path(path)}
     for folder in sorted(folders):
-        _fsync_dir(folder)
+        _fsync_path(folder)
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

@@ -33,6 +33,13 @@ def _server() -> Iterator[FakeServer]:
         yield server
 
 
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
 def _env(home: Path, server: FakeServer) -> dict[str, str]:
     env = agent_env(home)
     env.update(http_agent(home, "openai", server.url))
@@ -67,44 +74,37 @@ async def _cancelled_mid_stream(agent: AgentProcess, cwd: Path) -> tuple[str, st
     return sid, shown
 
 
-async def _load(agent: AgentProcess, sid: str, cwd: Path) -> list[str]:
+async def _replays(agent: AgentProcess, sid: str, cwd: Path, shown: str) -> None:
+    """``session/load`` replays the partial reply as the user saw it, then the cancelled marker."""
     start = len(agent.notifications)
     await agent.call("session/load", {"sessionId": sid, "cwd": str(cwd), "mcpServers": []})
-    return _agent_texts(agent, sid, start)
-
-
-async def test_a_load_sent_right_after_the_cancelled_answer_replays_the_partial_reply(
-    home: Path, tmp_path: Path
-) -> None:
-    cwd = tmp_path / "project"
-    cwd.mkdir()
-    with _server() as server, anyio.fail_after(LIMIT_S):
-        async with agent_process(home, _env(home, server)) as agent:
-            sid, shown = await _cancelled_mid_stream(agent, cwd)
-            replayed = await _load(agent, sid, cwd)
-    assert replayed[0] == shown  # the partial reply as the user saw it
+    replayed = _agent_texts(agent, sid, start)
+    assert replayed[0] == shown
     assert replayed[-1].strip() == "(cancelled)"
 
 
-async def test_a_kill_9_right_after_the_cancelled_answer_loses_nothing(home: Path, tmp_path: Path) -> None:
-    cwd = tmp_path / "project"
-    cwd.mkdir()
+async def test_a_load_sent_right_after_the_cancelled_answer_replays_the_partial_reply(
+    home: Path, cwd: Path
+) -> None:
+    with _server() as server, anyio.fail_after(LIMIT_S):
+        async with agent_process(home, _env(home, server)) as agent:
+            sid, shown = await _cancelled_mid_stream(agent, cwd)
+            await _replays(agent, sid, cwd, shown)
+
+
+async def test_a_kill_9_right_after_the_cancelled_answer_loses_nothing(home: Path, cwd: Path) -> None:
     with _server() as server, anyio.fail_after(LIMIT_S):
         async with agent_process(home, _env(home, server)) as agent:
             sid, shown = await _cancelled_mid_stream(agent, cwd)
             agent.kill_hard()  # no time to write anything after the answer
         async with agent_process(home, _env(home, server)) as agent:
             await initialized(agent)
-            replayed = await _load(agent, sid, cwd)
-    assert replayed[0] == shown
-    assert replayed[-1].strip() == "(cancelled)"
+            await _replays(agent, sid, cwd, shown)
 
 
 async def test_an_end_of_input_right_after_a_cancel_exits_with_the_turn_written(
-    home: Path, tmp_path: Path
+    home: Path, cwd: Path
 ) -> None:
-    cwd = tmp_path / "project"
-    cwd.mkdir()
     with _server() as server, anyio.fail_after(LIMIT_S):
         async with agent_process(home, _env(home, server)) as agent:
             sid, shown = await _cancelled_mid_stream(agent, cwd)
