@@ -9,7 +9,7 @@ The turn's last writes (its messages, what it showed, a new title) are written a
 prompt is answered, so a kill of the process right after the answer loses nothing and a ``session/load``
 replays them; their fsync (which guards against a power loss only, and costs milliseconds) comes after the
 answer is on the wire (``sync_writes``), and ``close`` (so the process's exit too) waits for it. A step's
-writes within the turn are flushed the same way and fsync'd in the background (``_sync_soon``): neither
+writes within the turn are flushed the same way and fsync'd in the background (``_durable``): neither
 the model request nor the stream waits for the disk. The
 metadata's ``updatedAt`` alone is written then too (a rename is several journal operations, each of which
 can wait for another process's fsync): a kill in between leaves the previous ``updatedAt``.
@@ -27,6 +27,8 @@ import anyio
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ._content import linked_files, prompt_to_message, title_from_prompt
+from ._durable import Unsynced
+from ._failures import failure_message
 from ._frontier import ClientFrontier
 from ._present import Presenter
 from ._replay import ShownLog
@@ -73,12 +75,8 @@ class Session:
         self._transcript: JsonlTranscript = JsonlTranscript(store.transcript_path(meta.id))
         self._history: list[Message] = list(history)
         self._persisted = len(self._history)
-        self._unsynced: set[Path] = set()
-        """Files the last turn wrote without fsync'ing them (``sync_writes``)."""
+        self._unsynced = Unsynced(meta.id, store, env.spawn)
         self._saved_title = meta.title
-        self._meta_unsaved = False
-        self._sync_scheduled = False
-        self._sync_lock = anyio.Lock()
         self._get_model = get_model
         self._conn = connection
         self._run: Run | None = None
@@ -269,15 +267,18 @@ class Session:
         from harness.events import StepEnded, StepStarted, TextDelta, TurnStarted
 
         unsaved = self._shown.text
+        # The hot path of a streamed reply (``send_text_chunk`` inlined: one coroutine less per delta).
+        opened, text_chunk, session_id = self.opened, self._conn.notify_text_chunk, self.id
         misuse: HarnessUsageError | None = None
         try:
             async with run.turn(message) as events:
                 async for event in events:
                     if type(event) is TextDelta and event.parent is None:
-                        # The hot path of a streamed reply: one plain dict, no models to build and dump.
                         if event.text:
                             unsaved.append(event.text)
-                            await self.send_text_chunk(event.text)
+                            if not opened.is_set():
+                                await opened.wait()
+                            await text_chunk(session_id, event.text)
                         continue
                     if isinstance(event, TurnStarted) and event.parent is None and self._cancel_requested:
                         run.cancel()
@@ -348,61 +349,27 @@ class Session:
         if new:
             await self._transcript.append(new, sync=False)
             self._persisted = len(messages)
-            self._unsynced.add(self._transcript.path)
+            self._unsynced.add((self._transcript.path,))
         if self._threads is not None:
             for thread, lines in self._threads.take_lines().items():
                 await self._store.append_thread(self.id, thread, lines)
         if final:
             self.meta = self.meta.touched()
             titled = self.meta.title != self._saved_title  # a new title is saved before the answer
-            self._meta_unsaved = not titled
+            self._unsynced.meta_unsaved = not titled
             meta = self.meta if titled else None
-            self._unsynced.update(await self._store.write_flushed(self.id, self._shown.take(), meta))
+            self._unsynced.add(await self._store.write_flushed(self.id, self._shown.take(), meta))
             self._saved_title = self.meta.title
             return
-        self._unsynced.update(await self._store.write_flushed(self.id, self._shown.take()))
+        self._unsynced.add(await self._store.write_flushed(self.id, self._shown.take()))
         if new:
             self.meta = self.meta.touched()
-        if self._unsynced:
-            self._sync_soon()
-
-    def _sync_soon(self) -> None:
-        """fsync a step's writes in the background, once at a time (without a task group to run it in,
-        the turn's end does)."""
-        spawn = self.env.spawn
-        if spawn is None or self._sync_scheduled:
-            return
-        self._sync_scheduled = True
-
-        async def run() -> None:
-            self._sync_scheduled = False  # what is written from here on schedules another
-            try:
-                await self.sync_writes()
-            except Exception:
-                log.exception("session %s: syncing its files failed", self.id)
-
-        spawn(run)
+        self._unsynced.soon(lambda: self.meta)
 
     async def sync_writes(self) -> None:
-        """Save the metadata's ``updatedAt`` and fsync the files the turns wrote without it (after the
-        prompt's answer; ``close`` too): shielded, bounded, one at a time (a ``close`` waits for one under
-        way)."""
-        async with self._sync_lock:
-            paths, self._unsynced = sorted(self._unsynced), set()
-            meta, self._meta_unsaved = self._meta_unsaved, False
-            if not paths and not meta:
-                return
-            from harness.transcript import fsync_paths
-
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT) as scope:
-                if meta:
-                    await self._store.save_meta(self.meta)  # fsync'd
-                if paths:
-                    await anyio.to_thread.run_sync(fsync_paths, paths)
-            if scope.cancelled_caught:
-                log.warning(
-                    "session %s: fsync of %d files took over %g s", self.id, len(paths), _PERSIST_TIMEOUT
-                )
+        """Save the metadata's ``updatedAt`` and fsync what the turns wrote without it (after the prompt's
+        answer; ``close`` too; ``_durable``)."""
+        await self._unsynced.sync(lambda: self.meta)
 
     async def _send_threads(self) -> None:
         """What the turn's sub-agents showed in their threads (``_threads``) since the last time."""
@@ -501,54 +468,3 @@ def stop_reason(ended: Ended | None, misuse: BaseException | None = None) -> str
 def _kind(ended: Ended | None, default: Any) -> str:
     kind = ended.error_kind if ended is not None and ended.error_kind is not None else default
     return str(getattr(kind, "value", kind))
-
-
-# Advice added to a failure, unless the error's own message (the providers write actionable ones)
-# already says something of the kind.
-_ADVICE: dict[str, tuple[str, tuple[str, ...]]] = {
-    "transport_error": (
-        "check the model endpoint (ACP_AGENT_BASE_URL, --base-url) and the network",
-        ("base-url", "base_url", "server", "network"),
-    ),
-    "rate_limited": ("wait a moment and retry", ("retry", "wait")),
-    "context_too_long": (
-        "/compact summarises the conversation, or start a new session",
-        ("/compact",),
-    ),
-}
-
-
-# What happened, said first unless the error's message already says it.
-_WHAT: dict[str, tuple[str, tuple[str, ...]]] = {
-    "transport_error": (
-        "cannot reach the model",
-        ("connect", "refused", "reach", "timed out", "timeout", "dropped", "reset", "stream", "endpoint"),
-    ),
-    "rate_limited": ("the model provider is rate-limiting requests", ("rate", "limit", "overload")),
-    "context_too_long": ("the conversation is too long for the model's context window", ("context",)),
-    "model_error": ("the model failed", ("model",)),
-}
-
-
-def failure_message(kind: str, error: BaseException | None) -> str:
-    """A message a person can act on (Zed shows it as is): the error's own message, with advice only
-    where it has none."""
-    detail = str(getattr(error, "message", None) or error or "").strip()
-    if kind == "tool_retries_exceeded":
-        return f"the model kept calling tools with invalid input: {detail or 'no details'}"
-    if kind in ("tool_error", "middleware_error"):
-        return f"internal error in the agent ({kind}): {detail or 'no details'}; see the agent's log"
-    what, said = _WHAT.get(kind, ("the model failed", ()))
-    if not detail:
-        text = what
-    elif any(marker in detail.lower() for marker in said):
-        text = detail  # the message already says what happened
-    else:
-        text = f"{what}: {detail}"
-    retry_after = getattr(error, "retry_after", None)
-    if kind == "rate_limited" and isinstance(retry_after, int | float):
-        text += f" (the provider asks to wait {retry_after:g} s)"
-    advice = _ADVICE.get(kind)
-    if advice is not None and not any(marker in text.lower() for marker in advice[1]):
-        text += f"; {advice[0]}"
-    return text
