@@ -5,14 +5,14 @@ replays it), and an end of input right after the answer still exits with everyth
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import AgentProcess, agent_env, agent_process, initialized
+from _reliability_support import AgentProcess, agent_env, agent_process, initialized, params_of, update_of
 
 from acp_conformance.fake_model import FakeServer, Recorded, Reply, Stall
 from bench._wire import http_agent, provider_server, stream_for
@@ -28,7 +28,7 @@ def _held_stream(_request: Recorded) -> Reply:
 
 
 @contextmanager
-def _server() -> Iterator[FakeServer]:
+def _server() -> Generator[FakeServer]:
     with provider_server(_held_stream) as (server, _arrivals):
         yield server
 
@@ -49,10 +49,10 @@ def _env(home: Path, server: FakeServer) -> dict[str, str]:
 def _agent_texts(agent: AgentProcess, session_id: str, start: int = 0) -> list[str]:
     out: list[str] = []
     for note in agent.notifications[start:]:
-        params = note.get("params") or {}
-        update = params.get("update") or {}
+        params, update = params_of(note), update_of(note)
         if params.get("sessionId") == session_id and update.get("sessionUpdate") == "agent_message_chunk":
-            out.append(str((update.get("content") or {}).get("text", "")))
+            content: dict[str, Any] = update.get("content") or {}
+            out.append(str(content.get("text", "")))
     return out
 
 
@@ -63,9 +63,7 @@ async def _cancelled_mid_stream(agent: AgentProcess, cwd: Path) -> tuple[str, st
     rid = await agent.request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
     )
-    await agent.notification(
-        lambda n: ((n.get("params") or {}).get("update") or {}).get("sessionUpdate") == "agent_message_chunk"
-    )
+    await agent.notification(lambda n: update_of(n).get("sessionUpdate") == "agent_message_chunk")
     await agent.notify("session/cancel", {"sessionId": sid})
     answer = await agent.response(rid)
     assert answer.get("result") == {"stopReason": "cancelled"}, answer
