@@ -140,12 +140,13 @@ class FakeServer:
             pass
         with self._lock:
             conns = list(self._conns)
+            threads = list(self._threads)
         for c in conns:
             try:
                 c.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        for t in self._threads:
+        for t in threads:
             t.join(timeout=5)
 
     def __enter__(self) -> FakeServer:
@@ -163,11 +164,11 @@ class FakeServer:
             except OSError:
                 return
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._conns.add(conn)
             t = threading.Thread(target=self._handle, args=(conn,), daemon=True)
-            self._threads.append(t)
-            t.start()
+            with self._lock:  # (close() joins the threads it sees: each is started before it is seen)
+                self._conns.add(conn)
+                t.start()
+                self._threads.append(t)
 
     def _next_reply(self, req: Recorded) -> Reply:
         with self._lock:
