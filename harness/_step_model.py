@@ -261,8 +261,8 @@ class ModelRequest:
         s = self.state
         run = s.run
         tools = await s.tools_now()
-        by_name = {t.spec().name: t for t in tools}
-        specs = [t.spec() for t in tools]
+        specs = [t.spec() for t in tools]  # once per tool: a spec is built at each call
+        by_name = {spec.name: t for spec, t in zip(specs, tools, strict=True)}
         messages: list[Message] = list(s.conversation.messages)
         if self.resume is not None:
             messages.append(self.resume)
