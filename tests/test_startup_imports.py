@@ -109,6 +109,11 @@ def _run(
 INIT: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
 
 
+def _session_new(cwd: Path, **extra: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"cwd": str(cwd), "mcpServers": [], **extra}
+    return {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": params}
+
+
 def test_initialize_is_answered_before_the_runtime_the_models_and_http_are_imported(tmp_path: Path) -> None:
     messages, loaded = _run(tmp_path, _SNAPSHOT, [INIT], "1")
     assert messages[0]["result"]["agentInfo"]["name"] == "acp-agent"
@@ -122,13 +127,7 @@ def test_initialize_is_answered_before_the_runtime_the_models_and_http_are_impor
 def test_an_editors_first_session_new_is_answered_before_the_runtime_and_the_models_are_imported(
     tmp_path: Path,
 ) -> None:
-    new: dict[str, Any] = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "session/new",
-        "params": {"cwd": str(tmp_path), "mcpServers": []},
-    }
-    messages, loaded = _run(tmp_path, _SNAPSHOT, [INIT, new], "2")
+    messages, loaded = _run(tmp_path, _SNAPSHOT, [INIT, _session_new(tmp_path)], "2")
     answer = next(m for m in messages if m.get("id") == 2)
     assert answer["result"]["sessionId"].startswith("sess_")
     assert answer["result"]["modes"]["currentModeId"] == "default"
@@ -142,14 +141,8 @@ def test_an_editors_first_session_new_is_answered_before_the_runtime_and_the_mod
 def test_a_session_new_the_early_answer_leaves_is_answered_before_http_mcp_and_the_web_tools_load(
     tmp_path: Path,
 ) -> None:
-    new: dict[str, Any] = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "session/new",
-        # An unexpected field: the connection answers it (acp_agent._early answers only the plain shape).
-        "params": {"cwd": str(tmp_path), "mcpServers": [], "_meta": {"x": 1}},
-    }
-    messages, loaded = _run(tmp_path, _SNAPSHOT_NEW, [INIT, new])
+    # An unexpected field: the connection answers it (acp_agent._early answers only the plain shape).
+    messages, loaded = _run(tmp_path, _SNAPSHOT_NEW, [INIT, _session_new(tmp_path, _meta={"x": 1})])
     answer = next(m for m in messages if m.get("id") == 2)
     assert "sessionId" in answer["result"]
     # A provider is configured, but no request has been made yet; no MCP server; no page fetched.
