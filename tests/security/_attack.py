@@ -116,6 +116,20 @@ class Victim(AgentProcess):
     async def new_session(self, cwd: Path) -> str:
         return (await self.call("session/new", {"cwd": str(cwd), "mcpServers": []}))["sessionId"]
 
+    async def ready(self, session_id: str) -> None:
+        """Until the session's command list is sent: its set-up after the answer is done (and a session
+        answered at start-up is built, the agent's imports with it)."""
+
+        def commands(message: dict[str, Any]) -> bool:
+            params: dict[str, Any] = message.get("params") or {}
+            update: dict[str, Any] = params.get("update") or {}
+            return (
+                params.get("sessionId") == session_id
+                and update.get("sessionUpdate") == "available_commands_update"
+            )
+
+        await self.notification(commands)
+
 
 @dataclass(frozen=True)
 class Project:

@@ -99,6 +99,7 @@ async def test_reading_a_huge_file_without_newlines_keeps_the_process_small(tmp_
     async with victim_agent(project, script) as agent:
         with anyio.fail_after(120):
             sid = await agent.new_session(project.root)
+            await agent.ready(sid)  # the peak before the read: the agent fully loaded, not only answered
             before = _status(agent.pid, "VmHWM")
             assert (await agent.prompt(sid, "read it"))["stopReason"] == "end_turn"
             grown_kb = _status(agent.pid, "VmHWM") - before
