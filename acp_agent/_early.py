@@ -40,6 +40,7 @@ __all__ = [
     "EarlyOpened",
     "EarlyStart",
     "Opening",
+    "advertised",
     "claim_stdio",
     "early_start",
     "initialize_result",
@@ -86,6 +87,18 @@ class EarlyStart:
     pending: bytes
     initialized: dict[str, Any] | None
     opened: EarlyOpened | None = None
+
+
+def advertised(capabilities: Any, *path: str) -> bool:
+    """``advertised(caps, "fs", "readTextFile")``: whether ``capabilities`` (a client's, as sent) has that
+    capability (present, and not ``false`` or ``null``)."""
+    node: Any = capabilities
+    for key in path:
+        if not isinstance(node, Mapping):
+            return False
+        mapping: Mapping[str, Any] = node  # pyright: ignore[reportUnknownVariableType]
+        node = mapping.get(key)
+    return node is not None and node is not False
 
 
 def new_session_id() -> str:
@@ -229,7 +242,7 @@ def _open_early(start: EarlyStart, opening: Opening) -> EarlyStart:
     plain = _plain_new_session(line) if newline else None
     state = None
     if plain is not None:
-        caps = as_mapping((start.initialized or {}).get("clientCapabilities"))
+        caps = _as_mapping((start.initialized or {}).get("clientCapabilities"))
         try:
             state = opening(Path(plain[1]["cwd"]), caps)
         except Exception:  # the connection's own session/new will say what is wrong
@@ -242,7 +255,7 @@ def _open_early(start: EarlyStart, opening: Opening) -> EarlyStart:
     return replace(start, pending=rest, opened=EarlyOpened(request_id, params, session_id, state))
 
 
-def as_mapping(value: Any) -> dict[str, Any]:
+def _as_mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
 
 
@@ -268,7 +281,7 @@ def _plain_new_session(line: bytes) -> tuple[int | str, dict[str, Any]] | None:
         return None
     if not isinstance(ident, int | str) or isinstance(ident, bool):
         return None
-    params = as_mapping(request.get("params"))
+    params = _as_mapping(request.get("params"))
     if set(params) - {"cwd", "mcpServers", "additionalDirectories"}:
         return None
     dirs: Any = params.get("additionalDirectories", [])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .._early import advertised
 from ._model_facts import resolve_facts
 from ._model_list import HTTP_PROVIDERS, cache_key, model_values, read_cache
 from ._thinking import THOUGHT, ThoughtLevel
@@ -130,17 +131,6 @@ def options_state(
     return options
 
 
-def boolean_options(client_capabilities: Mapping[str, Any]) -> bool:
-    """Whether the client renders boolean config options (``session.configOptions.boolean``)."""
-    node: Any = client_capabilities
-    for key in ("session", "configOptions", "boolean"):
-        if not isinstance(node, Mapping):
-            return False
-        mapping: Mapping[str, Any] = node  # pyright: ignore[reportUnknownVariableType]
-        node = mapping.get(key)
-    return node is not None and node is not False
-
-
 class EarlyOpening:
     """The opening state of a new coding session in ``cwd``, as the coding factory will build it, computed
     before the factory is imported: the configuration resolved for ``cwd`` (strictly: a configuration with
@@ -186,6 +176,6 @@ def opening_state(config: Config, client_capabilities: Mapping[str, Any]) -> dic
             thought_level=ThoughtLevel(provider).level,
             window_of=window_of,
             toggles=session_switches(),
-            booleans=boolean_options(client_capabilities),
+            booleans=advertised(client_capabilities, "session", "configOptions", "boolean"),
         ),
     }

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._early import advertised
+
 if TYPE_CHECKING:
     from harness import Message, Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
 
@@ -58,13 +60,7 @@ class SessionEnvironment:
 
     def client_can(self, *path: str) -> bool:
         """``client_can("fs", "readTextFile")``: whether the client advertised that capability."""
-        node: Any = self.client_capabilities
-        for key in path:
-            if not isinstance(node, Mapping):
-                return False
-            mapping: Mapping[str, Any] = node  # pyright: ignore[reportUnknownVariableType]
-            node = mapping.get(key)
-        return node is not None and node is not False
+        return advertised(self.client_capabilities, *path)
 
 
 @dataclass(frozen=True, slots=True)
