@@ -26,6 +26,7 @@ from ._pause import Answer, Pending
 from ._state import Ended, Resume, RunState, TurnPhase, TurnState
 from ._tools import ToolSource
 from ._turn import Turn
+from .conforms import conforms
 from .events import Event
 from .middleware import ModelMiddleware, ToolMiddleware
 from .model import Model
@@ -51,7 +52,7 @@ class Run:
         pending: Sequence[Pending] = (),
         context: Any = None,
     ) -> None:
-        if not isinstance(tools, ToolSource):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not conforms(tools, ToolSource):
             raise HarnessUsageError(f"tools must be a ToolSource such as Tools(...), got {tools!r}")
         self.model = model
         self.tools = tools
@@ -59,10 +60,10 @@ class Run:
         self.options = options or Options()
         self.middleware: tuple[ModelMiddleware | ToolMiddleware, ...] = tuple(middleware)
         self.context = context
-        self._model_mw = tuple(m for m in self.middleware if isinstance(m, ModelMiddleware))
-        self._tool_mw = tuple(m for m in self.middleware if isinstance(m, ToolMiddleware))
+        self._model_mw = tuple(m for m in self.middleware if conforms(m, ModelMiddleware))
+        self._tool_mw = tuple(m for m in self.middleware if conforms(m, ToolMiddleware))
         for m in self.middleware:
-            if not isinstance(m, ModelMiddleware | ToolMiddleware):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not (conforms(m, ModelMiddleware) or conforms(m, ToolMiddleware)):
                 raise HarnessUsageError(f"not a ModelMiddleware or ToolMiddleware: {m!r}")
         self._state = RunState(list(messages), list(pending))
         self._turns = 0

@@ -13,6 +13,7 @@ import anyio.to_thread
 
 from ._errors import HarnessUsageError
 from ._messages import Image, Text
+from .conforms import conforms
 
 if TYPE_CHECKING:
     from ._call import Call
@@ -149,12 +150,12 @@ class Tools:
     def __init__(self, *items: Tool | ToolSource) -> None:
         self._items: tuple[Tool | ToolSource, ...] = items
         for item in items:
-            if not isinstance(item, Tool | ToolSource):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not (conforms(item, Tool) or conforms(item, ToolSource)):
                 raise HarnessUsageError(f"not a Tool or ToolSource: {item!r}")
         # Sorted once: an isinstance against a runtime protocol costs microseconds, and every step lists
         # the tools.
         self._sorted: tuple[tuple[Tool, None] | tuple[None, ToolSource], ...] = tuple(
-            (item, None) if isinstance(item, Tool) else (None, item) for item in items
+            (item, None) if conforms(item, Tool) else (None, item) for item in items
         )
 
     async def tools(self) -> Sequence[Tool]:

@@ -17,6 +17,7 @@ from ._messages import Message
 from ._pause import Answer, Approval, Need, Pending, Question
 from ._run import Ended, Run
 from ._tools import Hints, Result, Tool, Tools, ToolSource, ToolSpec
+from .conforms import conforms
 from .tools._values import ToolMeta
 
 __all__ = ["AgentTool"]
@@ -144,7 +145,7 @@ def _derived_hints(source: ToolSource) -> Hints:
 
     def walk(item: Tool | ToolSource) -> None:
         nonlocal unknown
-        if isinstance(item, Tool):
+        if conforms(item, Tool):
             hints.append(item.spec().hints)
         elif isinstance(item, Tools):
             for sub in item._items:  # pyright: ignore[reportPrivateUsage]

@@ -26,7 +26,7 @@ from harness.model import Finish, FinishReason, TextChunk, ToolStart
 
 from ._commands import SlashCommand
 from ._custom_commands import Commands, prompt_text
-from ._environment import environment_section
+from ._environment import environment_section, find_repository
 from ._hook_calls import prompt_hooks, session_start_hooks, stop_hooks
 from ._hooks import Hooks
 from ._instructions import Instructions
@@ -210,27 +210,22 @@ class ProjectContext:
         return parts.commands.scan_sync()
 
     async def refresh(self) -> None:
-        """Once per turn: re-read the files that changed, make the environment block anew."""
-        got: dict[str, Any] = {}
+        """Once per turn: re-read the files that changed, make the environment block anew (one worker-
+        thread hop for the files and the roots' repositories, then ``git status`` where there is one)."""
+        roots = self._env.roots
 
-        async def rescan() -> None:
+        def rescan() -> tuple[bool, list[Path | None]]:
+            repos = [find_repository(r) for r in roots]
             try:
-                got["commands_changed"] = await anyio.to_thread.run_sync(self._rescan)
+                return self._rescan(), repos
             except OSError:  # a folder that vanished mid-walk, say: keep what was read before
                 log.exception("re-reading the instructions, commands and skills failed")
-                got["commands_changed"] = False
+                return False, repos
 
-        async def environment() -> None:
-            got["environment"] = await environment_section(
-                self._env.roots, self._environ, secrets=self._secrets
-            )
-
-        async with anyio.create_task_group() as tg:  # the file reads and git status at once
-            tg.start_soon(rescan)
-            tg.start_soon(environment)
-        commands_changed: bool = got["commands_changed"]
+        commands_changed, repos = await anyio.to_thread.run_sync(rescan)
+        environment = await environment_section(roots, self._environ, secrets=self._secrets, repos=repos)
         found = self._parts
-        parts = [self._base, got["environment"]]
+        parts = [self._base, environment]
         if found is not None:
             parts += [found.instructions.section(), found.skills.section()]
         if self._notes:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 import anyio.to_thread
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from harness.secrets import Secrets
 from ._process import run_bounded
 
-__all__ = ["GIT_TIMEOUT_S", "GitState", "environment_section", "git_state"]
+__all__ = ["GIT_TIMEOUT_S", "GitState", "environment_section", "find_repository", "git_state"]
 
 GIT_TIMEOUT_S: Final = 2.0
 SHELL_TOOL: Final = "bash"
@@ -97,9 +97,24 @@ def _parse_status(out: str) -> tuple[str | None, bool]:
     return branch, bool(lines)
 
 
-async def git_state(directory: Path, environ: Mapping[str, str], secrets: Secrets | None = None) -> GitState:
-    repo = await anyio.to_thread.run_sync(repository_root, directory)
-    if not (repo / ".git").exists():
+def find_repository(directory: Path) -> Path | None:
+    """The git repository ``directory`` is in (blocking: a stat per parent), None outside one."""
+    repo = repository_root(directory)
+    return repo if (repo / ".git").exists() else None
+
+
+async def git_state(
+    directory: Path,
+    environ: Mapping[str, str],
+    secrets: Secrets | None = None,
+    *,
+    repo: Path | Literal[False] | None = False,
+) -> GitState:
+    """``repo``: ``find_repository(directory)`` when the caller has it (False: look it up here, in a
+    worker thread)."""
+    if repo is False:
+        repo = await anyio.to_thread.run_sync(find_repository, directory)
+    if repo is None:
         return GitState(None)
     base = secrets.child_env(environ) if secrets is not None else dict(environ)
     env = {k: v for k, v in base.items() if not k.startswith("GIT_")}
@@ -134,12 +149,17 @@ async def environment_section(
     *,
     secrets: Secrets | None = None,
     today: datetime.date | None = None,
+    repos: Sequence[Path | None] | None = None,
 ) -> str:
-    """The ``# Environment`` part of the system prompt."""
+    """The ``# Environment`` part of the system prompt. ``repos``: ``find_repository`` of each root, when
+    the caller looked them up (in a worker-thread hop it makes anyway)."""
     states: list[GitState] = [GitState(None)] * len(roots)
 
     async def one(i: int, root: Path) -> None:
-        states[i] = await git_state(root, environ, secrets)
+        known: Path | Literal[False] | None = repos[i] if repos is not None else False
+        if known is None:
+            return  # not a repository: nothing to run
+        states[i] = await git_state(root, environ, secrets, repo=known)
 
     async with anyio.create_task_group() as tg:
         for i, root in enumerate(roots):

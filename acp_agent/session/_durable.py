@@ -16,7 +16,7 @@ import anyio.to_thread
 if TYPE_CHECKING:
     from ._store import SessionMeta, SessionStore
 
-__all__ = ["Unsynced"]
+__all__ = ["Unsynced", "WriteBehind"]
 
 log = logging.getLogger(__name__)
 
@@ -85,3 +85,43 @@ class Unsynced:
                 log.warning(
                     "session %s: fsync of %d files took over %g s", self._id, len(paths), _SYNC_TIMEOUT
                 )
+
+
+class WriteBehind:
+    """One write that runs while the turn goes on (a step's first writes: the model request does not wait
+    for them), joined before the session's next write; its failure is raised there."""
+
+    def __init__(self, spawn: Callable[[Callable[[], Awaitable[None]]], object] | None) -> None:
+        self._spawn = spawn
+        self._done: anyio.Event | None = None
+        self._error: Exception | None = None
+
+    async def start(self, write: Callable[[], Awaitable[None]]) -> None:
+        """Run ``write`` in the background (shielded, bounded); inline without a task group."""
+        await self.join()
+        if self._spawn is None:
+            await write()
+            return
+        done = self._done = anyio.Event()
+
+        async def run() -> None:
+            try:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_SYNC_TIMEOUT):
+                    await write()
+            except Exception as exc:  # raised by the next join, in the turn
+                self._error = exc
+            finally:
+                done.set()
+
+        self._spawn(run)
+
+    async def join(self) -> None:
+        """Until the write under way (if any) is done; raises what it failed with."""
+        done = self._done
+        if done is not None:
+            await done.wait()
+            if self._done is done:
+                self._done = None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error

@@ -3,7 +3,9 @@
 A prompt turn drives ``Run.turn`` and sends each event's updates before asking for the next event, so
 updates are written in order and every update of a turn precedes the prompt's answer. The messages of
 each complete step are appended to the transcript (flushed and fsync'd) in the ``StepEnded`` handler, i.e.
-before the next step begins; a cancelled or failed step is never written (the harness drops it).
+before the next step begins; a cancelled or failed step is never written (the harness drops it). What a
+step's start adds (the prompt) is written beside the step's model request, not before it
+(``_durable.WriteBehind``), and joined before the session's next write.
 
 The turn's last writes (its messages, what it showed, a new title) are written and flushed before the
 prompt is answered, so a kill of the process right after the answer loses nothing and a ``session/load``
@@ -18,7 +20,7 @@ can wait for another process's fsync): a kill in between leaves the previous ``u
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -26,7 +28,7 @@ import anyio
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ._content import linked_files, prompt_to_message, title_from_prompt
-from ._durable import Unsynced
+from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
 from ._frontier import ClientFrontier
 from ._present import Presenter
@@ -75,6 +77,7 @@ class Session:
         self._history: list[Message] = list(history)
         self._persisted = len(self._history)
         self._unsynced = Unsynced(meta.id, store, env.spawn)
+        self._behind = WriteBehind(env.spawn)
         self._saved_title = meta.title
         self._get_model = get_model
         self._conn = connection
@@ -290,7 +293,7 @@ class Session:
                     if isinstance(event, StepStarted | StepEnded) and event.parent is None:
                         if isinstance(event, StepEnded):
                             self._shown.step_done()
-                        await self._persist(run, final=False)
+                        await self._persist(run, final=False, behind=isinstance(event, StepStarted))
         except HarnessUsageError as exc:  # re-raised by the run after TurnEnded: a bug, reported as such
             log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
             misuse = exc
@@ -340,27 +343,46 @@ class Session:
         )
         return self._run
 
-    async def _persist(self, run: Run, *, final: bool) -> None:
+    async def _persist(self, run: Run, *, final: bool, behind: bool = False) -> None:
         """Write what the turn added; the ``final`` writes, which the prompt's answer waits for, are
-        flushed and left to ``sync_writes`` to fsync (see the module docstring)."""
+        flushed and left to ``sync_writes`` to fsync (see the module docstring). ``behind``: written while
+        the turn goes on (a step's start: the prompt, or the tool results, go to disk as the model request
+        goes out), joined before the next write."""
+        await self._behind.join()
         messages = run.messages()
         new = messages[self._persisted :]
-        if new:
-            await self._transcript.append(new, sync=False)
-            self._persisted = len(messages)
-            self._unsynced.add((self._transcript.path,))
-        if self._threads is not None:
-            for thread, lines in self._threads.take_lines().items():
-                await self._store.append_thread(self.id, thread, lines)
+        self._persisted = len(messages)
+        lines = self._threads.take_lines() if self._threads is not None else {}
+        shown = self._shown.take()
         if final:
             self.meta = self.meta.touched()
             titled = self.meta.title != self._saved_title  # a new title is saved before the answer
-            self._unsynced.meta_unsaved = not titled
-            meta = self.meta if titled else None
-            self._unsynced.add(await self._store.write_flushed(self.id, self._shown.take(), meta))
+            await self._write(new, lines, shown, self.meta if titled else None, unsaved=not titled)
             self._saved_title = self.meta.title
+        elif behind:
+            await self._behind.start(lambda: self._write(new, lines, shown, None))
+        else:
+            await self._write(new, lines, shown, None)
+
+    async def _write(
+        self,
+        new: Sequence[Message],
+        lines: Mapping[str, list[dict[str, Any]]],
+        shown: list[dict[str, Any]],
+        meta: SessionMeta | None,
+        *,
+        unsaved: bool | None = None,
+    ) -> None:
+        if new:
+            await self._transcript.append(new, sync=False)
+            self._unsynced.add((self._transcript.path,))
+        for thread, thread_lines in lines.items():
+            await self._store.append_thread(self.id, thread, thread_lines)
+        if unsaved is not None:  # the final writes: the answer's fsync saves the metadata
+            self._unsynced.meta_unsaved = unsaved
+            self._unsynced.add(await self._store.write_flushed(self.id, shown, meta))
             return
-        self._unsynced.add(await self._store.write_flushed(self.id, self._shown.take()))
+        self._unsynced.add(await self._store.write_flushed(self.id, shown))
         if new:
             self.meta = self.meta.touched()
         self._unsynced.soon(lambda: self.meta)

@@ -205,7 +205,7 @@ async def test_a_failed_turn_is_an_actionable_error_and_completed_steps_stay(tmp
         assert roles == ["user", "assistant", "user"]  # prompt, the tool-call step and its results
 
 
-async def test_each_step_is_on_disk_before_the_next_step_begins(tmp_path: Path) -> None:
+async def test_each_step_is_on_disk_before_the_next_step_begins_and_the_prompt_with_the_first(tmp_path: Path) -> None:
     @tool
     def noop() -> str:
         """Do nothing."""
@@ -228,7 +228,11 @@ async def test_each_step_is_on_disk_before_the_next_step_begins(tmp_path: Path) 
         await client.initialize()
         holder["sid"] = sid = await client.new_session(str(tmp_path))
         await client.call("session/prompt", client.prompt_params(sid, "x"))
-    assert lines_seen == [1, 3]
+    # The prompt is written beside the first model request (not before it); step one's messages are on
+    # disk before step two's request.
+    assert lines_seen[1:] == [3]
+    lines = transcript_lines(tmp_path, sid)
+    assert len(lines) == 4 and lines[0]["role"] == "user"
 
 
 async def test_second_prompt_while_one_runs_is_rejected_and_the_first_completes(tmp_path: Path) -> None:
