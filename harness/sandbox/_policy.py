@@ -269,7 +269,8 @@ def explain_denial(output: str, policy: SandboxPolicy) -> str | None:
     return (
         f"[sandbox: this command ran {policy.describe()}. A 'Permission denied', 'Operation not "
         "permitted' or unreachable network above may be the sandbox: outside the allowed folders, on a "
-        "protected path, or creating/renaming an entry directly in the project folder. If the task "
-        f'truly needs to write there{net}, call shell again with `sandbox: "off"`; the user will be '
+        "protected path, or creating/renaming an entry directly in the project folder. A new folder "
+        "there (./build, ./.venv): call shell again with it in `make_dirs`, still sandboxed. If the task "
+        f'truly needs to write elsewhere{net}, call shell again with `sandbox: "off"`; the user will be '
         "asked.]"
     )

@@ -36,14 +36,15 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import anyio
 from anyio.abc import Process
 
 from .._call import Call
 from .._tools import Hints, Result, ToolSpec
-from ..sandbox import SandboxPolicy, explain_denial
+from ..protected import PROTECTED
+from ..sandbox import DEFAULT_PROTECTED, SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
 from ..secrets import Secrets
 from ._root import PathError, Root
@@ -170,11 +171,21 @@ _SANDBOX_PROPERTIES: dict[str, Any] = {
         "type": "boolean",
         "description": "true: allow network access in the sandbox (the user is asked first).",
     },
+    "make_dirs": {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1},
+        "maxItems": 16,
+        "description": "Folders to create directly in a project folder before the command runs, e.g. "
+        '["build"] for a build that makes ./build: the sandbox cannot create entries there itself. Not '
+        "for protected names (.git, .vscode, ...).",
+    },
 }
 _SANDBOX_NOTE = (
     " Commands run in a sandbox: they write only inside the project (not .git and other protected "
-    "paths, nor new entries directly in the project folder) and the temp folder, without network."
+    "paths, nor new entries directly in the project folder: name those in `make_dirs`) and the temp "
+    "folder, without network."
 )
+_MAKE_DIRS_MAX: Final = 16
 
 
 class _HeadTail:
@@ -282,6 +293,44 @@ class Shell:
             meta=ToolMeta(kind="execute"),
         )
 
+    async def _make_dirs(self, names: list[str], policy: SandboxPolicy | None, call: Call) -> str | None:
+        """Create each folder directly in a project folder (what a sandboxed command cannot do); why one
+        is refused (outside, deeper, protected, a read-only sandbox), or None once all exist."""
+        if not names or call.is_cancelled():
+            return None
+        if len(names) > _MAKE_DIRS_MAX:
+            return f"at most {_MAKE_DIRS_MAX} folders"
+        if policy is not None and policy.enabled and policy.mode != "workspace-write":
+            return f"this command runs in the {policy.mode} sandbox, which writes no project folder"
+        roots = self.root.paths
+        kept = policy.protected if policy is not None else DEFAULT_PROTECTED
+        named = {p.lower() for p in kept if "/" not in p}  # deeper ones: the sandbox splits their parents
+        paths: list[Path] = []
+        for name in names:
+            try:
+                path = await self.root.resolve(name)
+            except PathError as e:
+                return f"{name}: {e}"
+            if path.parent not in roots:
+                return f"{name}: not directly in a project folder (the command can create deeper ones itself)"
+            lower = path.name.lower()
+            if lower in named or any(p.matches((lower,)) for p in PROTECTED):
+                return f'{name}: a protected path (ask with `sandbox: "off"` if the task needs it)'
+            paths.append(path)
+
+        def make() -> str | None:
+            for path in paths:
+                try:
+                    path.mkdir()
+                except FileExistsError:
+                    if not path.is_dir() or path.is_symlink():
+                        return f"{self.root.display(path)} exists and is not a folder"
+                except OSError as e:
+                    return f"{self.root.display(path)}: {e.strerror}"
+            return None
+
+        return await anyio.to_thread.run_sync(make)
+
     async def call(self, input: dict[str, Any], call: Call) -> Result:
         command = str(input["command"])
         if not command.strip():
@@ -308,6 +357,9 @@ class Shell:
         policy = self.sandbox(input) if self.sandbox is not None else None
         if policy is not None:  # whoever starts it (the editor's terminal too), it sees no credential
             policy = policy.without_env(self.secrets.hidden_names(os.environ))
+        refused = await self._make_dirs([str(d) for d in input.get("make_dirs") or ()], policy, call)
+        if refused is not None:
+            return Result.failure(f"shell: make_dirs: {refused}; the command did not run")
         ran = _Ran(cancelled=call.is_cancelled())
         if not ran.cancelled:
             request = CommandRequest(command, cwd, call.id, sandbox=policy)

@@ -201,3 +201,30 @@ async def test_a_sandboxed_env_shows_no_credential_even_where_the_editor_starts_
     assert "'sandbox': 'sandboxed" in output, "the command did not run sandboxed"
     if terminal:
         assert editor.calls[0] == "create"
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local-runner"])
+async def test_a_build_that_makes_a_top_level_folder_runs_unasked_once_the_folder_is_named_in_make_dirs(
+    tmp_path: Path, terminal: bool
+) -> None:
+    import acp
+
+    project = _project(tmp_path)
+    script = [
+        _shell(command="mkdir build && echo o > build/out.o"),  # refused by the sandbox: a new root entry
+        _shell(command="echo o > build/out.o", make_dirs=["build"]),
+        _shell(command="true", make_dirs=[".git/hooks"]),  # not directly in the project folder
+        {"text": "built"},
+    ]
+    editor = Editor([])
+    env = agent_env(tmp_path, script, "s") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
+    async with await open_agent(editor, env, project) as (conn, _proc):
+        sid = await _session(conn, project, terminal=terminal)
+        result = await conn.prompt(session_id=sid, prompt=[acp.text_block("build it")])
+        assert result.stop_reason == "end_turn"
+    assert editor.permissions == []
+    assert (project / "build" / "out.o").read_text() == "o\n"
+    texts = _results(editor)
+    assert any("make_dirs" in t and "Permission denied" in t for t in texts), texts
+    assert any("not directly in a project folder" in t for t in texts), texts
+    assert sorted(p.name for p in (project / ".git" / "hooks").iterdir()) == []

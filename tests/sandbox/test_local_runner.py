@@ -33,10 +33,11 @@ def world(tmp_path: Path) -> dict[str, Path]:
     return {"project": project.resolve(), "temp": temp.resolve(), "outside": outside.resolve()}
 
 
-async def run(world: dict[str, Path], command: str, **policy: Any) -> Any:
+async def run(world: dict[str, Path], command: str, make_dirs: list[str] | None = None, **policy: Any) -> Any:
     chosen = SandboxPolicy(roots=(world["project"],), temp=world["temp"], **policy)
     shell = Shell(Root([world["project"]]), sandbox=lambda _input: chosen)
-    return (await call_tool(shell, {"command": command})).result
+    extra = {"make_dirs": make_dirs} if make_dirs is not None else {}
+    return (await call_tool(shell, {"command": command, **extra})).result
 
 
 async def test_a_sandboxed_command_writes_in_the_project_and_its_temp_but_nowhere_else(
@@ -118,3 +119,36 @@ async def test_the_same_command_unsandboxed_writes_outside(world: dict[str, Path
     result = (await call_tool(shell, {"command": f"echo x > {out}/x.txt"})).result
     assert result.value["exit_code"] == 0 and (out / "x.txt").exists()
     assert result.value["sandbox"] == "off"
+
+
+async def test_a_new_top_level_folder_is_refused_to_the_command_and_made_for_it_through_make_dirs(
+    world: dict[str, Path],
+) -> None:
+    project = world["project"]
+    denied = await run(world, "mkdir build && echo o > build/out.o")
+    assert not (project / "build").exists()
+    assert "make_dirs" in denied.as_text()  # the note names the way that stays in the sandbox
+    made = await run(world, "echo o > build/out.o && mkdir -p build/deeper/still", make_dirs=["build"])
+    assert not made.error, made.as_text()
+    assert (project / "build" / "out.o").read_text() == "o\n"
+    assert (project / "build" / "deeper" / "still").is_dir()
+    again = await run(world, "test -d build", make_dirs=["build"])  # an existing folder is fine
+    assert not again.error
+
+
+@pytest.mark.parametrize(
+    "name", [".git", ".VSCode", ".acp-agent", "my.code-workspace", "src/inner", "../sibling", "/etc"]
+)
+async def test_make_dirs_refuses_protected_names_deeper_folders_and_places_outside(
+    world: dict[str, Path], name: str
+) -> None:
+    result = await run(world, "touch ran", make_dirs=[name])
+    assert result.error and "the command did not run" in result.as_text()
+    assert not (world["project"] / "ran").exists()
+    assert not (world["project"] / ".vscode").exists() and not (world["project"] / ".acp-agent").exists()
+
+
+async def test_make_dirs_is_refused_in_the_read_only_sandbox(world: dict[str, Path]) -> None:
+    result = await run(world, "true", make_dirs=["build"], mode="read-only")
+    assert result.error and "read-only" in result.as_text()
+    assert not (world["project"] / "build").exists()

@@ -205,7 +205,9 @@ async def test_a_failed_turn_is_an_actionable_error_and_completed_steps_stay(tmp
         assert roles == ["user", "assistant", "user"]  # prompt, the tool-call step and its results
 
 
-async def test_each_step_is_on_disk_before_the_next_step_begins_and_the_prompt_with_the_first(tmp_path: Path) -> None:
+async def test_each_step_is_on_disk_before_the_next_step_begins_and_the_prompt_with_the_first(
+    tmp_path: Path,
+) -> None:
     @tool
     def noop() -> str:
         """Do nothing."""
