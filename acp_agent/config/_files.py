@@ -68,11 +68,12 @@ def resolve_path(value: str, base: Path, env: Mapping[str, str]) -> Path:
 def find_project_config(cwd: Path) -> Path | None:
     """The ``.acp-agent`` directory of the project, searched from ``cwd`` up to the repository root."""
     here = cwd.resolve() if cwd.exists() else cwd.absolute()
+    # Strings and one stat per name: this runs for every session/new (pathlib costs more than the stats).
     for directory in (here, *here.parents):
-        candidate = directory / PROJECT_DIR
-        if any((candidate / name).is_file() for name in _MARKERS):
-            return candidate
-        if (directory / ".git").exists():
+        candidate = os.path.join(directory, PROJECT_DIR)
+        if os.path.isdir(candidate) and any(os.path.isfile(os.path.join(candidate, n)) for n in _MARKERS):
+            return Path(candidate)
+        if os.path.exists(os.path.join(directory, ".git")):
             return None
     return None
 

@@ -135,8 +135,19 @@ class SessionStore:
         """Write a brand-new session's meta (blocking: ``session/new`` calls it in its one worker-thread
         hop, before the answer, so a ``session/load`` right after finds it). Not fsync'd: an empty session
         lost to a power cut loses nothing, a killed process loses nothing (the page cache keeps the file),
-        and its first complete step is fsync'd with the meta again (``save_meta``)."""
-        write_json_atomic(self.directory(meta.id) / "meta.json", meta.to_dict(), sync=False)
+        and its first complete step is fsync'd with the meta again (``save_meta``). Written in place, not
+        through a temporary file and a rename: nobody knows the id before this returns, and a kill in the
+        middle leaves an unreadable file in a folder no answer named, which listing skips."""
+        directory = self.directory(meta.id)
+        directory.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(meta.to_dict(), ensure_ascii=False, indent=1).encode()
+        fd = os.open(directory / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
 
     async def write_flushed(
         self, session_id: str, shown: list[dict[str, Any]], meta: SessionMeta | None = None
