@@ -54,11 +54,25 @@ def _results(editor: Editor) -> list[str]:
     return texts
 
 
+async def _accept_edits_turn(
+    tmp_path: Path, project: Path, script: list[dict[str, Any]], *, terminal: bool, text: str = "go"
+) -> Editor:
+    """One scripted turn in ``accept-edits``, ending ``end_turn``; the editor that saw it."""
+    import acp
+
+    editor = Editor([])
+    env = agent_env(tmp_path, script, "s") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
+    async with await open_agent(editor, env, project) as (conn, _proc):
+        sid = await _session(conn, project, terminal=terminal)
+        result = await conn.prompt(session_id=sid, prompt=[acp.text_block(text)])
+        assert result.stop_reason == "end_turn"
+    return editor
+
+
 @pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local-runner"])
 async def test_accept_edits_runs_a_sandboxed_command_unasked_and_it_stays_in_the_project(
     tmp_path: Path, terminal: bool
 ) -> None:
-    import acp
 
     project = _project(tmp_path)
     out = tmp_path / "outside"
@@ -67,12 +81,7 @@ async def test_accept_edits_runs_a_sandboxed_command_unasked_and_it_stays_in_the
         f"echo out > {out}/x.txt"
     )
     script = [_shell(command=command), {"text": "ran"}]
-    editor = Editor([])
-    env = agent_env(tmp_path, script, "s") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
-    async with await open_agent(editor, env, project) as (conn, _proc):
-        sid = await _session(conn, project, terminal=terminal)
-        result = await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
-        assert result.stop_reason == "end_turn"
+    editor = await _accept_edits_turn(tmp_path, project, script, terminal=terminal)
     assert editor.permissions == []  # no prompt for a sandboxed command in accept-edits
     assert (project / "src" / "in.txt").read_text() == "in\n"
     assert list(out.iterdir()) == []
@@ -207,7 +216,6 @@ async def test_a_sandboxed_env_shows_no_credential_even_where_the_editor_starts_
 async def test_a_build_that_makes_a_top_level_folder_runs_unasked_once_the_folder_is_named_in_make_dirs(
     tmp_path: Path, terminal: bool
 ) -> None:
-    import acp
 
     project = _project(tmp_path)
     script = [
@@ -216,12 +224,7 @@ async def test_a_build_that_makes_a_top_level_folder_runs_unasked_once_the_folde
         _shell(command="true", make_dirs=[".git/hooks"]),  # not directly in the project folder
         {"text": "built"},
     ]
-    editor = Editor([])
-    env = agent_env(tmp_path, script, "s") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
-    async with await open_agent(editor, env, project) as (conn, _proc):
-        sid = await _session(conn, project, terminal=terminal)
-        result = await conn.prompt(session_id=sid, prompt=[acp.text_block("build it")])
-        assert result.stop_reason == "end_turn"
+    editor = await _accept_edits_turn(tmp_path, project, script, terminal=terminal, text="build it")
     assert editor.permissions == []
     assert (project / "build" / "out.o").read_text() == "o\n"
     texts = _results(editor)
