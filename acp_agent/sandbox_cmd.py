@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,26 +66,69 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"acp-agent sandbox: bad policy: {exc}", file=sys.stderr)
         return 2
+    temp: str | None = None
+    if policy.temp is None:  # a private temp folder (TMPDIR): /tmp itself is not writable inside
+        import dataclasses
+        import tempfile
+
+        temp = tempfile.mkdtemp(prefix="acp-agent-sandbox-")
+        policy = dataclasses.replace(policy, temp=Path(temp))
     support = probe()
-    try:
-        if support.mechanism == "landlock":
-            spec = compile_spec(policy, support.abi, netns=support.netns)
-            apply_spec(spec)
-            environ = spec_environ(spec, os.environ)
-        elif support.mechanism == "seatbelt":
-            argv = ["/usr/bin/sandbox-exec", "-p", seatbelt_profile(policy), *argv]
-            environ = policy.child_env(os.environ)
-        else:
-            print(f"acp-agent sandbox: {support.describe()}; not running the command", file=sys.stderr)
-            return 126
-    except OSError as exc:
-        print(f"acp-agent sandbox: cannot apply the sandbox, not running the command: {exc}", file=sys.stderr)
+    if support.mechanism not in ("landlock", "seatbelt"):
+        print(f"acp-agent sandbox: {support.describe()}; not running the command", file=sys.stderr)
         return 126
-    try:
-        os.execvpe(argv[0], argv, environ)
-    except OSError as exc:
-        print(f"acp-agent sandbox: {argv[0]}: {exc.strerror}", file=sys.stderr)
+
+    def enter() -> int:
+        """Apply the sandbox to this process and exec the command; the status when that fails."""
+        run, environ = argv, policy.child_env(os.environ)
+        try:
+            if support.mechanism == "landlock":
+                spec = compile_spec(policy, support.abi, netns=support.netns)
+                apply_spec(spec)
+                environ = spec_environ(spec, os.environ)
+            else:
+                run = ["/usr/bin/sandbox-exec", "-p", seatbelt_profile(policy), *argv]
+        except OSError as exc:
+            print(
+                f"acp-agent sandbox: cannot apply the sandbox, not running the command: {exc}",
+                file=sys.stderr,
+            )
+            return 126
+        try:
+            os.execvpe(run[0], run, environ)
+        except OSError as exc:
+            print(f"acp-agent sandbox: {argv[0]}: {exc.strerror}", file=sys.stderr)
         return 127
+
+    if temp is None:
+        return enter()
+    return _in_child_then_remove(enter, temp)
+
+
+def _in_child_then_remove(enter: Callable[[], int], temp: str) -> int:
+    """``enter`` in a forked child (this process stays outside the sandbox, which cannot remove its own
+    temp folder), then remove the temp folder; the child's status is ours. Signals that would end this
+    process are passed on (Ctrl-C reaches the child through the terminal's process group)."""
+    import shutil
+    import signal
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()  # the CLI runs no thread: a plain fork
+        except OSError as exc:
+            print(f"acp-agent sandbox: cannot start the command: {exc}", file=sys.stderr)
+            return 126
+        if pid == 0:
+            os._exit(enter())
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, lambda n, _f: os.kill(pid, n))
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _register() -> None:

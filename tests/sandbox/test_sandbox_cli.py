@@ -1,0 +1,51 @@
+"""``acp-agent sandbox -- CMD``, the real process: the command writes in the current folder and its own
+temp folder only, gets its exit status back, and leaves no temp folder behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("landlock")
+
+
+def _sandbox(cwd: Path, script: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "acp_agent", "sandbox", *flags, "--", "sh", "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_command_writes_here_and_in_its_temp_folder_which_is_gone_afterwards(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)  # (a new entry directly in the project folder is refused)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    script = (
+        f'echo in > src/in.txt; echo t > "$TMPDIR/t"; mktemp > src/made.txt; echo "$TMPDIR" > src/tmpdir.txt; '
+        f"echo out > {outside}/x.txt; exit 3"
+    )
+    done = _sandbox(project, script)
+    assert done.returncode == 3, done.stderr
+    assert (project / "src" / "in.txt").read_text() == "in\n"
+    assert list(outside.iterdir()) == []
+    assert "Permission denied" in done.stderr
+    temp = Path((project / "src" / "tmpdir.txt").read_text().strip())
+    assert temp.name.startswith("acp-agent-sandbox-")
+    assert (
+        Path((project / "src" / "made.txt").read_text().strip()).parent == temp
+    )  # mktemp found a writable TMPDIR
+    assert not temp.exists()
+
+
+def test_read_only_writes_nothing_here_but_still_has_a_temp_folder(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    done = _sandbox(tmp_path, 'echo t > "$TMPDIR/t" && cat "$TMPDIR/t"; echo x > src/here.txt', "--read-only")
+    assert done.stdout == "t\n"
+    assert not (tmp_path / "src" / "here.txt").exists()
