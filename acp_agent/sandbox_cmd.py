@@ -71,7 +71,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         import dataclasses
         import tempfile
 
-        temp = tempfile.mkdtemp(prefix="acp-agent-sandbox-")
+        temp = tempfile.mkdtemp(prefix="acp-agent-sandbox-cli-")
         policy = dataclasses.replace(policy, temp=Path(temp))
     support = probe()
     if support.mechanism not in ("landlock", "seatbelt"):

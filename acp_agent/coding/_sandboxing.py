@@ -101,6 +101,49 @@ def agent_private_paths(config: Config, environ: Mapping[str, str]) -> list[Path
     return paths
 
 
+FOLDER_PREFIX: Final = "acp-agent-sandbox-"
+"""A session's private folder is ``<temp>/acp-agent-sandbox-<pid>-<random>``: the pid lets a later process
+remove the folders of one that was killed."""
+STALE_AFTER_S: Final = 3600.0
+_swept = threading.Lock()
+_sweep_done = False
+
+
+def sweep_stale_folders(now: float | None = None) -> list[Path]:
+    """Remove (once per process; blocking) the private folders that processes killed before closing their
+    sessions left behind: yours, named after a pid that is gone, untouched for an hour (a pid namespace
+    sharing this temp folder could show a live agent's pid as gone). Returns what was removed."""
+    global _sweep_done
+    import time
+
+    with _swept:
+        if _sweep_done:
+            return []
+        _sweep_done = True
+    removed: list[Path] = []
+    cutoff = (time.time() if now is None else now) - STALE_AFTER_S
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid_text, dash, _ = entry.name[len(FOLDER_PREFIX) :].partition("-")
+        if not entry.name.startswith(FOLDER_PREFIX) or not (dash and pid_text.isdigit()):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not entry.is_dir(follow_symlinks=False) or st.st_uid != os.getuid() or st.st_mtime > cutoff:
+                continue
+            os.kill(int(pid_text), 0)
+            continue  # alive (or not ours to signal): keep it
+        except ProcessLookupError:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
+
+
 class SessionSandbox:
     """The sandbox of one session (see the module docstring). ``aclose`` removes its temp folder."""
 
@@ -139,7 +182,8 @@ class SessionSandbox:
         with self._making:
             if self._dir is not None or self._closed:
                 return
-            folder = Path(tempfile.mkdtemp(prefix="acp-agent-sandbox-"))
+            sweep_stale_folders()
+            folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
             (folder / "tmp").mkdir()
             self.base = replace(self.base, temp=folder / "tmp", state_dir=folder / "specs")
             self._dir = folder
