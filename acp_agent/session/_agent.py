@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -42,6 +42,7 @@ from ._session import Session
 from ._setup import SessionEnvironment, SessionFactory, SessionSetup, default_factory
 from ._store import SessionMeta, SessionStore
 from ._threads import replay_thread
+from ._warm import WarmsUp, warm_imports
 
 if TYPE_CHECKING:
     from harness import Model
@@ -72,31 +73,9 @@ class Route(Generic[R]):
     """Where ``initialize`` advertises the method in ``agentCapabilities`` (empty: a baseline method)."""
 
 
-@runtime_checkable
-class WarmsUp(Protocol):
-    """A session factory that can import what its first session needs ahead of time."""
-
-    def warm(self) -> None:
-        """Runs in a worker thread once ``initialize`` was answered."""
-        ...
-
-
 def _params(params: Any) -> Any:
     """``initialize``'s params go to ``initialize_result`` as sent: it is the early answer's check too."""
     return params
-
-
-def _warm_imports(factory: SessionFactory) -> None:
-    # Pays the harness's and the factory's import cost, and the models' schema builds, off the event loop.
-    import harness.transcript  # noqa: F401  # pyright: ignore[reportUnusedImport]
-
-    if isinstance(factory, WarmsUp):
-        factory.warm()
-    m.NewSessionRequest.model_validate({"cwd": "/", "mcpServers": []})
-    # The answer's model too: its first build (~6 ms) would land on the first session/new that
-    # acp_agent._early did not answer.
-    m.NewSessionResponse.model_validate({"sessionId": "s"})
-    m.PromptRequest.model_validate({"sessionId": "s", "prompt": [{"type": "text", "text": "x"}]})
 
 
 class AcpAgent:
@@ -226,7 +205,7 @@ class AcpAgent:
 
     async def _warm_up(self) -> None:
         try:
-            await anyio.to_thread.run_sync(_warm_imports, self._factory)
+            await anyio.to_thread.run_sync(warm_imports, self._factory)
         except Exception:
             log.exception("warming up imports failed")
 
@@ -291,7 +270,13 @@ class AcpAgent:
         meta = meta.touched(cwd=cwd, additional_directories=dirs, mcp_servers=servers)
         history = await self.store.load_messages(meta.id)
         session = await self.open_session(meta, history, ctx)
-        await self.store.save_meta(meta)
+        try:
+            await self.store.save_meta(meta)
+        except FileNotFoundError:  # deleted meanwhile (a session/delete answered while this opened it)
+            if self.sessions.get(meta.id) is session:
+                self.sessions.pop(meta.id, None)
+            await session.close()
+            raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id) from None
         if replay:
             await session.replay()
         log.info("session %s %s (%d messages)", meta.id, "loaded" if replay else "resumed", len(history))
@@ -334,7 +319,12 @@ class AcpAgent:
         """Register the session; its controls' after-open work starts once the answer is written."""
         assert self._conn is not None, "attach() the connection first"
         session = Session(meta, env, setup, self.store, history, self._get_model, self._conn)
+        replaced = self.sessions.get(meta.id)
         self.sessions[meta.id] = session
+        if replaced is not None and self._spawn is not None:
+            # Two loads of one session at once both opened it: the newer one serves it, the other is
+            # closed (its MCP servers and sandbox folder would outlive it otherwise).
+            self._spawn(replaced.close)
         if ctx is not None:  # (None: the answer was written before, acp_agent._early)
             self._opening[ctx.request_id] = session.opened.set
         controls = setup.controls

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,50 @@ async def test_close_then_delete_during_a_turn_answers_the_prompt_cancelled(
                 )
             assert not agent.violations, agent.violations
     assert answers == [({"stopReason": "cancelled"}, {}, {})] * ROUNDS
+
+
+async def test_two_loads_of_one_session_at_once_leave_one_live_session_and_nothing_behind(
+    home: Path, tmp_path: Path
+) -> None:
+    """Both loads open the session; the older live one is closed (its private sandbox folder, named
+    after the agent's pid, is gone once the agent exits), and a delete racing a resume answers cleanly."""
+    script = write_script(tmp_path / "script.json", [{"text": "ok"}] * 4)
+    temp = Path(tempfile.gettempdir())
+    async with agent_process(home, agent_env(home, script, TMPDIR=str(temp))) as agent:
+        pid = agent.process.pid
+        with anyio.fail_after(60):
+            await initialized(agent)
+            for _ in range(3):
+                sid = (await agent.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+                params: dict[str, Any] = {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}
+                ids = [agent.new_id() for _ in range(3)]
+                methods = ["session/load", "session/load", "session/resume"]
+                for i in ids:
+                    agent.expect(i)
+                lines = [
+                    {"jsonrpc": "2.0", "id": i, "method": m, "params": params}
+                    for i, m in zip(ids, methods, strict=True)
+                ]
+                await agent.send_raw(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+                answers = [await agent.response(i) for i in ids]
+                assert all("result" in a for a in answers), answers
+                delete, resume = agent.new_id(), agent.new_id()
+                agent.expect(delete)
+                agent.expect(resume)
+                race = [
+                    {
+                        "jsonrpc": "2.0",
+                        "id": delete,
+                        "method": "session/delete",
+                        "params": {"sessionId": sid},
+                    },
+                    {"jsonrpc": "2.0", "id": resume, "method": "session/resume", "params": params},
+                ]
+                await agent.send_raw(b"".join(json.dumps(line).encode() + b"\n" for line in race))
+                assert "result" in await agent.response(delete)
+                answer = await agent.response(resume)
+                assert "result" in answer or answer["error"]["code"] != -32603, (
+                    answer
+                )  # not an internal error
+    assert agent.process.returncode == 0
+    assert list(temp.glob(f"acp-agent-sandbox-{pid}-*")) == []  # noqa: ASYNC240 (a test)
