@@ -230,7 +230,7 @@ class AcpAgent:
             raise RpcError.not_found(f"session not found: {session_id}", uri=session_id)
         return session
 
-    async def new_session(self, req: m.NewSessionRequest, ctx: RequestContext) -> m.NewSessionResponse:
+    async def new_session(self, req: m.NewSessionRequest, ctx: RequestContext) -> dict[str, Any]:
         if terminal_auth(self.client_capabilities) and not (self.settings.configured or self._model):
             cwd, _ = await checked_roots(req.cwd, req.additional_directories)
             if await needs_setup(self.settings, self._model, self._factory, cwd):
@@ -240,7 +240,9 @@ class AcpAgent:
         meta, env, setup = await new_session_setup(req, servers, self._factory, self.store, self._environment)
         session = self._opened(meta, env, setup, [], ctx)
         log.info("session %s created in %s", session.id, meta.cwd)
-        return m.NewSessionResponse.model_validate({"sessionId": session.id, **controls_state(session)})
+        # The wire shape as the early answer sends it (``controls_state``'s dicts are built to the schema,
+        # pinned by the goldens): no model to validate and dump again, 0.1-0.2 ms per session/new.
+        return {"sessionId": session.id, **controls_state(session)}
 
     async def load_session(self, req: m.LoadSessionRequest, ctx: RequestContext) -> dict[str, Any]:
         if self._conn is not None and await replay_thread(self.store, self._conn, req.session_id):

@@ -29,7 +29,4 @@ def warm_imports(factory: SessionFactory) -> None:
     if isinstance(factory, WarmsUp):
         factory.warm()
     m.NewSessionRequest.model_validate({"cwd": "/", "mcpServers": []})
-    # The answer's model too: its first build (~6 ms) would land on the first session/new that
-    # acp_agent._early did not answer.
-    m.NewSessionResponse.model_validate({"sessionId": "s"})
     m.PromptRequest.model_validate({"sessionId": "s", "prompt": [{"type": "text", "text": "x"}]})
