@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import agent_env, agent_process, initialized, update_of, write_script
+from _reliability_support import AgentProcess, agent_env, agent_process, initialized, update_of, write_script
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -18,6 +18,18 @@ ROUNDS = 30
 
 def _is_chunk(message: dict[str, Any]) -> bool:
     return update_of(message).get("sessionUpdate") == "agent_message_chunk"
+
+
+async def _at_once(agent: AgentProcess, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Write the requests in one write (the agent reads them together); their ids, expected."""
+    ids = [agent.new_id() for _ in calls]
+    for i in ids:
+        agent.expect(i)
+    lines = [
+        {"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in zip(ids, calls, strict=True)
+    ]
+    await agent.send_raw(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    return ids
 
 
 async def test_close_then_delete_during_a_turn_answers_the_prompt_cancelled(
@@ -39,24 +51,10 @@ async def test_close_then_delete_during_a_turn_answers_the_prompt_cancelled(
                     "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}
                 )
                 await agent.notification(_is_chunk, start)
-                close, delete = agent.new_id(), agent.new_id()
-                agent.expect(close)
-                agent.expect(delete)
-                lines = [
-                    {
-                        "jsonrpc": "2.0",
-                        "id": close,
-                        "method": "session/close",
-                        "params": {"sessionId": session},
-                    },
-                    {
-                        "jsonrpc": "2.0",
-                        "id": delete,
-                        "method": "session/delete",
-                        "params": {"sessionId": session},
-                    },
-                ]
-                await agent.send_raw(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+                close, delete = await _at_once(
+                    agent,
+                    [("session/close", {"sessionId": session}), ("session/delete", {"sessionId": session})],
+                )
                 answers.append(
                     (
                         (await agent.response(prompt)).get("result")
@@ -83,30 +81,14 @@ async def test_two_loads_of_one_session_at_once_leave_one_live_session_and_nothi
             for _ in range(3):
                 sid = (await agent.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
                 params: dict[str, Any] = {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}
-                ids = [agent.new_id() for _ in range(3)]
-                methods = ["session/load", "session/load", "session/resume"]
-                for i in ids:
-                    agent.expect(i)
-                lines = [
-                    {"jsonrpc": "2.0", "id": i, "method": m, "params": params}
-                    for i, m in zip(ids, methods, strict=True)
-                ]
-                await agent.send_raw(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+                ids = await _at_once(
+                    agent, [("session/load", params), ("session/load", params), ("session/resume", params)]
+                )
                 answers = [await agent.response(i) for i in ids]
                 assert all("result" in a for a in answers), answers
-                delete, resume = agent.new_id(), agent.new_id()
-                agent.expect(delete)
-                agent.expect(resume)
-                race = [
-                    {
-                        "jsonrpc": "2.0",
-                        "id": delete,
-                        "method": "session/delete",
-                        "params": {"sessionId": sid},
-                    },
-                    {"jsonrpc": "2.0", "id": resume, "method": "session/resume", "params": params},
-                ]
-                await agent.send_raw(b"".join(json.dumps(line).encode() + b"\n" for line in race))
+                delete, resume = await _at_once(
+                    agent, [("session/delete", {"sessionId": sid}), ("session/resume", params)]
+                )
                 assert "result" in await agent.response(delete)
                 answer = await agent.response(resume)
                 assert "result" in answer or answer["error"]["code"] != -32603, (
