@@ -1,0 +1,55 @@
+"""``WriteBehind``: a session's write that runs while the turn goes on is joined before the next one, and
+its failure is raised there, once."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+import pytest
+
+from acp_agent.session._durable import WriteBehind
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_next_start_waits_for_the_write_under_way_and_join_raises_its_failure_once() -> None:
+    order: list[str] = []
+    release = anyio.Event()
+
+    async def slow() -> None:
+        await release.wait()
+        order.append("first")
+
+    async def failing() -> None:
+        order.append("second")
+        raise OSError("disk full")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+
+            def spawn(work: Callable[[], Awaitable[None]]) -> None:
+                async def run() -> None:
+                    await work()
+
+                tg.start_soon(run)
+
+            behind = WriteBehind(spawn)
+            await behind.start(slow)
+            assert order == []  # started, not awaited
+            release.set()
+            await behind.start(failing)  # joins the first before it begins
+            with pytest.raises(OSError, match="disk full"):
+                await behind.join()
+            await behind.join()  # raised once
+    assert order == ["first", "second"]
+
+
+async def test_without_a_task_group_the_write_runs_inline() -> None:
+    ran: list[bool] = []
+
+    async def write() -> None:
+        ran.append(True)
+
+    await WriteBehind(None).start(write)
+    assert ran == [True]
