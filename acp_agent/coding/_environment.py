@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 import anyio
 import anyio.to_thread
@@ -104,18 +104,9 @@ def find_repository(directory: Path) -> Path | None:
 
 
 async def git_state(
-    directory: Path,
-    environ: Mapping[str, str],
-    secrets: Secrets | None = None,
-    *,
-    repo: Path | Literal[False] | None = False,
+    directory: Path, repo: Path, environ: Mapping[str, str], secrets: Secrets | None = None
 ) -> GitState:
-    """``repo``: ``find_repository(directory)`` when the caller has it (False: look it up here, in a
-    worker thread)."""
-    if repo is False:
-        repo = await anyio.to_thread.run_sync(find_repository, directory)
-    if repo is None:
-        return GitState(None)
+    """``directory``'s state in ``repo`` (``find_repository(directory)``): a bounded ``git status``."""
     base = secrets.child_env(environ) if secrets is not None else dict(environ)
     env = {k: v for k, v in base.items() if not k.startswith("GIT_")}
     env |= {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
@@ -149,17 +140,16 @@ async def environment_section(
     *,
     secrets: Secrets | None = None,
     today: datetime.date | None = None,
-    repos: Sequence[Path | None] | None = None,
+    repos: Sequence[Path | None],
 ) -> str:
-    """The ``# Environment`` part of the system prompt. ``repos``: ``find_repository`` of each root, when
-    the caller looked them up (in a worker-thread hop it makes anyway)."""
+    """The ``# Environment`` part of the system prompt. ``repos``: ``find_repository`` of each root (the
+    caller looks them up in a worker-thread hop it makes anyway)."""
     states: list[GitState] = [GitState(None)] * len(roots)
 
     async def one(i: int, root: Path) -> None:
-        known: Path | Literal[False] | None = repos[i] if repos is not None else False
-        if known is None:
-            return  # not a repository: nothing to run
-        states[i] = await git_state(root, environ, secrets, repo=known)
+        repo = repos[i]
+        if repo is not None:  # outside a repository there is nothing to run
+            states[i] = await git_state(root, repo, environ, secrets)
 
     async with anyio.create_task_group() as tg:
         for i, root in enumerate(roots):

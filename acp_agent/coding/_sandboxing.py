@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -114,8 +115,6 @@ def sweep_stale_folders(now: float | None = None) -> list[Path]:
     sessions left behind: yours, named after a pid that is gone, untouched for an hour (a pid namespace
     sharing this temp folder could show a live agent's pid as gone). Returns what was removed."""
     global _sweep_done
-    import time
-
     with _swept:
         if _sweep_done:
             return []

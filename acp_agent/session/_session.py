@@ -346,8 +346,8 @@ class Session:
     async def _persist(self, run: Run, *, final: bool, behind: bool = False) -> None:
         """Write what the turn added; the ``final`` writes, which the prompt's answer waits for, are
         flushed and left to ``sync_writes`` to fsync (see the module docstring). ``behind``: written while
-        the turn goes on (a step's start: the prompt, or the tool results, go to disk as the model request
-        goes out), joined before the next write."""
+        the turn goes on (a step's start: the prompt goes to disk as the model request goes out), joined
+        before the next write."""
         await self._behind.join()
         messages = run.messages()
         new = messages[self._persisted :]
@@ -357,7 +357,7 @@ class Session:
         if final:
             self.meta = self.meta.touched()
             titled = self.meta.title != self._saved_title  # a new title is saved before the answer
-            await self._write(new, lines, shown, self.meta if titled else None, unsaved=not titled)
+            await self._write(new, lines, shown, self.meta if titled else None, final=True)
             self._saved_title = self.meta.title
         elif behind:
             await self._behind.start(lambda: self._write(new, lines, shown, None))
@@ -371,15 +371,15 @@ class Session:
         shown: list[dict[str, Any]],
         meta: SessionMeta | None,
         *,
-        unsaved: bool | None = None,
+        final: bool = False,
     ) -> None:
         if new:
             await self._transcript.append(new, sync=False)
             self._unsynced.add((self._transcript.path,))
         for thread, thread_lines in lines.items():
             await self._store.append_thread(self.id, thread, thread_lines)
-        if unsaved is not None:  # the final writes: the answer's fsync saves the metadata
-            self._unsynced.meta_unsaved = unsaved
+        if final:  # the metadata not written here (no new title) is saved by the answer's fsync
+            self._unsynced.meta_unsaved = meta is None
             self._unsynced.add(await self._store.write_flushed(self.id, shown, meta))
             return
         self._unsynced.add(await self._store.write_flushed(self.id, shown))

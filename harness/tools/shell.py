@@ -160,6 +160,7 @@ async def _kill_group(proc: Process | Any, grace_s: float) -> None:
     await proc.aclose()
 
 
+_MAKE_DIRS_MAX: Final = 16
 _SANDBOX_PROPERTIES: dict[str, Any] = {
     "sandbox": {
         "type": "string",
@@ -174,7 +175,7 @@ _SANDBOX_PROPERTIES: dict[str, Any] = {
     "make_dirs": {
         "type": "array",
         "items": {"type": "string", "minLength": 1},
-        "maxItems": 16,
+        "maxItems": _MAKE_DIRS_MAX,
         "description": "Folders to create directly in a project folder before the command runs, e.g. "
         '["build"] for a build that makes ./build: the sandbox cannot create entries there itself. Not '
         "for protected names (.git, .vscode, ...).",
@@ -185,7 +186,6 @@ _SANDBOX_NOTE = (
     "paths, nor new entries directly in the project folder: name those in `make_dirs`) and the temp "
     "folder, without network."
 )
-_MAKE_DIRS_MAX: Final = 16
 
 
 class _HeadTail:
@@ -322,8 +322,8 @@ class Shell:
             for path in paths:
                 try:
                     path.mkdir()
-                except FileExistsError:
-                    if not path.is_dir() or path.is_symlink():
+                except FileExistsError:  # (``path`` is resolved: no symlink)
+                    if not path.is_dir():
                         return f"{self.root.display(path)} exists and is not a folder"
                 except OSError as e:
                     return f"{self.root.display(path)}: {e.strerror}"
