@@ -116,7 +116,7 @@ class ApplyPatch(FileTool[PatchInput]):
 
     async def _apply(self, item: _Planned) -> None:
         if item.after is None:
-            await anyio.Path(item.path).unlink(missing_ok=True)
+            await self.disk.remove(item.path)
         else:
             await self.fs.write_text(item.path, item.after)
 

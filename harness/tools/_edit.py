@@ -73,7 +73,7 @@ class WriteFile(FileTool[WriteInput]):
     async def run(self, args: WriteInput, call: Call) -> Result:
         path = await self.resolve(args.path)
         shown = self.root.display(path)
-        found = await anyio.to_thread.run_sync(probe, path)
+        found = await anyio.to_thread.run_sync(probe, self.place(path))
         if found.kind in ("dir", "other"):
             return Result.failure(f"write_file: {shown} is a directory or not a regular file")
         old = await self.read_or_none(path)

@@ -17,7 +17,8 @@ import anyio.to_thread
 
 from .._call import Call
 from .._tools import Hints, Result, ToolSpec
-from ._fs import FileSystem, LocalFileSystem
+from ._beneath import Place
+from ._fs import FileSystem, LocalFileSystem, stat_place
 from ._inputs import input_schema, parse_input
 from ._journal import Journal
 from ._probe import human_size
@@ -50,7 +51,8 @@ class FileTool(Generic[InputT]):
 
     def __init__(self, root: Root, *, fs: FileSystem | None = None, journal: Journal | None = None) -> None:
         self.root = root
-        self.fs: FileSystem = fs or LocalFileSystem()
+        self.disk = LocalFileSystem(root)  # deletions, and the reads that size or sniff a file first
+        self.fs: FileSystem = fs or self.disk
         self.journal = journal
 
     def spec(self) -> ToolSpec:
@@ -77,13 +79,18 @@ class FileTool(Generic[InputT]):
         """The real path of ``path`` inside the root; ``PathError`` (an error result) otherwise."""
         return await self.root.resolve(path)
 
+    def place(self, path: Path) -> Place:
+        """The resolved ``path`` beneath its root, to open it without following a symlink."""
+        return self.root.place(path)
+
     async def read_or_none(self, path: Path) -> str | None:
         """The file's text through the file system, None when it does not exist; a file over
         ``MAX_EDIT_BYTES`` on disk is refused rather than read whole."""
         try:
-            size = (await anyio.Path(path).stat()).st_size
-        except FileNotFoundError:
-            size = 0
+            st = await anyio.to_thread.run_sync(stat_place, self.place(path))
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        size = st.st_size if st is not None else 0
         if size > MAX_EDIT_BYTES:
             raise Refused(
                 f"{self.root.display(path)} is {human_size(size)}, too big to edit here "

@@ -1,25 +1,50 @@
-"""The file-system seam: how the file tools read and write text (the disk, or an editor's buffers).
+"""The file-system seam: how the file tools read and write text (the disk, or an editor's buffers), and
+the disk operations themselves, each beneath a root (``_beneath``: no symlink followed, nothing by path).
 
 ``open_regular`` is the one way the tools open a file on disk for reading, and ``LocalFileSystem`` writes
 the same way: a FIFO, socket or device is refused without being opened (opening a FIFO blocks until the
-other end comes; opening a device can act).
+other end comes; opening a device can act). A write goes to a temporary file in the opened parent folder
+and is renamed over the name there (``rename`` with both ``dir_fd``), so a reader or a crash sees the old
+text or the new, and a name swapped for a symlink or a hard link to a file outside is replaced, not
+written through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol, runtime_checkable
 
 import anyio
 import anyio.to_thread
 
-__all__ = ["FileSystem", "LocalFileSystem", "NotRegularFileError", "open_regular"]
+from ._beneath import Place, lstat_in, open_dir, open_in
+from ._root import Root
+
+__all__ = [
+    "FileSystem",
+    "LocalFileSystem",
+    "NotRegularFileError",
+    "make_dir",
+    "open_regular",
+    "remove_file",
+    "stat_place",
+    "write_bytes",
+]
 
 
 class NotRegularFileError(OSError):
     """The path is a FIFO, socket, device or directory: the tools never open those."""
+
+    def __init__(self, shown: str) -> None:
+        super().__init__(f"{shown} is not a regular file")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 @runtime_checkable
@@ -37,18 +62,42 @@ class FileSystem(Protocol):
     async def write_text(self, path: Path, text: str) -> None: ...
 
 
-def open_regular(path: Path) -> BinaryIO:
-    """``path`` opened for binary reading when it is a regular file, else ``NotRegularFileError``.
+def stat_place(place: Place) -> os.stat_result | None:
+    """What ``place`` is (not following a final symlink: ``BeneathError``), None when it is absent."""
+    if not place.parts:
+        return os.stat(place.top)
+    try:
+        parent = open_dir(place.parent)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        return lstat_in(parent, place.name, str(place.path))
+    finally:
+        os.close(parent)
 
-    Checked before opening (``stat``) and again on the open descriptor (``fstat``: the path may have
-    been swapped in between); the open itself is non-blocking, so a FIFO swapped in cannot hang it.
-    Blocking: call it in a thread."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise NotRegularFileError(f"{path} is not a regular file")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+
+def open_regular(place: Place) -> BinaryIO:
+    """``place`` opened for binary reading when it is a regular file, else ``NotRegularFileError``.
+
+    Checked before opening (``lstat`` in the opened parent) and again on the descriptor (``fstat``); the
+    open is ``O_NOFOLLOW | O_NONBLOCK``, so neither a symlink nor a FIFO swapped in meanwhile is
+    followed or waited on. Blocking: call it in a thread."""
+    shown = str(place.path)
+    if not place.parts:
+        raise NotRegularFileError(shown)
+    parent = open_dir(place.parent)
+    try:
+        st = lstat_in(parent, place.name, shown)
+        if st is None:
+            raise FileNotFoundError(2, "No such file or directory", shown)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(shown)
+        fd = open_in(parent, place.name, os.O_RDONLY | os.O_NONBLOCK, shown)
+    finally:
+        os.close(parent)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFileError(f"{path} is not a regular file")
+            raise NotRegularFileError(shown)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -56,36 +105,143 @@ def open_regular(path: Path) -> BinaryIO:
         raise
 
 
-def _read_bytes(path: Path) -> bytes:
-    with open_regular(path) as f:
+def write_bytes(place: Place, data: bytes, *, made: list[Place] | None = None) -> None:
+    """Create or replace the regular file ``place`` (missing parents made, appended to ``made``): a
+    temporary file in the opened parent, renamed over the name there. A FIFO, device or directory there
+    is refused; a file we may not write stays as it is (``PermissionError``), as an in-place write would."""
+    shown = str(place.path)
+    if not place.parts:
+        raise NotRegularFileError(shown)
+    parent = open_dir(place.parent, made=made if made is not None else [])
+    try:
+        st = lstat_in(parent, place.name, shown)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(shown)
+        if st is not None and not os.access(place.name, os.W_OK, dir_fd=parent, follow_symlinks=False):
+            raise PermissionError(13, f"{shown} is not writable", shown)
+        tmp = f".{place.name[:200]}.{secrets.token_hex(4)}.tmp"
+        # A new file gets the usual 0o666 less the umask; a replaced one keeps its mode.
+        fd = open_in(parent, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown, 0o600 if st else 0o666)
+        try:
+            try:
+                if st is not None:
+                    os.fchmod(fd, stat.S_IMODE(st.st_mode))
+                with os.fdopen(fd, "wb", closefd=False) as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, place.name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=parent)
+            raise
+    finally:
+        os.close(parent)
+
+
+def remove_file(place: Place) -> bool:
+    """Delete the regular file ``place`` (False: it was absent); anything else there is refused."""
+    shown = str(place.path)
+    if not place.parts:
+        raise NotRegularFileError(shown)
+    try:
+        parent = open_dir(place.parent)
+    except FileNotFoundError:
+        return False
+    try:
+        st = lstat_in(parent, place.name, shown)
+        if st is None:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(shown)
+        os.unlink(place.name, dir_fd=parent)
+        return True
+    finally:
+        os.close(parent)
+
+
+def make_dir(place: Place) -> bool:
+    """Create the directory ``place`` in its opened parent (False: a directory is there already);
+    ``FileExistsError`` when something else is (a symlink included)."""
+    if not place.parts:
+        return False
+    parent = open_dir(place.parent)
+    try:
+        try:
+            os.mkdir(place.name, 0o777, dir_fd=parent)
+            return True
+        except FileExistsError:
+            st = os.stat(place.name, dir_fd=parent, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                return False
+            raise
+    finally:
+        os.close(parent)
+
+
+def _remove_dirs(made: Sequence[Place]) -> None:
+    """Remove the (still empty) directories ``made`` lists, deepest first, each in its opened parent."""
+    for place in reversed(made):
+        try:
+            parent = open_dir(place.parent)
+        except OSError:
+            return
+        try:
+            os.rmdir(place.name, dir_fd=parent)
+        except OSError:
+            return
+        finally:
+            os.close(parent)
+
+
+def _read_bytes(place: Place) -> bytes:
+    with open_regular(place) as f:
         return f.read()
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Create or replace the regular file ``path``; a FIFO, socket or device there is refused, not
-    opened for writing (which would block until a reader comes)."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise NotRegularFileError(f"{path} is not a regular file")
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFileError(f"{path} is not a regular file")
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "wb", closefd=False) as f:
-            f.write(data)
-    finally:
-        os.close(fd)
-
-
 class LocalFileSystem:
-    """The local disk, UTF-8, line endings untouched (no universal-newline translation)."""
+    """The local disk, UTF-8, line endings untouched (no universal-newline translation).
+
+    Every operation stays beneath ``root``'s directories (a path in none of them is refused) and follows
+    no symlink; without a root, beneath ``/`` (the paths the tools pass are real: a symlink met is one
+    swapped in since the check)."""
+
+    def __init__(self, root: Root | None = None) -> None:
+        self._tops: tuple[Path, ...] = root.paths if root is not None else (Path("/"),)
+
+    def place(self, path: Path) -> Place:
+        return Place.of(path, self._tops)
 
     async def read_text(self, path: Path) -> str:
-        data = await anyio.to_thread.run_sync(_read_bytes, path)
+        data = await anyio.to_thread.run_sync(_read_bytes, self.place(path))
         return data.decode("utf-8", errors="replace")
 
     async def write_text(self, path: Path, text: str) -> None:
-        await anyio.to_thread.run_sync(_write_bytes, path, text.encode("utf-8"))
+        await anyio.to_thread.run_sync(lambda: write_bytes(self.place(path), text.encode("utf-8")))
+
+    async def remove(self, path: Path) -> bool:
+        """Delete the regular file ``path`` (False: it was absent)."""
+        return await anyio.to_thread.run_sync(remove_file, self.place(path))
+
+    async def make_dirs(self, path: Path) -> list[Path]:
+        """Create the directory ``path`` and its missing parents; those created, shallowest first."""
+        made: list[Place] = []
+
+        def make() -> None:
+            os.close(open_dir(self.place(path), made=made))
+
+        try:
+            await anyio.to_thread.run_sync(make)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_remove_dirs, made)
+            raise
+        return [p.path for p in made]
+
+    async def remove_dirs(self, made: Sequence[Path]) -> None:
+        """Remove the still-empty directories ``make_dirs`` created, deepest first (what can be)."""
+        places = [self.place(p) for p in made]
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_remove_dirs, places)

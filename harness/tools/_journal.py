@@ -3,7 +3,8 @@
 Undoing is two steps: ``plan_undo`` says what reverting the last calls would do to each file (and what
 stands in the way), ``apply`` does it. A path is re-resolved through the root at both steps: a file whose
 path now passes through a symlink (``sub/`` replaced by a link), or lies outside the root, is skipped,
-never written or deleted. The host asks the user before applying a plan that overwrites changes made
+never written or deleted; and the write or delete itself opens the path beneath the root without
+following a symlink (``_beneath``), so a link swapped in after that check is refused too. The host asks the user before applying a plan that overwrites changes made
 since the edit (``Revert.changed_since``). ``undo`` is both steps without asking.
 """
 
@@ -96,7 +97,8 @@ class Journal:
         limit: int = 200,
         max_bytes: int = MAX_JOURNAL_BYTES,
     ) -> None:
-        self._fs: FileSystem = fs or LocalFileSystem()
+        self._disk = LocalFileSystem(root)  # deletions (and the default file system)
+        self._fs: FileSystem = fs or self._disk
         self._root = root
         self._entries: list[_Entry] = []
         self._limit = limit
@@ -172,7 +174,7 @@ class Journal:
     async def _revert(self, revert: Revert) -> Undone:
         change = revert.change
         if change.before is None:
-            await anyio.Path(change.path).unlink(missing_ok=True)
+            await self._disk.remove(change.path)
             return Undone(change.path, "deleted", revert.changed_since)
         await self._fs.write_text(change.path, change.before)
         return Undone(change.path, revert.action, revert.changed_since)

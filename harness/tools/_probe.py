@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import mimetypes
-import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 
-from ._fs import NotRegularFileError, open_regular
+from ._beneath import Place
+from ._fs import NotRegularFileError, open_regular, stat_place
 
 __all__ = ["SNIFF_BYTES", "Probe", "human_size", "is_binary", "probe"]
 
@@ -33,24 +32,27 @@ class Probe:
     mime: str = ""
 
 
-def probe(path: Path) -> Probe:
-    """Blocking: run it in a thread."""
+def probe(place: Place) -> Probe:
+    """What ``place`` is, looked at beneath its root without following a symlink (one swapped in since
+    the path was checked raises ``BeneathError``). Blocking: run it in a thread."""
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
+        st = stat_place(place)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    if st is None:
         return Probe("missing")
     if stat.S_ISDIR(st.st_mode):
         return Probe("dir", st.st_size)
     if not stat.S_ISREG(st.st_mode):
         return Probe("other", st.st_size)
     try:
-        with open_regular(path) as f:
+        with open_regular(place) as f:
             head = f.read(SNIFF_BYTES)
     except NotRegularFileError:
         return Probe("other", st.st_size)
     if is_binary(head):
         mime = next((m for sig, m in _MAGIC if head.startswith(sig)), None)
-        mime = mime or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        mime = mime or mimetypes.guess_type(place.path.name)[0] or "application/octet-stream"
         return Probe("binary", st.st_size, mime)
     return Probe("text", st.st_size)
 

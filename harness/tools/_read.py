@@ -13,6 +13,7 @@ import anyio.to_thread
 
 from .._call import Call
 from .._tools import Result
+from ._beneath import Place, open_dir
 from ._filetool import PATH_ARG, READ_HINTS, FileTool, in_thread
 from ._fs import open_regular
 from ._inputs import arg
@@ -60,7 +61,8 @@ class ReadFile(FileTool[ReadInput]):
     async def run(self, args: ReadInput, call: Call) -> Result:
         path = await self.resolve(args.path)
         offset, limit = args.offset, args.limit
-        found = await anyio.to_thread.run_sync(probe, path)
+        place = self.place(path)
+        found = await anyio.to_thread.run_sync(probe, place)
         shown = self.root.display(path)
         if found.kind == "missing":
             return Result.failure(f"read_file: {shown} does not exist")
@@ -74,7 +76,7 @@ class ReadFile(FileTool[ReadInput]):
                 value=ReadValue(path=str(path), line=1, binary=True, size=found.size, type=found.mime),
             )
         if found.size > BIG_FILE_BYTES:
-            window, total = await in_thread(lambda stop: _read_window(path, offset, limit, stop))
+            window, total = await in_thread(lambda stop: _read_window(place, offset, limit, stop))
         else:
             try:
                 text = await self.fs.read_text(path)
@@ -96,7 +98,7 @@ def _lines_of(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def _read_window(path: Path, offset: int, limit: int, stop: Callable[[], bool]) -> tuple[list[_Line], int]:
+def _read_window(place: Place, offset: int, limit: int, stop: Callable[[], bool]) -> tuple[list[_Line], int]:
     """Lines ``offset .. offset+limit-1`` of a big file and its line count, holding at most one chunk and
     the head of each shown line in memory, whatever the line lengths (a file without newlines too)."""
     out: list[_Line] = []
@@ -104,7 +106,7 @@ def _read_window(path: Path, offset: int, limit: int, stop: Callable[[], bool]) 
     last = offset + limit - 1
     tail = False  # the file goes on after its last newline
     line: _LineReader | None = None  # the shown line being read
-    with open_regular(path) as f:
+    with open_regular(place) as f:
         while chunk := f.read(CHUNK_BYTES):
             if stop():
                 break
@@ -217,7 +219,7 @@ class ListDir(FileTool[ListInput]):
         path = await self.resolve(args.path)
         shown = self.root.display(path)
         try:
-            entries = await anyio.to_thread.run_sync(self._list, path)
+            entries = await anyio.to_thread.run_sync(self._list, path, self.place(path))
         except NotADirectoryError:
             return Result.failure(f"list_dir: {shown} is not a directory")
         except FileNotFoundError:
@@ -243,24 +245,31 @@ class ListDir(FileTool[ListInput]):
             value=ListValue(path=str(path), entries=cast(list[DirEntry], entries), truncated=truncated),
         )
 
-    def _list(self, path: Path) -> list[dict[str, Any]]:
+    def _list(self, path: Path, place: Place) -> list[dict[str, Any]]:
+        """The entries of the directory ``place``, opened beneath the root (no symlink followed) and read
+        through its descriptor. A symlink's target is only named, never opened."""
         out: list[dict[str, Any]] = []
-        with os.scandir(path) as it:
-            for entry in it:
+        fd = open_dir(place)
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+            for entry in entries:
                 item: dict[str, Any] = {"name": entry.name, "size": 0}
                 if entry.is_symlink():
-                    real = Path(os.path.realpath(entry.path))
+                    real = Path(os.path.realpath(path / entry.name))
                     item["type"] = "symlink"
                     item["target"] = (
                         self.root.display(real) if self.root.contains(real) else "(outside the project)"
                     )
-                elif entry.is_dir():
+                elif entry.is_dir(follow_symlinks=False):
                     item["type"] = "dir"
-                elif entry.is_file():
+                elif entry.is_file(follow_symlinks=False):
                     item["type"] = "file"
-                    item["size"] = entry.stat().st_size
+                    item["size"] = entry.stat(follow_symlinks=False).st_size
                 else:
                     item["type"] = "other"
                 out.append(item)
+        finally:
+            os.close(fd)
         out.sort(key=lambda e: (e["type"] != "dir", e["name"]))
         return out

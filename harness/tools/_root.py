@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from .._errors import HarnessUsageError
+from ._beneath import Place
 
 __all__ = ["PathError", "Root"]
 
@@ -69,6 +70,11 @@ class Root:
 
     async def resolve(self, path: str) -> Path:
         return await anyio.to_thread.run_sync(self.resolve_sync, path)
+
+    def place(self, path: Path) -> Place:
+        """The resolved ``path`` beneath the first root holding it, for opening it without following a
+        symlink (``_beneath``); ``BeneathError`` when no root holds it."""
+        return Place.of(path, self._paths)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the first root containing it (for the model), else absolute."""

@@ -13,6 +13,7 @@ import anyio.to_thread
 
 from .._call import Call
 from .._tools import Result
+from ._beneath import Place
 from ._filetool import PATH_ARG, READ_HINTS, FileTool, in_thread
 from ._fs import open_regular
 from ._inputs import arg
@@ -67,7 +68,8 @@ class Glob(FileTool[GlobInput]):
         if problem is not None:
             return Result.failure(f"glob: {problem}")
         base = await self.resolve(args.path or ".")
-        if not await anyio.Path(base).is_dir():
+        found = await anyio.to_thread.run_sync(probe, self.place(base))
+        if found.kind != "dir":
             return Result.failure(f"glob: {self.root.display(base)} is not a directory")
         try:
             rx = await anyio.to_thread.run_sync(glob_regex, pattern)
@@ -76,7 +78,7 @@ class Glob(FileTool[GlobInput]):
 
         def find(stop: Callable[[], bool]) -> tuple[list[Path], bool]:
             found: list[Path] = []
-            for p, rel in walk_files(self.root, base, stop):
+            for p, rel, _ in walk_files(self.root, base, stop):
                 if rx.fullmatch(rel):
                     if len(found) >= MAX_GLOB:
                         return found, True
@@ -136,7 +138,7 @@ class Grep(FileTool[GrepInput]):
             if problem is not None:
                 return Result.failure(f"grep: glob: {problem}")
         base = await self.resolve(args.path or ".")
-        found = await anyio.to_thread.run_sync(probe, base)
+        found = await anyio.to_thread.run_sync(probe, self.place(base))
         if found.kind == "missing":
             return Result.failure(f"grep: {self.root.display(base)} does not exist")
         if found.kind == "other":
@@ -149,13 +151,14 @@ class Grep(FileTool[GrepInput]):
 
         def search(stop: Callable[[], bool]) -> tuple[list[GrepMatch], bool]:
             hits: list[GrepMatch] = []
-            files = [(base, base.name)] if found.kind != "dir" else walk_files(self.root, base, stop)
-            for p, rel in files:
+            one = [(base, base.name, self.place(base))]
+            files = one if found.kind != "dir" else walk_files(self.root, base, stop)
+            for p, rel, place in files:
                 if stop():
                     break
                 if g is not None and not g.fullmatch(p.name if g_name_only else rel):
                     continue
-                if _grep_file(p, rx, hits, stop):
+                if _grep_file(p, place, rx, hits, stop):
                     return hits, True
             return hits, False
 
@@ -169,13 +172,13 @@ class Grep(FileTool[GrepInput]):
         return Result.text("\n".join(rows), value=value)
 
 
-def _grep_file(path: Path, rx: Regex, hits: list[GrepMatch], stop: Callable[[], bool]) -> bool:
+def _grep_file(path: Path, place: Place, rx: Regex, hits: list[GrepMatch], stop: Callable[[], bool]) -> bool:
     """Append ``path``'s matching lines to ``hits``; True when the cap was reached.
 
     One RE2 search over the whole file per matching line (``rx`` never matches across a newline), not
     one Python call per line."""
     try:
-        with open_regular(path) as f:
+        with open_regular(place) as f:
             if os.fstat(f.fileno()).st_size > MAX_GREP_FILE_BYTES:
                 return False
             data = f.read(MAX_GREP_FILE_BYTES + 1)

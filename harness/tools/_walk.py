@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
+from ._beneath import Place, open_dir
+from ._fs import stat_place
 from ._regex import Regex, compile_regex
 from ._root import Root
 
@@ -82,39 +84,52 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
-def walk_files(root: Root, base: Path, stop: Callable[[], bool]) -> Iterator[tuple[Path, str]]:
-    """Regular files under ``base`` as ``(path, posix path relative to base)``, depth first, sorted per
-    directory (a directory's files before its subdirectories).
+def walk_files(root: Root, base: Path, stop: Callable[[], bool]) -> Iterator[tuple[Path, str, Place]]:
+    """Regular files under ``base`` as ``(path, posix path relative to base, where to open it)``, depth
+    first, sorted per directory (a directory's files before its subdirectories).
 
+    Each directory is opened beneath the root without following a symlink (``_beneath``) and listed
+    through its descriptor, so a directory swapped for a symlink mid-walk is skipped, not entered.
     Symlinked directories are not followed; a symlinked file is yielded only when it resolves to a
-    regular file inside ``root``. FIFOs, sockets and devices are skipped by their directory entry,
-    never opened or stat'ed through. Blocking: run it in a thread."""
+    regular file inside ``root`` (its place is the target's). FIFOs, sockets and devices are skipped by
+    their directory entry, never opened or stat'ed through. Blocking: run it in a thread."""
     inside_skipped = any(part in SKIPPED_DIRS for part in base.parts)
-    pending = [base]
+    pending = [root.place(base)]
     while pending:
         if stop():
             return
         here = pending.pop()
         try:
-            with os.scandir(here) as it:
+            fd = open_dir(here)
+        except OSError:
+            continue
+        try:
+            with os.scandir(fd) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
-        subdirs: list[Path] = []
+        finally:
+            os.close(fd)
+        subdirs: list[Place] = []
         for entry in entries:
-            p = Path(entry.path)
+            place = here.child(entry.name)
+            p = place.path
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if inside_skipped or entry.name not in SKIPPED_DIRS:
-                        subdirs.append(p)
+                        subdirs.append(place)
                     continue
                 if entry.is_symlink():
                     real = Path(os.path.realpath(p))
-                    if not root.contains(real) or not stat.S_ISREG(os.stat(real).st_mode):
+                    if not root.contains(real):
+                        continue
+                    place = root.place(real)
+                    st = stat_place(place)
+                    if st is None or not stat.S_ISREG(st.st_mode):
                         continue
                 elif not entry.is_file(follow_symlinks=False):
                     continue  # a FIFO, socket or device
             except OSError:
                 continue
-            yield p, p.relative_to(base).as_posix()
+            yield p, p.relative_to(base).as_posix(), place
         pending.extend(reversed(subdirs))

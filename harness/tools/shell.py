@@ -47,6 +47,7 @@ from ..protected import PROTECTED
 from ..sandbox import DEFAULT_PROTECTED, SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
 from ..secrets import Secrets
+from ._fs import make_dir
 from ._root import PathError, Root
 from ._values import ShellValue, ToolMeta
 
@@ -320,11 +321,10 @@ class Shell:
 
         def make() -> str | None:
             for path in paths:
-                try:
-                    path.mkdir()
-                except FileExistsError:  # (``path`` is resolved: no symlink)
-                    if not path.is_dir():
-                        return f"{self.root.display(path)} exists and is not a folder"
+                try:  # in the opened project folder: a symlink there now is refused, not followed
+                    make_dir(self.root.place(path))
+                except FileExistsError:
+                    return f"{self.root.display(path)} exists and is not a folder"
                 except OSError as e:
                     return f"{self.root.display(path)}: {e.strerror}"
             return None

@@ -29,12 +29,12 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_a_walk_yields_regular_files_only(tree: Path) -> None:
-    assert [rel for _, rel in walk_files(Root([tree]), tree, lambda: False)] == ["d/a.txt"]
+    assert [rel for _, rel, _ in walk_files(Root([tree]), tree, lambda: False)] == ["d/a.txt"]
 
 
 async def test_a_fifo_is_refused_without_being_opened(tree: Path) -> None:
     with pytest.raises(NotRegularFileError):
-        open_regular(tree / "fifo")
+        open_regular(Root([tree]).place(tree / "fifo"))
     with anyio.fail_after(10):
         with pytest.raises(NotRegularFileError):
             await LocalFileSystem().read_text(tree / "fifo")
