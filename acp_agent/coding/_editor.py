@@ -7,6 +7,11 @@ be saved), and after a timeout or a closed connection the disk is not touched ei
 still write the file). Two answers send the tools to the local disk instead: "method not found" (the
 client advertised ``fs`` but does not implement it: the disk from then on) and "resource not found"
 (-32002, what Zed answers for a path outside its project, e.g. an ``additionalDirectories`` folder).
+
+The disk side (the fallback, and the parent folders made before ``fs/write_text_file``) opens beneath the
+session's root without following a symlink. What the editor itself reads or writes at the path it is
+given is the editor's doing: the tools' check of that path (no symlink out of the project) is a check
+made before the request, and a link swapped in while the request is under way is not seen by it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from harness.tools import LocalFileSystem
+from harness.tools import LocalFileSystem, Root
 
 from ..protocol.errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, ConnectionClosedError, RpcError
 from ..protocol.jsonvalue import as_object
@@ -41,10 +46,15 @@ class EditorFileSystem:
     """A ``harness.tools.FileSystem`` over the client's ``fs/*`` methods (see the module docstring)."""
 
     def __init__(
-        self, env: SessionEnvironment, *, read: bool | None = None, write: bool | None = None
+        self,
+        env: SessionEnvironment,
+        *,
+        root: Root | None = None,
+        read: bool | None = None,
+        write: bool | None = None,
     ) -> None:
         self._env = env
-        self._disk = LocalFileSystem()
+        self._disk = LocalFileSystem(root)  # beneath the root, no symlink followed (``harness.tools``)
         self.read_via_editor = env.client_can("fs", "readTextFile") if read is None else read
         self.write_via_editor = env.client_can("fs", "writeTextFile") if write is None else write
         self.fallbacks = 0
@@ -67,13 +77,13 @@ class EditorFileSystem:
         if not self.write_via_editor:
             await self._disk.write_text(path, text)
             return
-        made = await _make_parents(anyio.Path(path).parent)
+        made = await self._disk.make_dirs(path.parent)
         try:
             await self._request("fs/write_text_file", {"path": str(path), "content": text}, "write")
         except _ToDisk:
             await self._disk.write_text(path, text)
         except BaseException:
-            await _remove_dirs(made)
+            await self._disk.remove_dirs(made)
             raise
 
     async def _request(self, method: str, params: dict[str, Any], verb: str) -> Any:
@@ -106,24 +116,3 @@ class EditorFileSystem:
 
 class _ToDisk(Exception):
     """The editor sent this path to the disk (method not found, outside its project)."""
-
-
-async def _make_parents(directory: anyio.Path) -> list[anyio.Path]:
-    """Create ``directory`` and its missing parents; the ones created, deepest last."""
-    missing: list[anyio.Path] = []
-    while not await directory.exists() and directory != directory.parent:
-        missing.append(directory)
-        directory = directory.parent
-    for d in reversed(missing):
-        await d.mkdir(exist_ok=True)
-    return list(reversed(missing))
-
-
-async def _remove_dirs(made: list[anyio.Path]) -> None:
-    """Remove the (still empty) directories ``_make_parents`` created, deepest first."""
-    with anyio.CancelScope(shield=True):
-        for d in reversed(made):
-            try:
-                await d.rmdir()
-            except OSError:
-                return

@@ -141,7 +141,7 @@ class CodingFactory:
         self._learn_secrets(config)
         paths = ProjectPaths(tuple(dict.fromkeys([*env.roots, *root.paths])))
         terminals = EditorTerminals() if env.client_can("terminal") else None
-        fs = EditorFileSystem(env)
+        fs = EditorFileSystem(env, root=root)
         journal = Journal(fs, root=root)
         runner = EditorTerminalRunner(env, terminals, link, secrets) if terminals is not None else None
         shell = Shell(

@@ -2,7 +2,8 @@
 
 Blocking helpers, called through a worker thread. A project's file is read only when it is a regular file
 whose real path stays inside the folder given as ``inside`` (a cloned repository's ``AGENTS.md`` that links
-to ``~/.ssh/id_rsa`` or is a FIFO is skipped, not read); at most ``limit`` bytes are read, whatever the size.
+to ``~/.ssh/id_rsa`` or is a FIFO is skipped, not read), and it is opened beneath that folder without
+following a symlink (``harness.tools.open_regular``: a link swapped in after the check is not followed); at most ``limit`` bytes are read, whatever the size.
 ``split_front_matter`` parses YAML front matter with PyYAML's safe loader (no tags, no code).
 """
 
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness.tools import Place, open_regular
 
 __all__ = ["TextFile", "read_bounded", "signature", "split_front_matter"]
 
@@ -51,30 +53,19 @@ def read_bounded(path: Path, limit: int, *, inside: Path | None = None) -> TextF
         if path.exists():
             log.warning("skipping %s: it leads outside %s", path, inside)
         return None
-    try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    top = Path(os.path.realpath(inside)) if inside is not None else Path("/")
+    try:  # beneath the folder, no symlink followed: one swapped in since the check above is refused
+        with open_regular(Place.of(real, [top])) as f:
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(limit + 1) if limit > 0 else b""
     except OSError:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        data = os.read(fd, limit + 1) if limit > 0 else b""
-        while len(data) <= limit:
-            more = os.read(fd, limit + 1 - len(data))
-            if not more:
-                break
-            data += more
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     if len(data) > limit:
         data = data[:limit]
         newline = data.rfind(b"\n")
         if newline > limit // 2:
             data = data[: newline + 1]
-    return TextFile(path, data.decode("utf-8", errors="replace"), max(info.st_size, len(data)))
+    return TextFile(path, data.decode("utf-8", errors="replace"), max(size, len(data)))
 
 
 def signature(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:

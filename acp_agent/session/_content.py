@@ -107,15 +107,15 @@ async def linked_files(message: Message, blocks: Sequence[ContentBlock], roots: 
 def _read_link(root: Any, uri: str) -> str | None:
     from urllib.parse import unquote, urlparse
 
-    from harness.tools import PathError
+    from harness.tools import PathError, open_regular
 
     parsed = urlparse(uri)
     if parsed.scheme not in ("file", "") or (parsed.netloc not in ("", "localhost")):
         return None
     raw = unquote(parsed.path)
-    try:
+    try:  # opened beneath the root, no symlink followed (one swapped in after the check is refused)
         path = root.resolve_sync(raw)
-        with open(path, "rb") as f:
+        with open_regular(root.place(path)) as f:
             data = f.read(_LINK_MAX_BYTES + 1)
     except (PathError, OSError):
         return None

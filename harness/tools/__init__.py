@@ -3,7 +3,8 @@
 See ``harness.tools.files`` and ``harness.tools.shell`` for the tools and the ``Result.value`` shapes.
 """
 
-from ._fs import FileSystem, LocalFileSystem
+from ._beneath import BeneathError, Place
+from ._fs import FileSystem, LocalFileSystem, open_regular
 from ._journal import FileChange, Journal, Revert, Undone, UndoPlan
 from ._root import PathError, Root
 from .files import ApplyPatch, EditFile, Glob, Grep, ListDir, ReadFile, WriteFile, file_tools
@@ -11,6 +12,7 @@ from .shell import CommandRequest, CommandRunner, LocalCommandRunner, OutputSink
 
 __all__ = [
     "ApplyPatch",
+    "BeneathError",
     "CommandRequest",
     "CommandRunner",
     "EditFile",
@@ -24,6 +26,7 @@ __all__ = [
     "LocalFileSystem",
     "OutputSink",
     "PathError",
+    "Place",
     "ReadFile",
     "Revert",
     "Root",
@@ -32,4 +35,5 @@ __all__ = [
     "Undone",
     "WriteFile",
     "file_tools",
+    "open_regular",
 ]
