@@ -64,7 +64,7 @@ class Root:
         real = Path(os.path.realpath(full))
         if not self.contains(real):
             lexical = Path(os.path.normpath(full))
-            why = "leads out through a symlink" if self.contains(lexical) else "is outside"
+            why = "leads through a symlink out of" if self.contains(lexical) else "is outside"
             raise PathError(f"{path!r} {why} the allowed directories ({self._display})")
         return real
 

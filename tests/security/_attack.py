@@ -159,11 +159,11 @@ async def victim_agent(
     script: Sequence[dict[str, Any]],
     *,
     mode: str = "default",
-    fs: bool = True,
+    fs: bool | Mapping[str, bool] = True,
     env: Mapping[str, str] | None = None,
 ) -> AsyncGenerator[Victim]:
     """The real agent (scripted model) with a ``Victim`` client, initialised; ``fs``: the client offers
-    ``fs/read_text_file`` and ``fs/write_text_file``."""
+    ``fs/read_text_file`` and ``fs/write_text_file`` (a mapping: the ``fs`` capabilities as given)."""
     script_path = project.home.parent / "script.json"
     script_path.write_text(json.dumps(list(script)))
     environ = agent_env(
@@ -176,7 +176,8 @@ async def victim_agent(
     )
     async with agent_process(project.home, environ, kind=Victim) as agent, anyio.create_task_group() as tg:
         tg.start_soon(agent.answer_requests)
-        caps: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}} if fs else {}
+        both = {"readTextFile": True, "writeTextFile": True}
+        caps: dict[str, Any] = {"fs": dict(fs) if isinstance(fs, Mapping) else both} if fs else {}
         with anyio.fail_after(60):
             await agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
         yield agent
