@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from harness import Text
+from harness.tools import real_path
 
 from ._textfiles import TextFile, read_bounded, signature
 
@@ -73,7 +74,7 @@ def repository_root(directory: Path) -> Path:
 
 
 def _real(path: Path) -> Path:
-    return Path(os.path.realpath(path))
+    return real_path(path)  # (an OSError: a link on the way was swapped while it was read)
 
 
 def _find(directory: Path, inside: Path | None, imported: set[Path] | None = None) -> TextFile | None:
@@ -307,7 +308,10 @@ def _touched(tool: str, tool_input: dict[str, Any], value: Any, first: Path) -> 
     for text in raw:
         if "\x00" in text:
             continue
-        path = _real(first / text)  # an absolute path stays itself
+        try:
+            path = _real(first / text)  # an absolute path stays itself
+        except OSError:
+            continue  # changing under us (a link swapped meanwhile): no instructions from there
         folder = path if tool in _DIR_TOOLS or path.is_dir() else path.parent
         if folder not in out:
             out.append(folder)

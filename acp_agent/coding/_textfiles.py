@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.tools import Place, open_regular
+from harness.tools import Place, open_regular, real_path
 
 __all__ = ["TextFile", "read_bounded", "signature", "split_front_matter"]
 
@@ -38,10 +38,13 @@ class TextFile:
 
 def _confined(path: Path, inside: Path | None) -> Path | None:
     """The real path of ``path`` when it is inside ``inside`` (None: anywhere), else None."""
-    real = Path(os.path.realpath(path))
-    if inside is None:
-        return real
-    root = Path(os.path.realpath(inside))
+    try:
+        real = real_path(path)
+        if inside is None:
+            return real
+        root = real_path(inside)
+    except OSError:  # a link on the way swapped while it was read: not read
+        return None
     return real if real == root or real.is_relative_to(root) else None
 
 
@@ -53,8 +56,8 @@ def read_bounded(path: Path, limit: int, *, inside: Path | None = None) -> TextF
         if path.exists():
             log.warning("skipping %s: it leads outside %s", path, inside)
         return None
-    top = Path(os.path.realpath(inside)) if inside is not None else Path("/")
     try:  # beneath the folder, no symlink followed: one swapped in since the check above is refused
+        top = real_path(inside) if inside is not None else Path("/")
         with open_regular(Place.of(real, [top])) as f:
             size = os.fstat(f.fileno()).st_size
             data = f.read(limit + 1) if limit > 0 else b""

@@ -3,7 +3,7 @@
 See ``harness.tools.files`` and ``harness.tools.shell`` for the tools and the ``Result.value`` shapes.
 """
 
-from ._beneath import BeneathError, Place
+from ._beneath import BeneathError, Place, real_path
 from ._fs import FileSystem, LocalFileSystem, open_regular
 from ._journal import FileChange, Journal, Revert, Undone, UndoPlan
 from ._root import PathError, Root
@@ -36,4 +36,5 @@ __all__ = [
     "WriteFile",
     "file_tools",
     "open_regular",
+    "real_path",
 ]

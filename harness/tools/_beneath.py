@@ -33,7 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import cast
 
-__all__ = ["BeneathError", "Place", "lstat_in", "open_dir", "open_in", "openat2_works", "use_openat2"]
+__all__ = [
+    "BeneathError",
+    "Place",
+    "lstat_in",
+    "open_dir",
+    "open_in",
+    "openat2_works",
+    "real_path",
+    "use_openat2",
+]
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -97,6 +106,18 @@ def split(rel: str) -> tuple[str, ...]:
     if ".." in parts:
         raise BeneathError(f"{rel}: '..' is not followed here", errno.EXDEV)
     return parts
+
+
+def real_path(path: Path | str) -> Path:
+    """``os.path.realpath``, which fails (``EINVAL`` from ``readlink``) when a link on the way is swapped
+    for a folder between its ``lstat`` and its ``readlink``: retried, then that ``OSError`` is raised
+    for the caller to turn into a refusal, not a crash."""
+    for _ in range(_MAX_TRIES - 1):
+        try:
+            return Path(os.path.realpath(path))
+        except OSError:
+            continue
+    return Path(os.path.realpath(path))
 
 
 # --- openat2 ---------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ since the edit (``Revert.changed_since``). ``undo`` is both steps without asking
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from ._beneath import real_path
 from ._fs import FileSystem, LocalFileSystem
 from ._root import Root
 
@@ -164,7 +164,10 @@ class Journal:
 
     def _problem(self, path: Path) -> str | None:
         """Why ``path`` may not be touched now (a link on its way, outside the root), else None. Blocking."""
-        real = Path(os.path.realpath(path))
+        try:
+            real = real_path(path)
+        except OSError:
+            return "its path was changing while it was checked (a link on the way replaced); nothing was written there"
         if real != path:
             return f"its path now leads through a symbolic link (to {real}); nothing was written there"
         if self._root is not None and not self._root.contains(real):

@@ -13,7 +13,7 @@ import anyio.to_thread
 
 from .._call import Call
 from .._tools import Result
-from ._beneath import Place, open_dir
+from ._beneath import Place, open_dir, real_path
 from ._filetool import PATH_ARG, READ_HINTS, FileTool, in_thread
 from ._fs import open_regular
 from ._inputs import arg
@@ -256,11 +256,8 @@ class ListDir(FileTool[ListInput]):
             for entry in entries:
                 item: dict[str, Any] = {"name": entry.name, "size": 0}
                 if entry.is_symlink():
-                    real = Path(os.path.realpath(path / entry.name))
                     item["type"] = "symlink"
-                    item["target"] = (
-                        self.root.display(real) if self.root.contains(real) else "(outside the project)"
-                    )
+                    item["target"] = self._target(path / entry.name)
                 elif entry.is_dir(follow_symlinks=False):
                     item["type"] = "dir"
                 elif entry.is_file(follow_symlinks=False):
@@ -273,3 +270,11 @@ class ListDir(FileTool[ListInput]):
             os.close(fd)
         out.sort(key=lambda e: (e["type"] != "dir", e["name"]))
         return out
+
+    def _target(self, link: Path) -> str:
+        """Where a listed symlink leads, for the model (named, never opened)."""
+        try:
+            real = real_path(link)
+        except OSError:
+            return "(changing)"
+        return self.root.display(real) if self.root.contains(real) else "(outside the project)"

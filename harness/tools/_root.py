@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from .._errors import HarnessUsageError
-from ._beneath import Place
+from ._beneath import Place, real_path
 
 __all__ = ["PathError", "Root"]
 
@@ -61,7 +61,12 @@ class Root:
             raise PathError("path contains a NUL byte")
         given = Path(path)
         full = given if given.is_absolute() else self.first / given
-        real = Path(os.path.realpath(full))
+        try:
+            real = real_path(full)
+        except OSError:
+            raise PathError(
+                f"{path!r} changed while it was being checked (a link on the way was replaced meanwhile)"
+            ) from None
         if not self.contains(real):
             lexical = Path(os.path.normpath(full))
             why = "leads through a symlink out of" if self.contains(lexical) else "is outside"

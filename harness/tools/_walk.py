@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
-from ._beneath import Place, open_dir
+from ._beneath import Place, open_dir, real_path
 from ._fs import stat_place
 from ._regex import Regex, compile_regex
 from ._root import Root
@@ -120,7 +120,7 @@ def walk_files(root: Root, base: Path, stop: Callable[[], bool]) -> Iterator[tup
                         subdirs.append(place)
                     continue
                 if entry.is_symlink():
-                    real = Path(os.path.realpath(p))
+                    real = real_path(p)
                     if not root.contains(real):
                         continue
                     place = root.place(real)
