@@ -12,6 +12,7 @@ written through.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -106,9 +107,14 @@ def open_regular(place: Place) -> BinaryIO:
 
 
 def write_bytes(place: Place, data: bytes, *, made: list[Place] | None = None) -> None:
-    """Create or replace the regular file ``place`` (missing parents made, appended to ``made``): a
-    temporary file in the opened parent, renamed over the name there. A FIFO, device or directory there
-    is refused; a file we may not write stays as it is (``PermissionError``), as an in-place write would."""
+    """Create or replace the regular file ``place`` (missing parents made, appended to ``made``).
+
+    A new file, or one of ours: a temporary file in the opened parent, renamed over the name there (the
+    mode kept; a hard link to a file elsewhere is replaced, not written through). Another user's file
+    that we may write (a shared, group-writable one), or a file in a folder where we may not create the
+    temporary one, is written in place instead (opened ``O_NOFOLLOW`` in the parent; its owner and mode
+    stay), unless it has other hard links. A FIFO, device or directory there is refused; a file we may
+    not write stays as it is (``PermissionError``)."""
     shown = str(place.path)
     if not place.parts:
         raise NotRegularFileError(shown)
@@ -119,26 +125,61 @@ def write_bytes(place: Place, data: bytes, *, made: list[Place] | None = None) -
             raise NotRegularFileError(shown)
         if st is not None and not os.access(place.name, os.W_OK, dir_fd=parent, follow_symlinks=False):
             raise PermissionError(13, f"{shown} is not writable", shown)
-        tmp = f".{place.name[:200]}.{secrets.token_hex(4)}.tmp"
-        # A new file gets the usual 0o666 less the umask; a replaced one keeps its mode.
-        fd = open_in(parent, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown, 0o600 if st else 0o666)
+        in_place = st is not None and st.st_nlink == 1
+        if in_place and st is not None and st.st_uid != os.geteuid():
+            _overwrite(parent, place.name, data, shown)
+            return
         try:
-            try:
-                if st is not None:
-                    os.fchmod(fd, stat.S_IMODE(st.st_mode))
-                with os.fdopen(fd, "wb", closefd=False) as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.rename(tmp, place.name, src_dir_fd=parent, dst_dir_fd=parent)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=parent)
-            raise
+            _replace(parent, place.name, data, st, shown)
+        except PermissionError:
+            if not in_place:
+                raise
+            _overwrite(parent, place.name, data, shown)  # the folder is closed to new files
     finally:
         os.close(parent)
+
+
+def _replace(parent: int, name: str, data: bytes, st: os.stat_result | None, shown: str) -> None:
+    """Write ``data`` to a temporary file in ``parent`` and rename it over ``name`` there."""
+    tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"
+    # A new file gets the usual 0o666 less the umask; a replaced one keeps its mode.
+    fd = open_in(parent, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown, 0o600 if st else 0o666)
+    try:
+        try:
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=parent)
+        raise
+
+
+def _overwrite(parent: int, name: str, data: bytes, shown: str) -> None:
+    """Write ``data`` into the existing regular file ``name`` in ``parent``, truncating it; a file that
+    is no longer a regular one with a single link when opened is refused before it is truncated."""
+    fd = open_in(parent, name, os.O_WRONLY | os.O_NONBLOCK, shown)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(shown)
+        if st.st_nlink != 1:  # linked from elsewhere meanwhile: writing it would write there too
+            raise OSError(errno.EMLINK, f"{shown} has another hard link now; not written", shown)
+        os.set_blocking(fd, True)
+        os.ftruncate(fd, 0)
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with os.fdopen(fd, "wb", closefd=False) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(fd)
 
 
 def remove_file(place: Place) -> bool:

@@ -203,6 +203,33 @@ def test_a_hard_link_to_a_file_outside_is_replaced_not_written_through(top: Path
     assert (top / "hard.txt").read_text() == "mine\n"
 
 
+def test_another_users_file_is_written_in_place_keeping_its_owner(top: Path, way: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    target = top / "a" / "b" / "c" / "f.txt"
+    os.chown(target, 12345, 12345)
+    inode = target.stat().st_ino
+    write_bytes(at(top, *FILE), b"shared\n")
+    st = target.stat()
+    assert (st.st_uid, st.st_ino, target.read_bytes()) == (12345, inode, b"shared\n")
+
+
+def test_a_folder_closed_to_new_files_gets_the_write_in_place_but_never_through_a_hard_link(
+    top: Path, way: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_new_files(*args: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(fs_mod, "_replace", no_new_files)
+    write_bytes(at(top, *FILE), b"in place\n")
+    assert (top / "a" / "b" / "c" / "f.txt").read_bytes() == b"in place\n"
+    victim = outside_of(top) / "a" / "b" / "c" / "f.txt"
+    (top / "hard.txt").hardlink_to(victim)
+    with pytest.raises(PermissionError):
+        write_bytes(at(top, "hard.txt"), b"PWNED\n")
+    assert victim.read_text() == "outside\n"
+
+
 def test_make_dir_and_remove_file_act_in_the_opened_parent(top: Path, way: str) -> None:
     assert make_dir(at(top, "build")) is True
     assert make_dir(at(top, "build")) is False
