@@ -69,8 +69,9 @@ class Root:
             ) from None
         if not self.contains(real):
             lexical = Path(os.path.normpath(full))
-            why = "leads through a symlink out of" if self.contains(lexical) else "is outside"
-            raise PathError(f"{path!r} {why} the allowed directories ({self._display})")
+            how = " through a symlink" if self.contains(lexical) else ""
+            why = "leads out of" if how else "is outside"
+            raise PathError(f"{path!r} {why} the allowed directories ({self._display}){how}")
         return real
 
     async def resolve(self, path: str) -> Path:
