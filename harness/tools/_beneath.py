@@ -81,7 +81,10 @@ class Place:
         return self.parts[-1]
 
     def child(self, name: str) -> Place:
-        return Place(self.top, (*self.parts, *split(name)))
+        """``name`` (one directory entry's name, or a relative path) below this place."""
+        if "/" in name or name in ("", ".", "..") or "\x00" in name:
+            return Place(self.top, (*self.parts, *split(name)))
+        return Place(self.top, (*self.parts, name))
 
     @classmethod
     def of(cls, path: Path, tops: Sequence[Path]) -> Place:

@@ -111,9 +111,10 @@ def walk_files(root: Root, base: Path, stop: Callable[[], bool]) -> Iterator[tup
         finally:
             os.close(fd)
         subdirs: list[Place] = []
+        here_path = here.path
         for entry in entries:
             place = here.child(entry.name)
-            p = place.path
+            p = here_path / entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if inside_skipped or entry.name not in SKIPPED_DIRS:
