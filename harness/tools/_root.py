@@ -22,7 +22,9 @@ class Root:
     """All tool paths are confined to ``paths``; relative paths resolve against the first one.
 
     Confinement is checked on the real path (``os.path.realpath``), so ``..`` and symlinks that lead out
-    of every root are refused, while symlinks that stay inside are followed.
+    of every root are refused, while symlinks that stay inside are followed. That is the check; the use
+    opens the real path beneath its root with no symlink followed (``place``, ``_beneath``), so what
+    changed in between is refused rather than followed.
     """
 
     __slots__ = ("_display", "_paths")
