@@ -169,7 +169,7 @@ class Policy:
                 writes += [self._target(t, cwd) for t in (*c.writes, *write_targets(c))]
         verdict = strictest(p.verdict for p in judged)
         deciding = [p for p in judged if p.verdict is verdict]
-        if len(parts) == 1 and len(judged) == 1:
+        if len(judged) == 1 and judged[0].label == (parts[0].text or " ".join(parts[0].words)):
             reason = self._reason(call.name, f"`{command}`", verdict, deciding[0].rule)
         else:
             which = "; ".join(f"`{p.label}`" for p in deciding)
@@ -181,7 +181,13 @@ class Policy:
         """One simple command: the first matching rule; else what a transparent wrapper runs; else the
         default."""
         label = part.text or " ".join(part.words)
+        if part.opaque:
+            label = f"{label}: {part.opaque}, which the checker does not read"
         verdict, rule = self._first(Subject(tool, hints, None if part.dynamic else part, (cwd,)))
+        if verdict is Verdict.ALLOW and rule is not None and rule.kind == "command" and not rule.exact:
+            moved = _moves_out(part, cwd, self.cwd)
+            if moved is not None:  # like ``git -C DIR``: a prefix rule does not cover another folder
+                return _Part(Verdict.DENY if self.default is Verdict.DENY else Verdict.ASK, None, moved)
         if rule is not None or part.dynamic or depth >= MAX_DEPTH:
             return _Part(verdict, rule, label)
         inner = unwrap(part, depth)
@@ -261,8 +267,8 @@ class Policy:
         out: list[Rule],
         depth: int,
     ) -> None:
-        if part.dynamic or not part.words or depth >= MAX_DEPTH:
-            return
+        if part.dynamic or part.opaque or not part.words or depth >= MAX_DEPTH:
+            return  # nothing a rule could hold would cover it again
         if (
             verdict is Verdict.ALLOW
             and self._part(part, tool, hints, self.cwd, depth).verdict is Verdict.ALLOW
@@ -311,6 +317,28 @@ def _prefix(part: SimpleCommand) -> tuple[str, ...]:
     if words[0] in _SUBCOMMAND_TOOLS and len(words) > 1 and not words[1].startswith("-"):
         return words[:2]
     return words[:1]
+
+
+_DIRECTORY_BUILTINS = frozenset({"cd", "pushd", "popd"})
+
+
+def _moves_out(part: SimpleCommand, cwd: Path, project: Path) -> str | None:
+    """Why ``part`` (``cd``, ``pushd``, ``popd``) moves the commands after it out of ``project`` (a folder
+    not named, not inside, or only known when it runs); None when it does not. Blocking (resolves)."""
+    if not part.words or Path(part.words[0]).name not in _DIRECTORY_BUILTINS:
+        return None
+    label = part.text or " ".join(part.words)
+    operands = [(i, w) for i, w in enumerate(part.words[1:], 1) if not w.startswith("-") or w == "-"]
+    if part.words[0] == "popd" or len(operands) != 1:
+        return f"{label}: the folder it moves to is not named"
+    i, target = operands[0]
+    if part.is_expanded(i) or target == "-" or target.startswith(("~", "+")):
+        return f"{label}: the folder it moves to is only known when it runs"
+    real = Path(os.path.realpath(cwd / target))
+    root = Path(os.path.realpath(project))
+    if real != root and not real.is_relative_to(root):
+        return f"{label}: moves the commands after it out of the project"
+    return None
 
 
 def _summary(call: ToolCall) -> str:
