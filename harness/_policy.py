@@ -238,8 +238,9 @@ class Policy:
         Shell: one rule per part not already allowed: a prefix (``git status``, ``pytest``) when the part
         is plain; the exact command when it uses an option that writes or executes, an assignment or a
         wrapper that is not transparent (``sort -o out f``, ``FOO=1 make``, ``sudo make install``); what a
-        transparent wrapper runs (``nice pytest``: ``pytest``). File tools: the tool under the file's
-        directory. Other tools: the tool by name.
+        transparent wrapper runs (``nice pytest``: ``pytest``); nothing for a part the parser does not
+        fully read. File tools: the tool under the files' common directory, never a directory above the
+        project (``_path_rules``). Other tools: the tool by name.
         """
         if call.name in self.shell_tools and isinstance(call.input.get("command"), str):
             try:
@@ -253,9 +254,7 @@ class Policy:
             return out
         paths = self._paths_of(call)
         if paths and call.name not in _SEARCH_TOOLS:
-            dirs = sorted({p.parent for p in paths})
-            common = Path(os.path.commonpath([str(d) for d in dirs]))
-            return [Rule.path(call.name, common, verdict)]
+            return _path_rules(call.name, paths, verdict, self.cwd)
         return [Rule.tool(call.name, verdict)]
 
     def _suggest_part(
@@ -317,6 +316,27 @@ def _prefix(part: SimpleCommand) -> tuple[str, ...]:
     if words[0] in _SUBCOMMAND_TOOLS and len(words) > 1 and not words[1].startswith("-"):
         return words[:2]
     return words[:1]
+
+
+def _path_rules(tool: str, paths: Sequence[Path], verdict: Verdict, project: Path) -> list[Rule]:
+    """The path rules "always" stores for a call of ``tool`` on ``paths``: its files' common folder, unless
+    that folder holds the project (``/``, the home folder): "always" for ``~/notes.txt`` must not allow
+    every write in the project ever after. Then one rule per file's folder, or per file where the folder
+    itself holds the project."""
+    common = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    if not _above(common, project):
+        return [Rule.path(tool, common, verdict)]
+    out: list[Rule] = []
+    for p in sorted(set(paths)):
+        rule = Rule.path(tool, p if _above(p.parent, project) else p.parent, verdict)
+        if not _above(p, project) and rule not in out:
+            out.append(rule)
+    return out
+
+
+def _above(folder: Path, project: Path) -> bool:
+    """Whether ``folder`` holds ``project`` (and is not the project itself)."""
+    return folder != project and project.is_relative_to(folder)
 
 
 _DIRECTORY_BUILTINS = frozenset({"cd", "pushd", "popd"})
