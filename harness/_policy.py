@@ -188,8 +188,8 @@ class Policy:
             moved = _moves_out(part, cwd, self.cwd)
             if moved is not None:  # like ``git -C DIR``: a prefix rule does not cover another folder
                 return _Part(Verdict.DENY if self.default is Verdict.DENY else Verdict.ASK, None, moved)
-        if rule is not None or part.dynamic or depth >= MAX_DEPTH:
-            return _Part(verdict, rule, label)
+        if rule is not None or part.dynamic or part.opaque or depth >= MAX_DEPTH:
+            return _Part(verdict, rule, label)  # an opaque wrapper's inner command is not what it runs
         inner = unwrap(part, depth)
         if inner is None or not inner.transparent or not inner.commands:
             return _Part(verdict, rule, label)

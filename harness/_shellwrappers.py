@@ -230,7 +230,9 @@ def _after_options(
     expanded = tuple(cmd.is_expanded(j) for j in range(start, start + len(words)))
     if spec.more_args:
         words, expanded = (*words, "…"), (*expanded, True)
-    return SimpleCommand(tuple(words), (), cmd.is_expanded(start), cmd.text, tuple(assigns), tuple(expanded))
+    return SimpleCommand(
+        tuple(words), (), cmd.is_expanded(start), cmd.text, tuple(assigns), tuple(expanded), cmd.opaque
+    )
 
 
 def _shell(name: str, rest: Sequence[str], depth: int) -> Inner:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness import ToolCall
 from harness.policy import Policy, Rule, Verdict
@@ -95,7 +97,7 @@ HOSTILE = [
     "exec -a git-shell git status",
     "exec -c ls",
     "coproc rm -rf ~",
-    "alias ls='rm -rf ~'; ls",
+    "shopt -s expand_aliases; alias ls='rm -rf ~'\nls",
     "ls() { rm -rf ~; }; ls",
     "function ls { rm -rf ~; }; ls",
     "ls() { echo; }; ls",
@@ -109,7 +111,7 @@ HOSTILE = [
     "select x in a; do rm -rf ~; done",
     "case x in x) rm -rf ~;; esac",
     # ANSI-C and locale quoting, backslash-newline, comments.
-    "ls $'\\x3b' rm -rf ~",
+    "eval ls $'\\x3b' rm -rf ~",
     "ls $'\\'' ; rm -rf ~ ; echo $'\\''",
     'ls $"x"',
     "l\\\ns; r\\\nm -rf ~",
@@ -311,3 +313,102 @@ async def test_hidden_commands_do_not_run_under_an_always_allow_rule(tmp_path: P
     assert asked == attacks  # each asked (and was rejected); the plain `ls -a` ran unasked
     assert not [p.name for p in root.rglob("CANARY*")]
     assert "[exit code 0]" in agent.tool_results(sid)[-1]  # the plain command ran
+
+
+# --- bash itself as the oracle ---------------------------------------------------------------------
+#
+# bash runs each command with an empty PATH: every external command it would start is logged by
+# ``command_not_found_handle`` instead of running (builtins still run, in a scratch folder). Whatever the
+# checker allows must start no command but the allowed ones: a construct that hides ``rm`` from the
+# checker but not from bash fails here, however it is built.
+
+BASH = "/bin/bash"
+ORACLE_ALLOWED = frozenset({"ls", "cat", "echo", "true", "grep"})
+_LOG_HANDLER = (
+    'command_not_found_handle() { printf "%s\\n" "$1" >> "$ORACLE_LOG"; return 0; }\n'
+    "export -f command_not_found_handle\n"  # a nested ``bash -c`` logs too
+)
+
+
+def ran_by_bash(command: str, scratch: Path, prelude: str = "") -> list[str]:
+    """The external commands bash starts for ``command`` (none of them really runs), after ``prelude``."""
+    import subprocess
+
+    log = scratch / "log"
+    log.unlink(missing_ok=True)
+    shells = scratch / "shells"  # the only commands found: bash and sh, for ``bash -c``
+    if not shells.exists():
+        shells.mkdir()
+        for name in ("bash", "sh"):
+            (shells / name).symlink_to(BASH)
+    env = {"PATH": str(shells), "HOME": str(scratch), "ORACLE_LOG": str(log)}
+    subprocess.run(  # a fixed bash, a generated command: the test's oracle
+        [BASH, "-c", _LOG_HANDLER + prelude + command],
+        cwd=scratch,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    return log.read_text().split() if log.exists() else []
+
+
+_WORDS = [
+    "a", '"$x"', "${x}", "$1", "~/a", "'$(rm q)'", "${x:-$(rm a)}", "$(rm b)", "`rm c`", "~$(rm d)",
+    "$'\\x41'", '"$(echo $(rm e))"', "<(rm f)", "${x:=`rm g`}", "$((1))", "a[$(rm h)]", "{a,b}", "*",
+    "${x/$(rm i)/y}", '"${x[$(rm j)]}"', "\\$(rm k)", "$\"l\"",
+]  # fmt: skip
+
+
+def _join(name: str, words: list[str]) -> str:
+    return " ".join([name, *words])
+
+
+def _fill(shape: str, a: str, b: str, w: str) -> str:
+    return shape.format(a, b, w=w)
+
+
+_names = st.sampled_from(["ls", "cat", "echo", "rm", "touch", "grep"])
+_simple: st.SearchStrategy[str] = st.builds(_join, _names, st.lists(st.sampled_from(_WORDS), max_size=3))
+_shapes = [
+    "{0}", "{0}; {1}", "{0} && {1}", "{0} | {1}", "{{ {0}; }}", "( {0} )", "f() {{ {1}; }}; {0}",
+    "for v in {w}; do {0}; done", "cat <<EOF\n{w}\nEOF", "cat <<< {w}", "eval {w}", "eval '{0}'",
+    "{0} # {1}", "{0} \\\n{w}", "x={w} {0}", "{0} > {w}", "declare -i y='{w}'", "printf -v {w} x",
+    "nice {0}", "timeout 5 {0}", "if {0}; then {1}; fi", "while false; do {1}; done; {0}",
+    "bash -c '{0}'", "sh -c \"{0}\"", "{0} $({1})", "{0} `{1}`", "{0} \"$({1})\"", "{0} <({1})",
+    "echo \"{0}\" '{1}'", "{0} ${{x:-{w}}}", "{0} &",
+]  # fmt: skip
+
+
+def _nested(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.builds(_fill, st.sampled_from(_shapes), inner, inner, st.sampled_from(_WORDS))
+
+
+generated: st.SearchStrategy[str] = st.recursive(_simple, _nested, max_leaves=6)
+
+
+@pytest.mark.skipif(not Path(BASH).exists(), reason="needs bash as the oracle")
+@settings(max_examples=600, deadline=None)
+@given(generated)
+def test_what_the_checker_allows_starts_nothing_bash_would_not_be_allowed_to(command: str) -> None:
+    import tempfile
+
+    verdict = judge(command, tuple(ORACLE_ALLOWED | {"nice", "timeout", "eval"}))
+    if verdict is not A:
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        started = ran_by_bash(command, Path(scratch))
+    assert set(started) <= ORACLE_ALLOWED | {"nice", "timeout"}, (command, started)
+
+
+@pytest.mark.skipif(not Path(BASH).exists(), reason="needs bash as the oracle")
+@pytest.mark.parametrize("command", [c for c in HOSTILE if "rm -rf ~" in c])
+def test_each_hostile_variant_really_starts_a_command_the_rules_do_not_allow(
+    command: str, tmp_path: Path
+) -> None:
+    """The corpus is no straw man: bash itself starts ``rm`` for the variants that hide it, with ``x``
+    unset or set (the few that this bash rejects as a syntax error are kept: the checker must not
+    guess bash's version)."""
+    started = ran_by_bash(command, tmp_path) + ran_by_bash(command, tmp_path, "x=a; a=(1); ")
+    assert "rm" in started or not started, (command, started)
