@@ -23,8 +23,14 @@ from typing import Any
 
 __all__ = ["builtin_unsupported", "heredoc_unsupported", "source_unsupported", "word_unsupported"]
 
-# A parameter bash expands without running anything: a name, a positional or special one, its length.
-_PLAIN_PARAMETER = re.compile(r"#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+)|[@*#?$!-]")
+# A parameter bash expands without running anything: a name, a positional or special one, its length, a
+# literal array index, and the operators that only test, trim, replace or change case, when their operand
+# holds no substitution. Not: ``${!x}`` (the name in x could be ``a[$(cmd)]``), ``${x:1:n}`` and
+# ``${a[i]}`` (arithmetic on a value), ``${x@P}`` (prompt expansion runs ``$(…)`` in the value).
+_NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[(?:[0-9]+|[@*])\])?"
+_OPERATOR = r"(?::?[-=+?]|##?|%%?|//?|/#|/%|\^\^?|,,?|@[QEULuaAKk])"
+_OPERAND = r"(?:[^`$\[\]{}\\]|\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]))*"
+_PLAIN_PARAMETER = re.compile(rf"#?{_NAME}|{_NAME}{_OPERATOR}{_OPERAND}", re.S)
 _PLAIN_TILDE = re.compile(r"~[A-Za-z0-9._+-]*")
 _ACTIVE_AFTER_DOLLAR = re.compile(r"[A-Za-z0-9_{(@*#?$!\-\[`'\"]")
 _JUDGED_PARTS = frozenset({"commandsubstitution", "processsubstitution"})
@@ -103,7 +109,9 @@ _NAME_BUILTINS = frozenset(
      "wait", "getopts", "test", "[", "[["}
 )  # fmt: skip
 # Builtins that change what later commands run (or run text as code).
-_CODE_BUILTINS = frozenset({"alias", "unalias", "hash", "trap", "enable", "shopt", "complete", "bind", "fc"})
+_CODE_BUILTINS = frozenset(
+    {"alias", "unalias", "hash", "trap", "enable", "shopt", "complete", "compgen", "bind", "fc", "jobs"}
+)  # compgen -C, jobs -x: run a command given as text
 _LOCAL_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _DECLARES = frozenset({"declare", "typeset", "local", "export", "readonly"})
 
@@ -123,6 +131,8 @@ def builtin_unsupported(words: Sequence[str], expanded: Sequence[bool]) -> str |
         return f"`{name}` evaluates its text as arithmetic (a name in it can hold `a[$(cmd)]`)"
     if name == "printf" and "-v" not in words[1:] and not any(w.startswith("-v") for w in words[1:]):
         return None
+    if name in ("mapfile", "readarray") and any(w.startswith("-C") for w in words[1:]):
+        return f"`{name} -C` runs a callback given as text"
     if name not in _NAME_BUILTINS and name != "printf":
         return None
     for i, w in enumerate(words[1:], 1):

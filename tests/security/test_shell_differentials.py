@@ -27,7 +27,8 @@ A, Q, D = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
 SHELL = Shell(Root([Path("/")])).spec()
 ALLOWED = ("ls", "cat", "head", "grep", "echo", "pwd", "git status", "git diff", "printf", "test", "[", "read",
            "declare", "export", "cd", "make test", "npm test", "cargo test", "pytest", "sort", "true", "let",
-           "unset", "alias", "hash", "trap", "wc", "xargs", "exec", "env", "nice", "command", "time", "find")  # fmt: skip
+           "unset", "alias", "hash", "trap", "wc", "xargs", "exec", "env", "nice", "command", "time", "find",
+           "compgen", "jobs", "mapfile")  # fmt: skip
 
 
 def judge(command: str, rules: tuple[str, ...] = ALLOWED, cwd: Path | str = "/p") -> Verdict:
@@ -51,6 +52,11 @@ HOSTILE = [
     "ls ${!x}",  # indirection: the name in x could be a[$(cmd)]
     "ls ${x:$(rm -rf ~)}",
     "ls ${x@P}",  # prompt expansion runs $(...) in the value
+    "ls ${x:0:$n}",  # a substring offset is arithmetic on n's value
+    "ls ${a[i]}",  # so is an array index
+    "compgen -C 'rm -rf ~' a",
+    "jobs -x rm -rf ~",
+    "mapfile -C 'rm -rf ~' -c 1 arr < f",
     "echo ${x:-$(rm -rf ~)} > /dev/null",
     "cat < ${x:-$(rm -rf ~)}",
     "for f in ${x:-$(rm -rf ~)}; do ls; done",
@@ -213,6 +219,8 @@ BENIGN = [
     "grep -c x a  # count x",
     "ls \\\n  -la",
     "find . -name '*.py' | xargs grep TODO",
+    "for f in *.py; do echo ${f%.py}; done",
+    'echo "${a[@]}" ${#a[@]} ${x:-$HOME} ${x^^} "${x#*/}"',
 ]
 
 
@@ -357,8 +365,11 @@ def ran_by_bash(command: str, scratch: Path, prelude: str = "") -> list[str]:
 _WORDS = [
     "a", '"$x"', "${x}", "$1", "~/a", "'$(rm q)'", "${x:-$(rm a)}", "$(rm b)", "`rm c`", "~$(rm d)",
     "$'\\x41'", '"$(echo $(rm e))"', "<(rm f)", "${x:=`rm g`}", "$((1))", "a[$(rm h)]", "{a,b}", "*",
-    "${x/$(rm i)/y}", '"${x[$(rm j)]}"', "\\$(rm k)", "$\"l\"",
+    "${x/$(rm i)/y}", '"${x[$(rm j)]}"', "\\$(rm k)", "$\"l\"", "${x%.py}", "${x:-$HOME}", "${a[@]}",
+    "${x^^}", "${#a[@]}", "${x:0:1}", "${a[x]}", "${x:$x}", "${!x}", "${x@P}", "$x", '"${x#*/}"',
 ]  # fmt: skip
+# Run once with nothing set, once with values that turn arithmetic and indirection into commands.
+_PRELUDES = ("", "x='a[$(rm z)]'; a=(1); ")
 
 
 def _join(name: str, words: list[str]) -> str:
@@ -398,7 +409,7 @@ def test_what_the_checker_allows_starts_nothing_bash_would_not_be_allowed_to(com
     if verdict is not A:
         return
     with tempfile.TemporaryDirectory() as scratch:
-        started = ran_by_bash(command, Path(scratch))
+        started = [name for prelude in _PRELUDES for name in ran_by_bash(command, Path(scratch), prelude)]
     assert set(started) <= ORACLE_ALLOWED | {"nice", "timeout"}, (command, started)
 
 
