@@ -256,6 +256,12 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
     "gradle": Unsafe("runs another build or init script", long=("project-dir", "settings-file", "build-file",
                      "init-script", "gradle-user-home", "include-build"), words=("-p", "-c", "-b", "-I")),
     "mvn": Unsafe("runs another build", long=("file", "settings", "global-settings"), words=("-f", "-s", "-gs")),
+    # Build tools that run another folder's recipes (like ``git -C``) or a script they are given.
+    "ninja": Unsafe("runs another folder's build", "Cf", ()),
+    "cmake": Unsafe("runs a script or another folder's build", "PCSB", ("build", "install")),
+    "terraform": Unsafe("runs another folder's configuration", words=("-chdir=",)),
+    "just": Unsafe("runs another folder's recipes", "fd", ("justfile", "working-directory")),
+    "composer": Unsafe("runs another folder's scripts", "d", ("working-dir",)),
     "pip": Unsafe("installs elsewhere or from another index", "ti",
                   ("target", "prefix", "root", "index-url", "extra-index-url", "constraint", "src")),
     "python": Unsafe("runs code given on the command line", "c"),

@@ -28,7 +28,7 @@ SHELL = Shell(Root([Path("/")])).spec()
 ALLOWED = ("ls", "cat", "head", "grep", "echo", "pwd", "git status", "git diff", "printf", "test", "[", "read",
            "declare", "export", "cd", "make test", "npm test", "cargo test", "pytest", "sort", "true", "let",
            "unset", "alias", "hash", "trap", "wc", "xargs", "exec", "env", "nice", "command", "time", "find",
-           "compgen", "jobs", "mapfile")  # fmt: skip
+           "compgen", "jobs", "mapfile", "terraform plan", "ninja", "just")  # fmt: skip
 
 
 def judge(command: str, rules: tuple[str, ...] = ALLOWED, cwd: Path | str = "/p") -> Verdict:
@@ -174,6 +174,9 @@ HOSTILE = [
     "cargo -C /tmp/evil test",
     "pytest --rootdir=/tmp/evil",
     "pytest -p evil_plugin",
+    "terraform -chdir=/tmp/evil plan",
+    "ninja -C /tmp/evil",
+    "just -d /tmp/evil test",
     "cd /tmp/evil && git status",
     "cd .. && git status",
     "cd && git status",
