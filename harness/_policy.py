@@ -50,11 +50,13 @@ class Judgement:
 
 @dataclass(slots=True)
 class _Part:
-    """One judged simple command: its verdict, the rule that decided (None: the default) and a label."""
+    """One judged simple command: its verdict, the rule that decided (None: the default), a label, and
+    why no rule could allow it (``why``: the parser does not fully read it, it leaves the project)."""
 
     verdict: Verdict
     rule: Rule | None
     label: str
+    why: str = ""
 
 
 class Policy:
@@ -171,8 +173,9 @@ class Policy:
         deciding = [p for p in judged if p.verdict is verdict]
         if len(judged) == 1 and judged[0].label == (parts[0].text or " ".join(parts[0].words)):
             reason = self._reason(call.name, f"`{command}`", verdict, deciding[0].rule)
+            reason += f" ({judged[0].why})" if judged[0].why else ""
         else:
-            which = "; ".join(f"`{p.label}`" for p in deciding)
+            which = "; ".join(f"`{p.label}`" + (f": {p.why}" if p.why else "") for p in deciding)
             rule = next((p.rule for p in deciding if p.rule is not None), None)
             reason = self._reason(call.name, f"`{command}`", verdict, rule) + f" (because of {which})"
         return Judgement(verdict, reason, tuple((p.label, p.verdict) for p in judged)), writes
@@ -181,22 +184,24 @@ class Policy:
         """One simple command: the first matching rule; else what a transparent wrapper runs; else the
         default."""
         label = part.text or " ".join(part.words)
-        if part.opaque:
-            label = f"{label}: {part.opaque}, which the checker does not read"
         verdict, rule = self._first(Subject(tool, hints, None if part.dynamic else part, (cwd,)))
         if verdict is Verdict.ALLOW and rule is not None and rule.kind == "command" and not rule.exact:
             moved = _moves_out(part, cwd, self.cwd)
             if moved is not None:  # like ``git -C DIR``: a prefix rule does not cover another folder
-                return _Part(Verdict.DENY if self.default is Verdict.DENY else Verdict.ASK, None, moved)
+                return _Part(
+                    Verdict.DENY if self.default is Verdict.DENY else Verdict.ASK, None, label, moved
+                )
         if rule is not None or part.dynamic or part.opaque or depth >= MAX_DEPTH:
-            return _Part(verdict, rule, label)  # an opaque wrapper's inner command is not what it runs
+            # An opaque wrapper's inner command is not what it runs: not unwrapped.
+            why = f"not read by the checker: {part.opaque}" if part.opaque else ""
+            return _Part(verdict, rule, label, why)
         inner = unwrap(part, depth)
         if inner is None or not inner.transparent or not inner.commands:
             return _Part(verdict, rule, label)
         judged = [self._part(c, tool, hints, cwd, depth + 1) for c in inner.commands]
         worst = strictest(p.verdict for p in judged)
         decided = next(p for p in judged if p.verdict is worst)
-        return _Part(worst, decided.rule, f"{decided.label} (run by {inner.via})")
+        return _Part(worst, decided.rule, f"{decided.label} (run by {inner.via})", decided.why)
 
     def _reason(self, tool: str, what: str, verdict: Verdict, rule: Rule | None) -> str:
         if verdict is Verdict.ASK:
@@ -347,17 +352,16 @@ def _moves_out(part: SimpleCommand, cwd: Path, project: Path) -> str | None:
     not named, not inside, or only known when it runs); None when it does not. Blocking (resolves)."""
     if not part.words or Path(part.words[0]).name not in _DIRECTORY_BUILTINS:
         return None
-    label = part.text or " ".join(part.words)
     operands = [(i, w) for i, w in enumerate(part.words[1:], 1) if not w.startswith("-") or w == "-"]
     if part.words[0] == "popd" or len(operands) != 1:
-        return f"{label}: the folder it moves to is not named"
+        return "the folder it moves to is not named"
     i, target = operands[0]
     if part.is_expanded(i) or target == "-" or target.startswith(("~", "+")):
-        return f"{label}: the folder it moves to is only known when it runs"
+        return "the folder it moves to is only known when it runs"
     real = Path(os.path.realpath(cwd / target))
     root = Path(os.path.realpath(project))
     if real != root and not real.is_relative_to(root):
-        return f"{label}: moves the commands after it out of the project"
+        return "it moves the commands after it out of the project"
     return None
 
 

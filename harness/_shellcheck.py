@@ -54,7 +54,7 @@ def source_unsupported(source: str, skip: Sequence[tuple[int, int]] = ()) -> str
             i += 2
             continue
         elif c == "$" and nxt in ("'", '"') and not quote:
-            return f"`${nxt}…` quoting"
+            return f"`${nxt}…{nxt}` quoting"
         elif c == "$" and (source.startswith("$((", i) or nxt == "["):
             return "arithmetic expansion (`$((…))`, `$[…]`)"
         elif c == "(" and nxt == "(" and not quote:
@@ -79,7 +79,7 @@ def word_unsupported(node: Any, source: str) -> str | None:
         if kind == "parameter":
             if not isinstance(value, str) or not _PLAIN_PARAMETER.fullmatch(value):
                 shown = f"${{{value}}}" if isinstance(value, str) else "$…"
-                return f"the expansion `{_short(shown)}` (only plain `$name` is read)"
+                return f"the expansion `{_short(shown)}` can run or evaluate code"
         elif kind == "tilde":
             if not isinstance(value, str) or not _PLAIN_TILDE.fullmatch(value):
                 return f"the tilde expansion `{_short(str(value))}`"

@@ -62,7 +62,7 @@ def parse_command(source: str) -> list[SimpleCommand]:
     # What the raw text holds that the tree misreads makes every part opaque: which one it hides in is
     # not known.
     why = source_unsupported(source, bodies)
-    return [replace(c, opaque=c.opaque or why) for c in out] if why else out
+    return [replace(c, opaque=why) for c in out] if why else out
 
 
 def _heredocs(node: Any, out: list[tuple[int, int]]) -> None:

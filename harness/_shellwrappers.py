@@ -149,7 +149,7 @@ def unwrap(cmd: SimpleCommand, depth: int = 0) -> Inner | None:
     if depth >= MAX_DEPTH:
         return Inner((), False, name)
     if name in SHELLS:
-        return _shell(name, rest, depth)
+        return _shell(name, cmd, depth)
     if name == "eval":
         if any(cmd.is_expanded(i) for i in range(1, len(cmd.words))):
             return Inner((), False, name)  # eval re-reads what the expansion gives as shell text
@@ -235,9 +235,10 @@ def _after_options(
     )
 
 
-def _shell(name: str, rest: Sequence[str], depth: int) -> Inner:
+def _shell(name: str, cmd: SimpleCommand, depth: int) -> Inner:
     """``bash -c 'script'`` runs the script (parsed and judged); any other use of a shell runs a file or
     stdin (opaque)."""
+    rest = cmd.words[1:]
     i = 0
     while i < len(rest) and rest[i].startswith(("-", "+")) and rest[i] not in ("-", "--"):
         word = rest[i]
@@ -250,6 +251,8 @@ def _shell(name: str, rest: Sequence[str], depth: int) -> Inner:
             continue
         if "c" in letters and not word.startswith("--") and set(letters) - {"c"} <= _SHELL_FLAGS:
             if i + 1 < len(rest):
+                if cmd.is_expanded(i + 2):  # the script is a variable's value: ``sh -c "ls $x"``
+                    return Inner((), False, name)
                 return _script(rest[i + 1], name, depth)
             return Inner((), False, name)
         if word.startswith("--") or not set(letters) <= _SHELL_FLAGS:

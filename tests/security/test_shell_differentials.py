@@ -186,6 +186,7 @@ HOSTILE = [
     "pushd /tmp/evil && ls",
     "popd && ls",
     'bash -c "$x"',
+    'sh -c "ls $x"',  # x could hold a[$(cmd)] or ;cmd: the script is only known when it runs
     "bash -c 'ls ${x:-$(rm -rf ~)}'",
     "sh -c 'env -C /tmp/evil git status'",
 ]
@@ -281,7 +282,7 @@ def test_the_question_says_what_the_checker_could_not_read() -> None:
         .judge(ToolCall("c", "shell", {"command": "ls ${x:-$(rm -rf ~)}"}), SHELL)
         .reason
     )
-    assert "${x:-$(rm -rf ~)}" in reason and "does not read" in reason
+    assert "${x:-$(rm -rf ~)}" in reason and "not read by the checker" in reason
 
 
 def test_always_offers_nothing_for_a_command_the_checker_cannot_read() -> None:
