@@ -20,12 +20,10 @@ MAX_ALWAYS_RULES: Final = 6
 MAX_ALWAYS_LABEL: Final = 400
 
 
-def permission_options(
-    allow_rules: Sequence[Rule], deny_rules: Sequence[Rule], *, always: bool = True
-) -> list[dict[str, str]]:
-    """allow_once, allow_always (when ``always`` and its rules can be listed), reject_once, reject_always
-    (when its rules can be listed). Each "always" option stores exactly the rules its name lists."""
-    allow = always_label("Always allow", allow_rules) if always else None
+def permission_options(allow_rules: Sequence[Rule], deny_rules: Sequence[Rule]) -> list[dict[str, str]]:
+    """allow_once, allow_always (when its rules can be listed), reject_once, reject_always (likewise).
+    Each "always" option stores exactly the rules its name lists."""
+    allow = always_label("Always allow", allow_rules)
     deny = always_label("Always reject", deny_rules)
     options = [{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}]
     if allow is not None:
