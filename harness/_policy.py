@@ -50,11 +50,13 @@ class Judgement:
 
 @dataclass(slots=True)
 class _Part:
-    """One judged simple command: its verdict, the rule that decided (None: the default) and a label."""
+    """One judged simple command: its verdict, the rule that decided (None: the default), a label, and
+    why no rule could allow it (``why``: the parser does not fully read it, it leaves the project)."""
 
     verdict: Verdict
     rule: Rule | None
     label: str
+    why: str = ""
 
 
 class Policy:
@@ -169,10 +171,11 @@ class Policy:
                 writes += [self._target(t, cwd) for t in (*c.writes, *write_targets(c))]
         verdict = strictest(p.verdict for p in judged)
         deciding = [p for p in judged if p.verdict is verdict]
-        if len(parts) == 1 and len(judged) == 1:
+        if len(judged) == 1 and judged[0].label == (parts[0].text or " ".join(parts[0].words)):
             reason = self._reason(call.name, f"`{command}`", verdict, deciding[0].rule)
+            reason += f" ({judged[0].why})" if judged[0].why else ""
         else:
-            which = "; ".join(f"`{p.label}`" for p in deciding)
+            which = "; ".join(f"`{p.label}`" + (f": {p.why}" if p.why else "") for p in deciding)
             rule = next((p.rule for p in deciding if p.rule is not None), None)
             reason = self._reason(call.name, f"`{command}`", verdict, rule) + f" (because of {which})"
         return Judgement(verdict, reason, tuple((p.label, p.verdict) for p in judged)), writes
@@ -182,15 +185,23 @@ class Policy:
         default."""
         label = part.text or " ".join(part.words)
         verdict, rule = self._first(Subject(tool, hints, None if part.dynamic else part, (cwd,)))
-        if rule is not None or part.dynamic or depth >= MAX_DEPTH:
-            return _Part(verdict, rule, label)
+        if verdict is Verdict.ALLOW and rule is not None and rule.kind == "command" and not rule.exact:
+            moved = _moves_out(part, cwd, self.cwd)
+            if moved is not None:  # like ``git -C DIR``: a prefix rule does not cover another folder
+                return _Part(
+                    Verdict.DENY if self.default is Verdict.DENY else Verdict.ASK, None, label, moved
+                )
+        if rule is not None or part.dynamic or part.opaque or depth >= MAX_DEPTH:
+            # An opaque wrapper's inner command is not what it runs: not unwrapped.
+            why = f"not read by the checker: {part.opaque}" if part.opaque else ""
+            return _Part(verdict, rule, label, why)
         inner = unwrap(part, depth)
         if inner is None or not inner.transparent or not inner.commands:
             return _Part(verdict, rule, label)
         judged = [self._part(c, tool, hints, cwd, depth + 1) for c in inner.commands]
         worst = strictest(p.verdict for p in judged)
         decided = next(p for p in judged if p.verdict is worst)
-        return _Part(worst, decided.rule, f"{decided.label} (run by {inner.via})")
+        return _Part(worst, decided.rule, f"{decided.label} (run by {inner.via})", decided.why)
 
     def _reason(self, tool: str, what: str, verdict: Verdict, rule: Rule | None) -> str:
         if verdict is Verdict.ASK:
@@ -232,8 +243,9 @@ class Policy:
         Shell: one rule per part not already allowed: a prefix (``git status``, ``pytest``) when the part
         is plain; the exact command when it uses an option that writes or executes, an assignment or a
         wrapper that is not transparent (``sort -o out f``, ``FOO=1 make``, ``sudo make install``); what a
-        transparent wrapper runs (``nice pytest``: ``pytest``). File tools: the tool under the file's
-        directory. Other tools: the tool by name.
+        transparent wrapper runs (``nice pytest``: ``pytest``); nothing for a part the parser does not
+        fully read. File tools: the tool under the files' common directory, never a directory above the
+        project (``_path_rules``). Other tools: the tool by name.
         """
         if call.name in self.shell_tools and isinstance(call.input.get("command"), str):
             try:
@@ -247,9 +259,7 @@ class Policy:
             return out
         paths = self._paths_of(call)
         if paths and call.name not in _SEARCH_TOOLS:
-            dirs = sorted({p.parent for p in paths})
-            common = Path(os.path.commonpath([str(d) for d in dirs]))
-            return [Rule.path(call.name, common, verdict)]
+            return _path_rules(call.name, paths, verdict, self.cwd)
         return [Rule.tool(call.name, verdict)]
 
     def _suggest_part(
@@ -261,8 +271,8 @@ class Policy:
         out: list[Rule],
         depth: int,
     ) -> None:
-        if part.dynamic or not part.words or depth >= MAX_DEPTH:
-            return
+        if part.dynamic or part.opaque or not part.words or depth >= MAX_DEPTH:
+            return  # nothing a rule could hold would cover it again
         if (
             verdict is Verdict.ALLOW
             and self._part(part, tool, hints, self.cwd, depth).verdict is Verdict.ALLOW
@@ -311,6 +321,48 @@ def _prefix(part: SimpleCommand) -> tuple[str, ...]:
     if words[0] in _SUBCOMMAND_TOOLS and len(words) > 1 and not words[1].startswith("-"):
         return words[:2]
     return words[:1]
+
+
+def _path_rules(tool: str, paths: Sequence[Path], verdict: Verdict, project: Path) -> list[Rule]:
+    """The path rules "always" stores for a call of ``tool`` on ``paths``: its files' common folder, unless
+    that folder holds the project (``/``, the home folder): "always" for ``~/notes.txt`` must not allow
+    every write in the project ever after. Then one rule per file's folder, or per file where the folder
+    itself holds the project."""
+    common = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    if not _above(common, project):
+        return [Rule.path(tool, common, verdict)]
+    out: list[Rule] = []
+    for p in sorted(set(paths)):
+        rule = Rule.path(tool, p if _above(p.parent, project) else p.parent, verdict)
+        if not _above(p, project) and rule not in out:
+            out.append(rule)
+    return out
+
+
+def _above(folder: Path, project: Path) -> bool:
+    """Whether ``folder`` holds ``project`` (and is not the project itself)."""
+    return folder != project and project.is_relative_to(folder)
+
+
+_DIRECTORY_BUILTINS = frozenset({"cd", "pushd", "popd"})
+
+
+def _moves_out(part: SimpleCommand, cwd: Path, project: Path) -> str | None:
+    """Why ``part`` (``cd``, ``pushd``, ``popd``) moves the commands after it out of ``project`` (a folder
+    not named, not inside, or only known when it runs); None when it does not. Blocking (resolves)."""
+    if not part.words or Path(part.words[0]).name not in _DIRECTORY_BUILTINS:
+        return None
+    operands = [(i, w) for i, w in enumerate(part.words[1:], 1) if not w.startswith("-") or w == "-"]
+    if part.words[0] == "popd" or len(operands) != 1:
+        return "the folder it moves to is not named"
+    i, target = operands[0]
+    if part.is_expanded(i) or target == "-" or target.startswith(("~", "+")):
+        return "the folder it moves to is only known when it runs"
+    real = Path(os.path.realpath(cwd / target))
+    root = Path(os.path.realpath(project))
+    if real != root and not real.is_relative_to(root):
+        return "it moves the commands after it out of the project"
+    return None
 
 
 def _summary(call: ToolCall) -> str:

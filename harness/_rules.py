@@ -4,10 +4,11 @@ A command rule holds words (a prefix: ``git status`` matches ``git status -s``, 
 over the whole command (``npm run *``), or, ``exact``, the whole command. How it matches depends on what
 it does (the README's "What a shell rule matches" says the same):
 
-- A rule that *allows* matches a simple command only when the command has no variable assignment but
-  harmless ones (``LC_ALL=C``), is not a wrapper (``env``, ``nice``, ``xargs``, ``bash -c``, ``sudo``...: the
-  policy judges what a transparent wrapper runs instead), and uses no option that writes or executes
-  beyond the rule's own words (``_shelloptions.UNSAFE_OPTIONS``: ``sort -o``, ``git -c``, ``find -exec``...).
+- A rule that *allows* matches a simple command only when the parser fully understands it (every word a
+  plain literal, a plain ``$name`` or a substitution judged on its own: ``_shellcheck``), it has no
+  variable assignment but harmless ones (``LC_ALL=C``), is not a wrapper (``env``, ``nice``, ``xargs``,
+  ``bash -c``, ``sudo``...: the policy judges what a transparent wrapper runs instead), and uses no option
+  that writes or executes, or changes the directory, beyond the rule's own words (``_shelloptions.UNSAFE_OPTIONS``: ``sort -o``, ``git -c``, ``find -exec``...).
   An exact rule matches the very command, assignments included, and nothing else.
 - A rule that *denies* or *asks* matches on the words alone, also inside wrappers (``sudo rm``,
   ``env X=1 rm``, ``bash -c 'rm x'`` all match "deny ``rm``").
@@ -151,6 +152,8 @@ class Rule:
             return False
         if self.verdict is not Verdict.ALLOW:
             return any(self._words_match(c) for c in commands_within(cmd))
+        if cmd.opaque:  # the parser does not fully understand it: no "allow" covers it (see _shellcheck)
+            return False
         if self.exact:
             return not any(cmd.expanded) and (*cmd.assigns, *cmd.words) == self.command_words
         if harmful_assigns(cmd.assigns) or unwrap(cmd) is not None or not self._words_match(cmd):

@@ -237,14 +237,33 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
     "wget": Unsafe("writes files, runs a program or sends a file", "oOaPe",
                    ("output-document", "output-file", "append-output", "directory-prefix", "execute",
                     "post-file", "body-file", "use-askpass")),
-    "make": Unsafe("reads recipes from elsewhere or evaluates text", "fCE", ("file", "makefile", "directory", "eval"),
-                   check=_make_check),
-    "cargo": Unsafe("overrides the configuration (runners, linkers)", long=("config",)),
-    "go": Unsafe("runs a program or writes the configuration", check=_go_check),
-    "pytest": Unsafe("deletes a directory, writes files or sends data",
-                     long=("basetemp", "junitxml", "junit-xml", "pastebin", "log-file", "resultlog")),
-    "npm": Unsafe("runs a package or another shell", long=("script-shell", "node-options", "userconfig",
-                                                          "globalconfig"), check=_npm_check),
+    "make": Unsafe("reads recipes from elsewhere or evaluates text", "fCEI",
+                   ("file", "makefile", "directory", "eval", "include-dir"), check=_make_check),
+    "cargo": Unsafe("runs another project or overrides the configuration (runners, linkers)", "CZ",
+                    ("config", "manifest-path", "target-dir", "config-path")),
+    "go": Unsafe("runs a program, in another folder, or writes the configuration", "C", ("modfile",),
+                 check=_go_check),
+    "pytest": Unsafe("deletes a directory, writes files, sends data or loads code from elsewhere", "cp",
+                     ("basetemp", "junitxml", "junit-xml", "pastebin", "log-file", "resultlog", "rootdir",
+                      "config-file", "confcutdir", "override-ini", "plugins")),
+    "npm": Unsafe("runs a package, another shell or another project", "C",
+                  ("script-shell", "node-options", "userconfig", "globalconfig", "prefix", "dir", "cwd",
+                   "cache", "registry"), check=_npm_check),
+    "uv": Unsafe("runs in another project or with another configuration", long=("directory", "project",
+                 "config-file", "with", "with-requirements", "python", "index-url", "extra-index-url")),
+    "poetry": Unsafe("runs in another project", "CP", ("directory", "project")),
+    # Their ``-Dname=value`` words are common: the short options are exact words, not letters.
+    "gradle": Unsafe("runs another build or init script", long=("project-dir", "settings-file", "build-file",
+                     "init-script", "gradle-user-home", "include-build"), words=("-p", "-c", "-b", "-I")),
+    "mvn": Unsafe("runs another build", long=("file", "settings", "global-settings"), words=("-f", "-s", "-gs")),
+    # Build tools that run another folder's recipes (like ``git -C``) or a script they are given.
+    "ninja": Unsafe("runs another folder's build", "Cf", ()),
+    "cmake": Unsafe("runs a script or another folder's build", "PCSB", ("build", "install")),
+    "terraform": Unsafe("runs another folder's configuration", words=("-chdir=",)),
+    "just": Unsafe("runs another folder's recipes", "fd", ("justfile", "working-directory")),
+    "composer": Unsafe("runs another folder's scripts", "d", ("working-dir",)),
+    "pip": Unsafe("installs elsewhere or from another index", "ti",
+                  ("target", "prefix", "root", "index-url", "extra-index-url", "constraint", "src")),
     "python": Unsafe("runs code given on the command line", "c"),
     "node": Unsafe("runs code given on the command line", "epr",
                    ("eval", "print", "require", "import", "loader", "experimental-loader")),
@@ -259,7 +278,7 @@ matches"). A prefix rule for the tool never covers a command using one beyond th
 
 _ALIASES = {"gawk": "awk", "mawk": "awk", "nawk": "awk", "gsed": "sed", "gtar": "tar", "bsdtar": "tar",
             "gmake": "make", "py.test": "pytest", "pnpm": "npm", "yarn": "npm", "bun": "npm",
-            "nodejs": "node", "fdfind": "fd"}  # fmt: skip
+            "nodejs": "node", "fdfind": "fd", "gradlew": "gradle", "pip3": "pip", "mvnw": "mvn"}  # fmt: skip
 
 
 def _row(name: str) -> Unsafe | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+from ._shellcheck import builtin_unsupported, heredoc_unsupported, source_unsupported, word_unsupported
 
 __all__ = ["ShellParseError", "SimpleCommand", "parse_command"]
 
@@ -21,8 +23,10 @@ class ShellParseError(Exception):
 class SimpleCommand:
     """One command of a compound one: its words (quotes removed), files it writes by redirection.
 
-    ``dynamic`` is True when the command name itself comes from an expansion (``$cmd``, ``$(...)``) or a
-    here-document expands commands: such a command matches no command rule. ``assigns`` are the
+    ``dynamic`` is True when the command name itself comes from an expansion (``$cmd``, ``$(...)``, a glob
+    or a brace): such a command matches no command rule. ``opaque`` says why the parser does not fully
+    understand the command (``_shellcheck``: ``${x:-$(cmd)}``, ``$'…'``, a here-document that expands
+    commands, a function definition...): no "allow" rule matches it, a "deny" rule still does. ``assigns`` are the
     ``NAME=value`` words before the command name. ``expanded[i]`` is True when word ``i`` is not what it
     reads: it holds an expansion (``$X``, ``$(...)``, ``~``) or an unquoted glob or brace (``*``, ``{a,b}``),
     so its value (``-o file``, a file named ``-ofoo``) is unknown until the shell runs it.
@@ -34,6 +38,7 @@ class SimpleCommand:
     text: str = ""
     assigns: tuple[str, ...] = ()
     expanded: tuple[bool, ...] = ()
+    opaque: str = ""
 
     def is_expanded(self, i: int) -> bool:
         return i < len(self.expanded) and self.expanded[i]
@@ -48,11 +53,29 @@ def parse_command(source: str) -> list[SimpleCommand]:
     except Exception as e:  # bashlex raises its own errors and, on odd input, plain ones
         raise ShellParseError(f"cannot parse the command: {e}") from e
     out: list[SimpleCommand] = []
+    bodies: list[tuple[int, int]] = []
     for tree in trees:
         _walk(tree, source, out)
+        _heredocs(tree, bodies)
     if not out:
         raise ShellParseError("no command found")
-    return out
+    # What the raw text holds that the tree misreads makes every part opaque: which one it hides in is
+    # not known.
+    why = source_unsupported(source, bodies)
+    return [replace(c, opaque=why) for c in out] if why else out
+
+
+def _heredocs(node: Any, out: list[tuple[int, int]]) -> None:
+    """The spans of every here-document body below ``node``."""
+    if getattr(node, "kind", "") == "heredoc":
+        out.append(tuple(node.pos))
+    for attr in ("parts", "list"):
+        for child in getattr(node, attr, None) or ():
+            _heredocs(child, out)
+    for attr in ("command", "output", "heredoc"):
+        child = getattr(node, attr, None)
+        if child is not None and hasattr(child, "kind"):
+            _heredocs(child, out)
 
 
 def _walk(node: Any, source: str, out: list[SimpleCommand]) -> None:
@@ -63,6 +86,13 @@ def _walk(node: Any, source: str, out: list[SimpleCommand]) -> None:
     if kind in ("commandsubstitution", "processsubstitution"):
         _walk(node.command, source, out)
         return
+    if kind in ("word", "assignment"):  # a word outside a simple command (``for x in WORDS``)
+        why = word_unsupported(node, source)
+        if why:
+            out.append(_opaque(node, source, why))
+    elif kind == "function":
+        why = "a function definition (it changes what a command name runs)"
+        out.append(_opaque(node, source, why))
     for attr in ("parts", "list"):
         for child in getattr(node, attr, None) or ():
             _walk(child, source, out)
@@ -70,6 +100,12 @@ def _walk(node: Any, source: str, out: list[SimpleCommand]) -> None:
         child = getattr(node, attr, None)
         if child is not None and hasattr(child, "kind"):
             _walk(child, source, out)
+
+
+def _opaque(node: Any, source: str, why: str) -> SimpleCommand:
+    start, end = node.pos
+    text = source[start:end]
+    return SimpleCommand((), text=text, dynamic=True, opaque=why)
 
 
 def _substitutions(node: Any, source: str, out: list[SimpleCommand]) -> bool:
@@ -111,37 +147,49 @@ def _command(node: Any, source: str, out: list[SimpleCommand]) -> None:
     assigns: list[str] = []
     writes: list[str] = []
     dynamic = False
+    why = ""
     inner: list[SimpleCommand] = []
     for part in node.parts:
         k = getattr(part, "kind", "")
         if k == "word":
+            why = why or word_unsupported(part, source) or ""
             has_expansion = _substitutions(part, source, inner)
-            if not words and has_expansion:
-                dynamic = True
             raw = source[part.pos[0] : part.pos[1]]
             expanded.append(has_expansion or _has_glob(raw))
+            if not words and expanded[-1]:
+                dynamic = True  # ``$cmd``, ``$(…)``, ``{rm,-rf,x}``: the name is only known when it runs
             words.append(str(part.word))
         elif k == "assignment":
+            why = why or word_unsupported(part, source) or ""
             _substitutions(part, source, inner)
             assigns.append(str(part.word))
         elif k == "redirect":
-            target: Any = getattr(part, "output", None)
-            if hasattr(target, "kind"):
-                _substitutions(target, source, inner)
-                if part.type in _WRITE_OPS and str(target.word) not in _HARMLESS_TARGETS:
-                    writes.append(str(target.word))
-            heredoc = getattr(part, "heredoc", None)
-            if heredoc is not None and part.type.startswith("<<"):
-                body = str(getattr(heredoc, "value", ""))
-                delimiter = str(getattr(target, "word", "")) if hasattr(target, "kind") else ""
-                quoted = any(q in source[part.pos[0] : part.pos[1]].split("\n", 1)[0] for q in "'\"\\")
-                # An unquoted here-document runs the substitutions in its body.
-                if not quoted and ("$(" in body or "`" in body) and delimiter:
-                    dynamic = True
+            why = why or _redirect(part, source, inner, writes) or ""
+        elif k != "reservedword":
+            why = why or f"a `{k}` inside a command"
+    why = why or builtin_unsupported(words, expanded) or ""
     start, end = node.pos
     out.append(
         SimpleCommand(
-            tuple(words), tuple(writes), dynamic, source[start:end], tuple(assigns), tuple(expanded)
+            tuple(words), tuple(writes), dynamic, source[start:end], tuple(assigns), tuple(expanded), why
         )
     )
     out.extend(inner)
+
+
+def _redirect(part: Any, source: str, inner: list[SimpleCommand], writes: list[str]) -> str | None:
+    """Walk one redirection (its target's substitutions, the files it writes); why it is not understood."""
+    why: str | None = None
+    target: Any = getattr(part, "output", None)
+    if hasattr(target, "kind"):
+        why = word_unsupported(target, source)
+        _substitutions(target, source, inner)
+        if part.type in _WRITE_OPS and str(target.word) not in _HARMLESS_TARGETS:
+            writes.append(str(target.word))
+    heredoc = getattr(part, "heredoc", None)
+    if heredoc is not None and part.type.startswith("<<"):
+        body = str(getattr(heredoc, "value", ""))
+        quoted = any(q in source[part.pos[0] : part.pos[1]].split("\n", 1)[0] for q in "'\"\\")
+        # An unquoted here-document expands its body: substitutions in it run.
+        why = why or (None if quoted else heredoc_unsupported(body))
+    return why

@@ -63,6 +63,11 @@ class _Wrapper:
     assigns: bool = False  # ``NAME=value`` words allowed before the command (``env``)
     more_args: bool = False  # appends arguments we cannot see (``xargs``)
     not_running: frozenset[str] = frozenset()  # options after which nothing runs (``command -v``)
+    # Options that change the directory, the environment, the user or the program the command runs
+    # (``env -C``, ``env -i``, ``exec -a``, ``xargs -I``): the wrapper is then not transparent, like
+    # ``git -C DIR`` is not covered by a ``git`` rule.
+    changing: frozenset[str] = frozenset()
+    why: str = ""  # why the wrapper as a whole is not transparent ("" when it is)
 
 
 def _w(
@@ -73,6 +78,8 @@ def _w(
     assigns: bool = False,
     more_args: bool = False,
     not_running: str = "",
+    changing: str = "",
+    why: str = "",
 ) -> _Wrapper:
     return _Wrapper(
         frozenset(with_value.split()),
@@ -81,41 +88,56 @@ def _w(
         assigns,
         more_args,
         frozenset(not_running.split()),
+        frozenset(changing.split()),
+        why,
     )
 
 
-_TRANSPARENT: dict[str, _Wrapper] = {
-    "env": _w("-u --unset -C --chdir", "-i --ignore-environment -0 --null -", assigns=True),
+# Every wrapper the policy knows, with what each option does (the README's "What a shell rule matches").
+# Transparent ones are judged by what they run; an option in ``changing`` (or ``why``) makes one opaque.
+_WRAPPERS: dict[str, _Wrapper] = {
+    "env": _w("-u --unset -C --chdir -S --split-string", "-i --ignore-environment -0 --null - -v --debug",
+              assigns=True, changing="-u --unset -C --chdir -S --split-string -i --ignore-environment -"),
     "nice": _w("-n --adjustment"),
-    "nohup": _w(),
+    "nohup": _w(why="nohup writes nohup.out (in the home folder when the current one is not writable) "
+                    "and keeps the command running after the session"),
     "timeout": _w("-k --kill-after -s --signal", "--preserve-status --foreground -v --verbose", leading_operands=1),
-    "command": _w("", "-p", not_running="-v -V"),
-    "exec": _w("-a", "-c -l"),
+    "command": _w("", "-p", not_running="-v -V", changing="-p"),
+    "exec": _w("-a", "-c -l", changing="-a -c -l"),
     "builtin": _w(),
     "stdbuf": _w("-i -o -e --input --output --error"),
     "ionice": _w("-c --class -n --classdata", "-t --ignore"),
-    "setsid": _w("", "-c --ctty -f --fork -w --wait"),
-    "time": _w("", "-p --portability"),
+    "taskset": _w("", "-a --all-tasks -c --cpu-list", leading_operands=1),
+    "chrt": _w("", "-a --all-tasks -b --batch -d --deadline -f --fifo -i --idle -o --other -r --rr "
+               "-R --reset-on-fork", leading_operands=1),
+    "setsid": _w("", "-c --ctty -f --fork -w --wait",
+                 why="setsid detaches the command from the session (it can outlive it)"),
+    "time": _w("-f --format", "-p --portability -v --verbose -q --quiet",
+               changing="-o --output -a --append"),
     "xargs": _w(
         "-a --arg-file -d --delimiter -E -e --eof -I -i --replace -L -l --max-lines -n --max-args "
         "-P --max-procs -s --max-chars --process-slot-var",
-        "-0 --null -r --no-run-if-empty -t --verbose -x --exit",
+        "-0 --null -r --no-run-if-empty -t --verbose -x --exit -o --open-tty",
         more_args=True,
+        changing="-I -i --replace --process-slot-var",  # text from stdin put anywhere in the command
     ),
-}  # fmt: skip
-_PRIVILEGED: dict[str, _Wrapper] = {
     "sudo": _w("-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role -t --type "
-               "-T --command-timeout -U --other-user", "-E -H -n -P -S -b -i -k -s -A", assigns=True),
-    "doas": _w("-u -C", "-n -s -L"),
-    "pkexec": _w("--user", "--disable-internal-agent"),
-    "run0": _w("-u --user -g --group -D --chdir", ""),
+               "-T --command-timeout -U --other-user", "-E -H -n -P -S -b -i -k -s -A", assigns=True,
+               why="sudo runs the command as another user"),
+    "doas": _w("-u -C", "-n -s -L", why="doas runs the command as another user"),
+    "pkexec": _w("--user", "--disable-internal-agent", why="pkexec runs the command as another user"),
+    "run0": _w("-u --user -g --group -D --chdir", "", why="run0 runs the command as another user"),
 }  # fmt: skip
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "ash", "mksh", "yash"})
 _SHELL_FLAGS = frozenset("eux lvnfBCEhHkmpPT".replace(" ", ""))  # set -e etc.: harmless before -c
-# Always run code they are given elsewhere (a file, another machine, a container): exact rules only.
+# Always run code they are given elsewhere (a file, another machine, a container, another root, a lock
+# held past the command): exact rules only.
 _OPAQUE = frozenset({"source", ".", "su", "ssh", "parallel", "strace", "ltrace", "gdb", "valgrind", "flock",
                      "chroot", "unshare", "nsenter", "script", "expect", "firejail", "bwrap", "systemd-run",
-                     "watch", "busybox", "fakeroot", "proot"})  # fmt: skip
+                     "watch", "busybox", "toybox", "fakeroot", "proot", "coproc", "runuser", "sg", "newgrp",
+                     "unbuffer", "torsocks", "proxychains", "proxychains4", "xvfb-run", "dbus-run-session",
+                     "catchsegv", "daemonize", "start-stop-daemon", "at", "batch", "setpriv", "capsh",
+                     "prlimit", "numactl", "cgexec", "schroot", "sandbox-exec"})  # fmt: skip
 
 
 def unwrap(cmd: SimpleCommand, depth: int = 0) -> Inner | None:
@@ -127,18 +149,20 @@ def unwrap(cmd: SimpleCommand, depth: int = 0) -> Inner | None:
     if depth >= MAX_DEPTH:
         return Inner((), False, name)
     if name in SHELLS:
-        return _shell(name, rest, depth)
+        return _shell(name, cmd, depth)
     if name == "eval":
+        if any(cmd.is_expanded(i) for i in range(1, len(cmd.words))):
+            return Inner((), False, name)  # eval re-reads what the expansion gives as shell text
         return _script(" ".join(rest), name, depth) if rest else None
     if name in _OPAQUE:
         return Inner((), False, name)
-    spec = _TRANSPARENT.get(name) or _PRIVILEGED.get(name)
+    spec = _WRAPPERS.get(name)
     if spec is None:
         return None
     inner = _after_options(spec, rest, cmd, 1)
     if inner is None:
         return Inner((), False, name) if rest and not _only_info(spec, rest) else None
-    return Inner((inner,), name in _TRANSPARENT, name)
+    return Inner((inner,), not spec.why and not _changes(spec, rest), name)
 
 
 def commands_within(cmd: SimpleCommand, depth: int = 0) -> Iterator[SimpleCommand]:
@@ -148,6 +172,23 @@ def commands_within(cmd: SimpleCommand, depth: int = 0) -> Iterator[SimpleComman
     if inner is not None:
         for c in inner.commands:
             yield from commands_within(c, depth + 1)
+
+
+def _is_option(spec: _Wrapper, word: str) -> bool:
+    return word.startswith("-") and (word != "-" or "-" in spec.flags)
+
+
+def _changes(spec: _Wrapper, rest: Sequence[str]) -> bool:
+    """Whether the wrapper's own options include one that changes the directory, environment or program
+    (``-C DIR``, ``-C/dir``, ``--chdir=DIR``)."""
+    i = 0
+    while i < len(rest) and _is_option(spec, rest[i]) and rest[i] != "--":
+        word = rest[i]
+        key = word.split("=", 1)[0]
+        if key in spec.changing or (not word.startswith("--") and word[:2] in spec.changing):
+            return True
+        i += 2 if word in spec.with_value else 1
+    return False
 
 
 def _only_info(spec: _Wrapper, rest: Sequence[str]) -> bool:
@@ -160,7 +201,7 @@ def _after_options(
     """The command a wrapper runs, as a SimpleCommand of its own; None when the options are not understood
     (or nothing runs)."""
     i = 0
-    while i < len(rest) and rest[i].startswith("-") and rest[i] != "-":
+    while i < len(rest) and _is_option(spec, rest[i]):
         word = rest[i]
         if word == "--":
             i += 1
@@ -189,12 +230,15 @@ def _after_options(
     expanded = tuple(cmd.is_expanded(j) for j in range(start, start + len(words)))
     if spec.more_args:
         words, expanded = (*words, "…"), (*expanded, True)
-    return SimpleCommand(tuple(words), (), cmd.is_expanded(start), cmd.text, tuple(assigns), tuple(expanded))
+    return SimpleCommand(
+        tuple(words), (), cmd.is_expanded(start), cmd.text, tuple(assigns), tuple(expanded), cmd.opaque
+    )
 
 
-def _shell(name: str, rest: Sequence[str], depth: int) -> Inner:
+def _shell(name: str, cmd: SimpleCommand, depth: int) -> Inner:
     """``bash -c 'script'`` runs the script (parsed and judged); any other use of a shell runs a file or
     stdin (opaque)."""
+    rest = cmd.words[1:]
     i = 0
     while i < len(rest) and rest[i].startswith(("-", "+")) and rest[i] not in ("-", "--"):
         word = rest[i]
@@ -207,6 +251,8 @@ def _shell(name: str, rest: Sequence[str], depth: int) -> Inner:
             continue
         if "c" in letters and not word.startswith("--") and set(letters) - {"c"} <= _SHELL_FLAGS:
             if i + 1 < len(rest):
+                if cmd.is_expanded(i + 2):  # the script is a variable's value: ``sh -c "ls $x"``
+                    return Inner((), False, name)
                 return _script(rest[i + 1], name, depth)
             return Inner((), False, name)
         if word.startswith("--") or not set(letters) <= _SHELL_FLAGS:

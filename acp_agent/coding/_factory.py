@@ -42,6 +42,7 @@ from ..session._setup import SessionSetup, ToolDisplay
 from ..trust import TrustStore
 from ._catalog import ModelCatalog
 from ._compact import Compaction
+from ._confine import Confinement
 from ._context import SystemPrompt
 from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
@@ -152,6 +153,7 @@ class CodingFactory:
             secrets=secrets,
         )
         files = file_tools(root, journal, fs)
+        confined = Confinement(root, [*(t.spec().name for t in files), shell.spec().name])
         views = coding_views(files, paths)
         views[shell.spec().name] = ShellView(
             paths, terminals=terminals, terminal_meta=env.client_can("_meta", "terminal_output")
@@ -218,7 +220,7 @@ class CodingFactory:
             system_suffix=_roots_note(env),
             # The session's rules judge the sub-agent's calls too; what they ask about pauses the
             # sub-agent and is asked through the session's gate (the explore call's approval).
-            middleware=[secrets, PolicyMiddleware(modes)],
+            middleware=[secrets, confined, PolicyMiddleware(modes)],
         )
         sources: list[Any] = [
             *files,
@@ -256,6 +258,7 @@ class CodingFactory:
                 secrets,  # outermost: every result leaves the tools redacted (see harness.secrets)
                 gate,
                 PreToolHooks(context.hooks),
+                confined,  # a path the tool would refuse anyway: refused here, before the policy asks
                 SandboxGate(PolicyMiddleware(modes), sandbox, tell.unsandboxed),
                 DeeperInstructions(context, root.first),
                 PostToolHooks(context.hooks),

@@ -25,6 +25,7 @@ from harness.tools import PathError
 
 from ..protocol.errors import ConnectionClosedError, RpcError
 from ..protocol.jsonvalue import as_object
+from ._always import permission_options
 
 if TYPE_CHECKING:
     from harness import Call, ToolCall
@@ -144,26 +145,9 @@ class PermissionGate:
         no_always = leaving or judged.protected
         allow_rules = [] if no_always else await _suggest(policy, call, Verdict.ALLOW, context)
         deny_rules = await _suggest(policy, call, Verdict.DENY, context)
-        options: list[dict[str, str]] = [
-            {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}
-        ]
-        if allow_rules:
-            options.append(
-                {
-                    "optionId": "allow_always",
-                    "name": _always_label("Always allow", allow_rules),
-                    "kind": "allow_always",
-                }
-            )
-        options.append({"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
-        if deny_rules:
-            options.append(
-                {
-                    "optionId": "reject_always",
-                    "name": _always_label("Always reject", deny_rules),
-                    "kind": "reject_always",
-                }
-            )
+        # Each "always" option's name lists exactly the rules it stores; one that cannot is not offered
+        # (and ``request_permission`` takes no option that was not offered).
+        options = permission_options(allow_rules, deny_rules)
         tool_call = await self._describe(call, context, _protected_note(judged.protected))
         if leaving:
             tool_call["title"] = leaving
@@ -387,16 +371,3 @@ def _protected_note(found: Sequence[tuple[str, str]]) -> str | None:
         "Protected paths are asked about every time; no rule or mode short of full-access allows them."
     )
     return "\n".join(lines)
-
-
-def _always_label(prefix: str, rules: list[Rule]) -> str:
-    parts: list[str] = []
-    for rule in rules[:3]:
-        if rule.kind == "command":
-            parts.append(f"`{rule.command_pattern or ' '.join(rule.command_words)}`")
-        elif rule.kind == "path":
-            parts.append(f"{rule.tool_glob} under {rule.path_prefix}")
-        else:
-            parts.append(rule.tool_glob)
-    more = " …" if len(rules) > 3 else ""
-    return f"{prefix} {', '.join(parts)}{more}"

@@ -328,12 +328,15 @@ async def test_escape_attempts_are_refused_with_a_clear_error(tmp_path: Path, pa
         assert editor.requests_of("fs/read_text_file") == []
 
 
-async def test_a_write_outside_the_roots_asks_even_in_accept_edits_and_is_refused(tmp_path: Path) -> None:
+async def test_a_write_outside_the_roots_is_refused_without_asking_even_in_accept_edits(
+    tmp_path: Path,
+) -> None:
     target = tmp_path / "outside.txt"
     model = fake(calls(("write_file", {"path": str(target), "content": "x"})), Reply(text="ok"))
     async with editor_agent(tmp_path, model, mode="accept-edits") as (editor, sid, _):
+        editor.permission = select("allow_once")  # were it asked, it would be allowed: it is not asked
         await prompt(editor, sid, "go")
-        assert len(editor.requests_of("session/request_permission")) == 1
+        assert editor.requests_of("session/request_permission") == []
         end = final(editor, "call_0_write_file")
         assert end["status"] == "failed" and "outside" in text_of(end)
         assert not target.exists()
