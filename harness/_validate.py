@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["input_error"]
+__all__ = ["Invalid", "first_invalid", "input_error"]
 
 
 @lru_cache(maxsize=512)
@@ -19,6 +20,28 @@ def _validator(schema_json: str) -> Any:
     schema = json.loads(schema_json)
     cls: Any = validator_for(schema, default=jsonschema.Draft202012Validator)
     return cls(schema)
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """The first place ``value`` breaks the schema: its path, the value there, and why (with how many more)."""
+
+    message: str
+    path: list[Any]
+    instance: Any
+    more: int
+
+
+def first_invalid(schema: Mapping[str, Any], value: Any) -> Invalid | None:
+    """None when ``value`` fits ``schema``; else where it first does not."""
+    import json
+
+    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+    errors: list[Any] = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    first = errors[0]
+    return Invalid(first.message, list(first.absolute_path), first.instance, len(errors) - 1)
 
 
 def input_error(schema: Mapping[str, Any], value: Any) -> str | None:
