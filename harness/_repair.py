@@ -232,7 +232,7 @@ def _at(schema: Mapping[str, Any], path: list[Any]) -> Mapping[str, Any]:
 def explain_invalid(tool: str, schema: Mapping[str, Any], why: str, path: list[Any], value: Any) -> str:
     """The message for input that fits no repair: the field and what was sent, the type it needs, the schema."""
     sub = _at(schema, path)
-    where = "/".join(str(p) for p in path) or "(the arguments)"
+    where = "/".join(str(p) for p in path) or "(root)"
     needs = " or ".join(_types(sub)) or "as the schema says"
     sent = json.dumps(value, ensure_ascii=False, default=str)
     if len(sent) > 200:
@@ -241,8 +241,8 @@ def explain_invalid(tool: str, schema: Mapping[str, Any], why: str, path: list[A
     if len(shown) > 4000:
         shown = shown[:4000] + "..."
     return (
-        f"{tool}: invalid input: {why}. Field {where!r} was {sent}; it must be {needs}. "
-        f"Send the call again with arguments that fit this schema: {shown}"
+        f"{tool}: invalid input at {where}: {why}. The field {where!r} was {sent}; it must be {needs}. "
+        f"Send the call again with arguments that fit the tool's schema: {shown}"
     )
 
 
