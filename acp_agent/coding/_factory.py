@@ -35,6 +35,7 @@ import anyio.to_thread
 from harness import Tools
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
+from harness.text_calls import SERVER_PARSER_HINT, TextToolCalls
 from harness.tools import Journal, Shell, file_tools
 from harness.tools.plan import Plan, Reminder
 
@@ -268,6 +269,7 @@ class CodingFactory:
                 # Inside: its summary call goes to the model without the mode note or the reminder.
                 AutoCompactSwitch(auto_compact),
                 compaction.middleware,
+                TextToolCalls(tell.text_calls),  # a server with no tool-call parser: calls written as text
                 *_retry(config.provider),
             ],
             system=context.system,
@@ -379,6 +381,9 @@ class _Tell:
     async def advise(self, title: str, text: str) -> None:
         """A notice where the client takes them, else the agent's message."""
         await self._link.advise(title, text, text + "\n\n")
+
+    async def text_calls(self, dialect: str) -> None:
+        await self.advise("Tool calls written as text", SERVER_PARSER_HINT.format(dialect=dialect))
 
     async def unsandboxed(self, text: str) -> None:
         await self.advise("Shell commands are not sandboxed", text)

@@ -1,0 +1,176 @@
+"""A corpus of replies as real models send them, through the real agent process: the outcome on disk and
+what reaches the model in the next request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from _robust_support import (
+    anthropic_call,
+    anthropic_text,
+    chat_call,
+    chat_text,
+    posts,
+    robust_agent,
+    sent_tool_results,
+)
+
+from acp_conformance.fake_model import FakeServer, Reply
+
+pytestmark = pytest.mark.anyio
+
+PY = "class A:\n    def f(self):\n        if ready:\n            return 1\n        return 2\n"
+
+
+async def _one_call(tmp_path: Path, call: bytes, *, provider: str = "openai") -> tuple[list[str], str]:
+    """Run a prompt whose reply is ``call`` then "Done."; the tool results the model got next, and the
+    text the user saw."""
+    done = chat_text("Done.") if provider == "openai" else anthropic_text("Done.")
+    path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
+    with FakeServer() as server:
+        server.route("POST", path, Reply.sse(call, every=37), Reply.sse(done))
+        async with robust_agent(tmp_path, server, provider=provider) as agent:
+            (agent.project / "a.py").write_text(PY)
+            with anyio.fail_after(30):
+                answer = await agent.prompt("Fix it.")
+            assert answer["result"] == {"stopReason": "end_turn"}, answer
+            bodies = posts(server)
+            assert len(bodies) == 2
+            return sent_tool_results(bodies[1]), agent.text()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_an_edit_whose_indentation_drifted_is_applied_reindented_and_reported(
+    tmp_path: Path, provider: str
+) -> None:
+    args = json.dumps(
+        {
+            "path": "a.py",
+            "old_text": "  if ready:\n    return 1\n",
+            "new_text": "  if ready:\n    return 10\n",
+        }
+    )
+    call = chat_call("edit_file", args) if provider == "openai" else anthropic_call("edit_file", args)
+    results, _ = await _one_call(tmp_path, call, provider=provider)
+    assert (tmp_path / "project" / "a.py").read_text() == PY.replace("return 1\n", "return 10\n")
+    assert "ignoring indentation" in results[0] and "at line 3" in results[0]
+
+
+async def test_an_edit_with_curly_quotes_for_straight_ones_is_applied_with_the_files_quotes(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "s.py").write_text('msg = "it\'s"\n')
+    args = json.dumps(
+        {
+            "path": "s.py",
+            "old_text": "msg = \u201cit\u2019s\u201d\n",
+            "new_text": "msg = \u201cit\u2019s ok\u201d\n",
+        }
+    )
+    results, _ = await _one_call(tmp_path, chat_call("edit_file", args))
+    assert (tmp_path / "project" / "s.py").read_text() == 'msg = "it\'s ok"\n'
+    assert "ignoring unicode punctuation" in results[0]
+
+
+async def test_an_edit_matching_two_places_loosely_is_refused_with_their_lines(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    body = "def a():\n    pass\n\ndef b():\n    pass\n"
+    (tmp_path / "project" / "d.py").write_text(body)
+    args = json.dumps({"path": "d.py", "old_text": "  pass  \n", "new_text": "  return\n"})
+    results, _ = await _one_call(tmp_path, chat_call("edit_file", args))
+    assert (tmp_path / "project" / "d.py").read_text() == body
+    assert "lines 2, 5" in results[0] and "more surrounding lines" in results[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("read_file", '{"path": "a.py", "limit": 2,}'),
+        ("read_file", json.dumps(json.dumps({"path": "a.py", "limit": 2}))),
+        ("functions.read_file", '{"path": "a.py", "limit": "2"}'),
+        ("Read-File", "```json\n{'path': 'a.py', 'limit': 2}\n```"),
+    ],
+    ids=["trailing comma", "double-encoded", "prefixed name and string integer", "fence, quotes, case"],
+)
+async def test_arguments_and_names_as_models_send_them_run_the_call(
+    tmp_path: Path, name: str, raw: str
+) -> None:
+    results, _ = await _one_call(tmp_path, chat_call(name, raw))
+    assert "class A:" in results[0] and "def f(self):" in results[0]
+    assert "if ready" not in results[0], "limit 2 reached the tool as an integer"
+
+
+async def test_an_argument_beyond_repair_tells_the_model_the_field_the_type_and_the_schema(
+    tmp_path: Path,
+) -> None:
+    results, _ = await _one_call(tmp_path, chat_call("read_file", '{"path": "a.py", "limit": "all"}'))
+    assert "invalid input at limit" in results[0]
+    assert "'limit' was \"all\"; it must be integer" in results[0]
+    assert '"properties"' in results[0]
+
+
+DIALECTS = {
+    "hermes": 'Reading it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>',
+    "mistral": '[TOOL_CALLS][{"name": "read_file", "arguments": {"path": "a.py"}}]',
+    "llama3": '{"name": "read_file", "parameters": {"path": "a.py"}}',
+    "deepseek": (
+        "<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>function"
+        '<\uff5ctool\u2581sep\uff5c>read_file\n```json\n{"path": "a.py"}\n```'
+        "<\uff5ctool\u2581call\u2581end\uff5c><\uff5ctool\u2581calls\u2581end\uff5c>"
+    ),
+}
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+async def test_a_tool_call_written_as_text_runs_and_the_user_is_told_how_to_turn_the_parser_on(
+    tmp_path: Path, dialect: str
+) -> None:
+    with FakeServer() as server:
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_text(DIALECTS[dialect], pieces=7), every=29),
+            Reply.sse(chat_text("Done.")),
+        )
+        async with robust_agent(tmp_path, server) as agent:
+            (agent.project / "a.py").write_text(PY)
+            with anyio.fail_after(30):
+                answer = await agent.prompt("Read a.py.")
+            assert answer["result"] == {"stopReason": "end_turn"}
+            second = posts(server)[1]
+            [assistant] = [m for m in second["messages"] if m["role"] == "assistant"]
+            assert assistant["tool_calls"][0]["function"]["name"] == "read_file"
+            assert "tool_call" not in (assistant.get("content") or "") and "TOOL_CALLS" not in (
+                assistant.get("content") or ""
+            )
+            assert "class A:" in sent_tool_results(second)[0]
+            text = agent.text()
+            assert "not parsing tool calls" in text and "--jinja" in text and "--tool-call-parser" in text
+            assert "<tool_call>" not in text and "[TOOL_CALLS]" not in text
+            assert [u for u in agent.updates("tool_call") if u["title"]], "the editor sees the call"
+            assert "wrote 1 tool call(s) as text" in agent.stderr()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Servers that lack a parser show calls like this:\n```\n<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>\n```\nThat is all.',
+        '<tool_call>{"name": "delete_everything", "arguments": {}}</tool_call>',
+        '{"name": "Ada", "age": 36}',
+    ],
+    ids=["inside a code fence", "an unknown tool", "a JSON answer"],
+)
+async def test_a_look_alike_of_a_text_call_stays_text(tmp_path: Path, reply: str) -> None:
+    with FakeServer() as server:
+        server.route("POST", "/v1/chat/completions", Reply.sse(chat_text(reply, pieces=5), every=31))
+        async with robust_agent(tmp_path, server) as agent:
+            with anyio.fail_after(30):
+                answer = await agent.prompt("Explain.")
+            assert answer["result"] == {"stopReason": "end_turn"}
+            assert len(posts(server)) == 1, "nothing ran"
+            assert agent.text().strip() == reply.strip()
+            assert agent.updates("tool_call") == []
