@@ -49,9 +49,15 @@ from .model import (
     UsageChunk,
 )
 
-__all__ = ["Accumulator", "ModelRequest"]
+__all__ = ["CUT_CALL", "Accumulator", "ModelRequest"]
 
 log = logging.getLogger("harness.run")
+
+CUT_CALL = (
+    "{name}: not run: your reply reached its output limit (max_tokens) while writing this call, so its "
+    "arguments may be cut short. Send smaller pieces: split a large file into a write_file of its start "
+    "and edits or patches that add the rest, one call per reply."
+)
 
 
 @dataclass(slots=True)
@@ -316,10 +322,15 @@ class ModelRequest:
         return ToolCallReady(self.state.number, self.state.parent, call_id, c.name, c.input or {})
 
     def _complete_calls(self) -> Iterator[ToolCallReady]:
-        """Calls never marked ready are complete at the end of the stream."""
+        """Calls never marked ready are complete at the end of the stream, unless the reply was cut at
+        its output limit: then their input may be cut too, and they are not run."""
+        cut = self.acc.finish is FinishReason.LENGTH
         for cid, c in self.acc.calls.items():
             if not c.ready:
-                yield self._ready(cid, None)
+                event = self._ready(cid, None)
+                if cut:
+                    self.problems[cid] = CUT_CALL.format(name=c.name)
+                yield event
 
     def _open_stream(self, prompt: Prompt, by_name: dict[str, Tool]) -> AsyncIterator[Delta]:
         s = self.state

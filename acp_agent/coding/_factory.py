@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from harness import Tools
+from harness.overflow import CompactOnOverflow
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
 from harness.text_calls import SERVER_PARSER_HINT, TextToolCalls
@@ -268,6 +269,7 @@ class CodingFactory:
                 notes,  # the model's window on each prompt; usage, empty replies, window notices
                 # Inside: its summary call goes to the model without the mode note or the reminder.
                 AutoCompactSwitch(auto_compact),
+                CompactOnOverflow(compaction.compact),  # the server's "context exceeded": compact, retry once
                 compaction.middleware,
                 TextToolCalls(tell.text_calls),  # a server with no tool-call parser: calls written as text
                 *_retry(config.provider),

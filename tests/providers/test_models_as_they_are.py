@@ -174,3 +174,57 @@ async def test_a_look_alike_of_a_text_call_stays_text(tmp_path: Path, reply: str
             assert len(posts(server)) == 1, "nothing ran"
             assert agent.text().strip() == reply.strip()
             assert agent.updates("tool_call") == []
+
+
+LLAMA_CPP_OVERFLOW = {
+    "error": {
+        "code": 400,
+        "message": "request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 13392,
+        "n_ctx": 8192,
+    }
+}
+
+
+async def test_a_context_overflow_compacts_once_and_the_step_is_sent_again(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_text("Hello.")),
+            Reply.json(400, LLAMA_CPP_OVERFLOW),
+            Reply.sse(chat_text("The user greeted the assistant.")),
+            Reply.sse(chat_text("Done.")),
+        )
+        async with robust_agent(tmp_path, server) as agent:
+            with anyio.fail_after(30):
+                assert (await agent.prompt("Hi."))["result"] == {"stopReason": "end_turn"}
+                answer = await agent.prompt("Now the big task.")
+            assert answer["result"] == {"stopReason": "end_turn"}, answer
+            bodies = posts(server)
+            assert len(bodies) == 4
+            summary_request, retried = bodies[2], bodies[3]
+            assert "tools" not in summary_request and "Hi." in json.dumps(summary_request["messages"])
+            sent = json.dumps(retried["messages"])
+            assert "The user greeted the assistant." in sent and "Now the big task." in sent
+            assert "Done." in agent.text()
+
+
+async def test_a_second_overflow_ends_the_turn_with_the_error_and_what_to_do(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        server.route("POST", "/v1/chat/completions", Reply.json(400, LLAMA_CPP_OVERFLOW))
+        async with robust_agent(tmp_path, server) as agent:
+            with anyio.fail_after(30):
+                answer = await agent.prompt("Too big.")
+            message = answer["error"]["message"]
+            assert "exceeds the available context size" in message and "What to do" in message
+            assert answer["error"]["data"]["errorKind"] == "context_too_long"
+            assert len(posts(server)) == 2, "one retry, no more"
+
+
+async def test_a_call_cut_by_the_output_limit_is_not_run_and_the_model_is_told(tmp_path: Path) -> None:
+    cut = chat_call("write_file", '{"path": "big.txt", "content": "line one\\nline tw', finish="length")
+    results, _ = await _one_call(tmp_path, cut)
+    assert not (tmp_path / "project" / "big.txt").exists()
+    assert "not run" in results[0] and "output limit" in results[0] and "smaller pieces" in results[0]
