@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from harness import Tools
+from harness import Options, Tools
+from harness.loops import LoopGuard
 from harness.overflow import CompactOnOverflow
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
@@ -243,6 +244,7 @@ class CodingFactory:
             if mcp is not None:
                 await mcp.aclose()
 
+        loops = LoopGuard(on_stop=tell.message)
         notes = ModelNotes(
             controls.facts,
             tell.message,
@@ -256,6 +258,7 @@ class CodingFactory:
             tools=Tools(*sources),
             middleware=[
                 secrets,  # outermost: every result leaves the tools redacted (see harness.secrets)
+                loops,  # a repeat too many is not asked about, nor run: the turn stops for the user
                 gate,
                 PreToolHooks(context.hooks),
                 SandboxGate(PolicyMiddleware(modes), sandbox, tell.unsandboxed),
@@ -277,7 +280,8 @@ class CodingFactory:
             system=context.system,
             before_prompt=context.before_prompt,
             ready=context.later.wait,
-            options=None,  # the window reaches each prompt through ``notes`` (it follows the model)
+            # The window reaches each prompt through ``notes`` (it follows the model); the loop guard stops.
+            options=Options(stop=(*Options().stop, loops.stop)),
             context=env,
             aclose=aclose,
             display=ToolDisplay(marks_running=True),

@@ -228,3 +228,23 @@ async def test_a_call_cut_by_the_output_limit_is_not_run_and_the_model_is_told(t
     results, _ = await _one_call(tmp_path, cut)
     assert not (tmp_path / "project" / "big.txt").exists()
     assert "not run" in results[0] and "output limit" in results[0] and "smaller pieces" in results[0]
+
+
+async def test_a_model_repeating_a_failing_edit_is_told_once_then_stopped_for_the_user(
+    tmp_path: Path,
+) -> None:
+    args = json.dumps({"path": "a.py", "old_text": "return 99\n", "new_text": "return 100\n"})
+    with FakeServer() as server:
+        server.route("POST", "/v1/chat/completions", Reply.sse(chat_call("edit_file", args)))
+        async with robust_agent(tmp_path, server) as agent:
+            (agent.project / "a.py").write_text(PY)
+            with anyio.fail_after(60):
+                answer = await agent.prompt("Fix it.")
+            assert answer["result"] == {"stopReason": "max_turn_requests"}, answer
+            bodies = posts(server)
+            assert len(bodies) == 4, "three failures, then the repeat that is not run ends the turn"
+            third = sent_tool_results(bodies[3])[-1]
+            assert "failed 3 times in a row" in third
+            assert sum("[Note" in r for r in sent_tool_results(bodies[3])) == 1, "told once"
+            assert "Stopped: the model sent edit_file" in agent.text() and "go on" in agent.text()
+            assert (agent.project / "a.py").read_text() == PY
