@@ -37,6 +37,7 @@ from harness.loops import LoopGuard
 from harness.overflow import CompactOnOverflow
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
+from harness.spill import Spill
 from harness.text_calls import SERVER_PARSER_HINT, TextToolCalls
 from harness.tools import Journal, Shell, file_tools
 from harness.tools.plan import Plan, Reminder
@@ -147,9 +148,12 @@ class CodingFactory:
         fs = EditorFileSystem(env)
         journal = Journal(fs, root=root)
         runner = EditorTerminalRunner(env, terminals, link, secrets) if terminals is not None else None
+        # A long output goes whole into the session's folder, for the model to read back (harness.spill).
+        spill = Spill(p.checkpoints_path.parent / "outputs", window=partial(_window, link, config.model))
         shell = Shell(
             root,
             runner=runner,
+            spill=spill.keep,
             default_timeout_s=config.shell_timeout_s,
             sandbox=sandbox.for_call,
             secrets=secrets,
@@ -257,7 +261,8 @@ class CodingFactory:
         return SessionSetup(
             tools=Tools(*sources),
             middleware=[
-                secrets,  # outermost: every result leaves the tools redacted (see harness.secrets)
+                spill,  # outside the secrets: what it writes to the session's folder is redacted
+                secrets,  # every result leaves the tools redacted (see harness.secrets)
                 loops,  # a repeat too many is not asked about, nor run: the turn stops for the user
                 gate,
                 PreToolHooks(context.hooks),

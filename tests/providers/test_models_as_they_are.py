@@ -4,6 +4,7 @@ what reaches the model in the next request."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -18,7 +19,7 @@ from _robust_support import (
     sent_tool_results,
 )
 
-from acp_conformance.fake_model import FakeServer, Reply
+from acp_conformance.fake_model import FakeServer, Recorded, Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -248,3 +249,42 @@ async def test_a_model_repeating_a_failing_edit_is_told_once_then_stopped_for_th
             assert sum("[Note" in r for r in sent_tool_results(bodies[3])) == 1, "told once"
             assert "Stopped: the model sent edit_file" in agent.text() and "go on" in agent.text()
             assert (agent.project / "a.py").read_text() == PY
+
+
+async def test_a_two_megabyte_output_is_cut_and_the_model_reads_its_middle_back_through_the_file(
+    tmp_path: Path,
+) -> None:
+    kept: list[str] = []
+
+    def read_the_middle(request: Recorded) -> Reply:
+        result = sent_tool_results(request.json)[-1]
+        m = re.search(r"characters\) is in (\S+\.txt)", result)
+        assert m is not None, result[-3000:]
+        kept.append(m.group(1))
+        args = json.dumps({"path": m.group(1), "offset": 200000, "limit": 3})
+        return Reply.sse(chat_call("read_file", args, "call_2"))
+
+    with FakeServer() as server:
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_call("shell", json.dumps({"command": "seq 1 300000"}))),
+            read_the_middle,
+            Reply.sse(chat_text("Line 200000 is 200000.")),
+        )
+        async with robust_agent(tmp_path, server) as agent:
+            with anyio.fail_after(60):
+                answer = await agent.prompt("Count.")
+            assert answer["result"] == {"stopReason": "end_turn"}, answer
+            bodies = posts(server)
+            assert len(bodies) == 3
+            first = sent_tool_results(bodies[1])[-1]
+            assert len(first) < 40_000 and first.startswith("1\n2\n3\n") and "300000" in first
+            spilled = Path(kept[0])
+            assert spilled.is_relative_to(tmp_path / "home" / "sessions" / agent.session)
+            whole = await anyio.Path(spilled).read_text()
+            assert whole.splitlines() == [str(i) for i in range(1, 300001)]
+            middle = sent_tool_results(bodies[2])[-1]
+            assert middle.startswith("200000\t200000\n200001\t200001\n200002\t200002\n")
+            asked = [m for m in agent.client.messages if m.get("method") == "session/request_permission"]
+            assert all("outputs" not in json.dumps(m) for m in asked), "reading the kept output asks nothing"
