@@ -5,8 +5,9 @@ passes the model's call through as text; the turn would end with it shown to the
 streams text as it comes until a text call may begin (a marker of ``_text_call_parse.MARKERS``, or a
 reply opening with ``{``), holds the rest, and at the reply's end turns it into native calls when
 ``parse_text_calls`` finds calls to offered tools, tools were offered and the model made no native call;
-otherwise the held text is sent as it was. Each reply with text calls is logged; ``on_detected`` (once per
-instance, with the dialect) tells the user how to turn the server's parser on.
+otherwise the held text is sent as it was. The first reply with text calls is logged as a warning (later
+ones at debug level); ``on_detected`` (once per instance, with the dialect) tells the user how to turn
+the server's parser on.
 """
 
 from __future__ import annotations
@@ -115,14 +116,18 @@ class TextToolCalls:
             if finish is not None:
                 yield finish
             return
-        log.warning(
-            "the model wrote %d tool call(s) as text (%s): the server is not parsing tool calls",
+        # Logged once (a warning, with the fix) and then at debug level: every reply of such a server has it.
+        log.log(
+            logging.DEBUG if self._told else logging.WARNING,
+            "the model wrote %d tool call(s) as text (%s): the server is not parsing tool calls; "
+            "llama.cpp: --jinja, vLLM: --enable-auto-tool-choice --tool-call-parser",
             len(found.calls),
             found.dialect,
         )
-        if not self._told and self._on_detected is not None:
+        if not self._told:
             self._told = True
-            await self._on_detected(found.dialect)
+            if self._on_detected is not None:
+                await self._on_detected(found.dialect)
         if found.prose:
             yield TextChunk(found.prose)
         for name, args in found.calls:
