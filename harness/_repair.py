@@ -27,6 +27,7 @@ __all__ = [
     "checked_input",
     "coerce_input",
     "explain_invalid",
+    "explain_missing",
     "repair_arguments",
     "resolve_name",
 ]
@@ -229,6 +230,21 @@ def _at(schema: Mapping[str, Any], path: list[Any]) -> Mapping[str, Any]:
     return cast(Mapping[str, Any], node) if isinstance(node, Mapping) else {}
 
 
+def _schema_text(schema: Mapping[str, Any]) -> str:
+    shown = json.dumps(schema, ensure_ascii=False, sort_keys=True)
+    return shown if len(shown) <= 4000 else shown[:4000] + "..."
+
+
+def explain_missing(tool: str, schema: Mapping[str, Any], why: str, path: list[Any]) -> str:
+    """The message for a required field left out: which, its type, and the schema."""
+    where = "/".join(str(p) for p in path)
+    needs = " or ".join(_types(_at(schema, path))) or "as the schema says"
+    return (
+        f"{tool}: invalid input at {where}: {why}. The field {where!r} is required and must be {needs}. "
+        f"Send the call again with arguments that fit the tool's schema: {_schema_text(schema)}"
+    )
+
+
 def explain_invalid(tool: str, schema: Mapping[str, Any], why: str, path: list[Any], value: Any) -> str:
     """The message for input that fits no repair: the field and what was sent, the type it needs, the schema."""
     sub = _at(schema, path)
@@ -237,12 +253,9 @@ def explain_invalid(tool: str, schema: Mapping[str, Any], why: str, path: list[A
     sent = json.dumps(value, ensure_ascii=False, default=str)
     if len(sent) > 200:
         sent = sent[:200] + "..."
-    shown = json.dumps(schema, ensure_ascii=False, sort_keys=True)
-    if len(shown) > 4000:
-        shown = shown[:4000] + "..."
     return (
         f"{tool}: invalid input at {where}: {why}. The field {where!r} was {sent}; it must be {needs}. "
-        f"Send the call again with arguments that fit the tool's schema: {shown}"
+        f"Send the call again with arguments that fit the tool's schema: {_schema_text(schema)}"
     )
 
 
@@ -259,4 +272,6 @@ def checked_input(call: ToolCall, schema: Mapping[str, Any]) -> tuple[ToolCall, 
             return replace(call, input=value), None
         bad = still
     why = bad.message + (f" (and {bad.more} more)" if bad.more else "")
+    if bad.missing is not None:
+        return call, explain_missing(call.name, schema, why, [*bad.path, bad.missing])
     return call, explain_invalid(call.name, schema, why, bad.path, bad.instance)

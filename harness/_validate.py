@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["Invalid", "first_invalid", "input_error"]
 
@@ -30,6 +30,7 @@ class Invalid:
     path: list[Any]
     instance: Any
     more: int
+    missing: str | None = None  # a required property that is absent
 
 
 def first_invalid(schema: Mapping[str, Any], value: Any) -> Invalid | None:
@@ -41,7 +42,13 @@ def first_invalid(schema: Mapping[str, Any], value: Any) -> Invalid | None:
     if not errors:
         return None
     first = errors[0]
-    return Invalid(first.message, list(first.absolute_path), first.instance, len(errors) - 1)
+    missing: str | None = None
+    if first.validator == "required":
+        instance: Any = first.instance
+        given: Mapping[str, Any] = cast(Mapping[str, Any], instance) if isinstance(instance, Mapping) else {}
+        wanted: list[Any] = list(first.validator_value or [])
+        missing = next((str(k) for k in wanted if k not in given), None)
+    return Invalid(first.message, list(first.absolute_path), first.instance, len(errors) - 1, missing)
 
 
 def input_error(schema: Mapping[str, Any], value: Any) -> str | None:

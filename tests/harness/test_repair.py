@@ -108,3 +108,9 @@ def test_a_json_string_that_is_not_an_object_is_not_repaired_into_one() -> None:
     assert repair_arguments('"just text"').value is None
     assert repair_arguments("[1, 2]").value is None
     assert repair_arguments("__import__('os')").value is None
+
+
+async def test_a_missing_required_field_is_named_with_its_type() -> None:
+    text, error = await _result("read_file", '{"limit": 2}')
+    assert error and text.startswith("read_file: invalid input at path: 'path' is a required property")
+    assert "'path' is required and must be string" in text and '"required": ["path"]' in text
