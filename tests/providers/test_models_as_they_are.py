@@ -288,3 +288,36 @@ async def test_a_two_megabyte_output_is_cut_and_the_model_reads_its_middle_back_
             assert middle.startswith("200000\t200000\n200001\t200001\n200002\t200002\n")
             asked = [m for m in agent.client.messages if m.get("method") == "session/request_permission"]
             assert all("outputs" not in json.dumps(m) for m in asked), "reading the kept output asks nothing"
+
+
+@pytest.mark.parametrize(
+    ("before", "old", "new", "after", "level"),
+    [
+        (
+            b"\xef\xbb\xbfone\r\ntwo\r\nthree",
+            "one\r\ntwo\n",
+            "one\nTWO\n",
+            b"\xef\xbb\xbfone\r\nTWO\r\nthree",
+            "line endings",
+        ),
+        (b"a = 1\nb = 2\n", "a = 1   \nb = 2 \n", "a = 1\nb = 3\n", b"a = 1\nb = 3\n", "trailing whitespace"),
+    ],
+    ids=["crlf, bom and no final newline kept", "trailing whitespace"],
+)
+async def test_each_looseness_level_is_applied_and_reported_through_the_agent(
+    tmp_path: Path, before: bytes, old: str, new: str, after: bytes, level: str
+) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "f.txt").write_bytes(before)
+    results, _ = await _one_call(
+        tmp_path, chat_call("edit_file", json.dumps({"path": "f.txt", "old_text": old, "new_text": new}))
+    )
+    assert (tmp_path / "project" / "f.txt").read_bytes() == after
+    assert f"ignoring {level}" in results[0]
+
+
+async def test_apply_patch_seeks_drifted_context_through_the_agent(tmp_path: Path) -> None:
+    patch = "--- a/a.py\n+++ b/a.py\n@@ -3,2 +3,2 @@\n   if ready:\n-    return 1\n+    return 11\n"
+    results, _ = await _one_call(tmp_path, chat_call("apply_patch", json.dumps({"patch": patch})))
+    assert (tmp_path / "project" / "a.py").read_text() == PY.replace("return 1\n", "return 11\n")
+    assert "matched at line 3 ignoring indentation" in results[0]
