@@ -73,6 +73,10 @@ class TextToolCalls:
                     if holding:
                         held += text
                         continue
+                    if sent and not held and "<" not in text and "[" not in text:
+                        sent.append(text)  # the hot path: no marker can begin in this chunk
+                        yield delta
+                        continue
                     pending = held + text
                     if not sent and not pending.strip():
                         held = pending

@@ -96,7 +96,7 @@ class ApplyPatch(FileTool[PatchInput]):
             if old_p is not None and before is None:
                 raise PatchError(f"{shown(old_p)} does not exist")
             loose: list[str] = []
-            after = apply_hunks(before, fp, loose)
+            after = await anyio.to_thread.run_sync(apply_hunks, before, fp, loose)  # a loose seek may scan
             notes.extend(loose)
             if old_p is not None and new_p is not None and old_p != new_p:
                 # A rename: the old file goes, the new one is created with the patched text.

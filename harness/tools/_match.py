@@ -124,8 +124,9 @@ def seek(lines: Sequence[str], block: Sequence[str], start: int = 0, *, trim: bo
         keys = [key(x) for x in lines]
         found: list[int] = []
         pos = start
+        first = want[0]
         while pos + n <= len(keys):
-            if keys[pos : pos + n] == want:
+            if keys[pos] == first and keys[pos : pos + n] == want:
                 found.append(pos)
                 pos += n  # non-overlapping, as a substring search counts them
             else:
