@@ -321,3 +321,10 @@ async def test_apply_patch_seeks_drifted_context_through_the_agent(tmp_path: Pat
     results, _ = await _one_call(tmp_path, chat_call("apply_patch", json.dumps({"patch": patch})))
     assert (tmp_path / "project" / "a.py").read_text() == PY.replace("return 1\n", "return 11\n")
     assert "matched at line 3 ignoring indentation" in results[0]
+
+
+async def test_anthropic_input_json_with_slips_is_repaired_through_the_agent(tmp_path: Path) -> None:
+    results, _ = await _one_call(
+        tmp_path, anthropic_call("read_file", '{"path": "a.py", "limit": "2",}'), provider="anthropic"
+    )
+    assert "class A:" in results[0] and "if ready" not in results[0]
