@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 from anyio import CancelScope
@@ -21,6 +21,7 @@ from anyio import CancelScope
 from ._errors import HarnessUsageError, ModelError
 from ._kinds import EndReason, ErrorKind, FinishReason, Role
 from ._messages import Message, Part, Reasoning, Text, ToolCall
+from ._repair import repair_arguments, resolve_name
 from ._state import Fatal, Stop, TurnState
 from ._tools import Tool
 from ._usage import Usage
@@ -48,9 +49,15 @@ from .model import (
     UsageChunk,
 )
 
-__all__ = ["Accumulator", "ModelRequest"]
+__all__ = ["CUT_CALL", "Accumulator", "ModelRequest"]
 
 log = logging.getLogger("harness.run")
+
+CUT_CALL = (
+    "{name}: not run: your reply reached its output limit (max_tokens) while writing this call, so its "
+    "arguments may be cut short. Send smaller pieces: split a large file into a write_file of its start "
+    "and edits or patches that add the rest, one call per reply."
+)
 
 
 @dataclass(slots=True)
@@ -163,14 +170,18 @@ class Accumulator:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as e:
-            c.input = {}
-            c.problem = f"{c.name}: invalid input: the arguments are not valid JSON ({e.msg} at {e.pos})"
-            return c
-        if not isinstance(value, dict):
-            c.input = {}
-            c.problem = f"{c.name}: invalid input: the arguments must be a JSON object"
+            value, problem = None, f"the arguments are not valid JSON ({e.msg} at {e.pos})"
         else:
-            c.input = value
+            problem = None if isinstance(value, dict) else "the arguments must be a JSON object"
+        if problem is not None:
+            fixed = repair_arguments(raw)
+            if fixed.value is None:
+                c.input = {}
+                c.problem = f"{c.name}: invalid input: {problem}"
+                return c
+            log.info("repaired the arguments of a %s call: %s", c.name, "; ".join(fixed.repairs))
+            value = fixed.value
+        c.input = cast(dict[str, Any], value)
         return c
 
 
@@ -302,15 +313,24 @@ class ModelRequest:
 
     def _ready(self, call_id: str, given: dict[str, Any] | None) -> ToolCallReady:
         c = self.acc.ready(call_id, given)
+        offered = self.state.offered
+        if c.name not in offered and (name := resolve_name(c.name, offered)) is not None:
+            log.info("resolved the tool name %r to %r", c.name, name)
+            c.name = name
         if c.problem is not None:
             self.problems[call_id] = c.problem
         return ToolCallReady(self.state.number, self.state.parent, call_id, c.name, c.input or {})
 
     def _complete_calls(self) -> Iterator[ToolCallReady]:
-        """Calls never marked ready are complete at the end of the stream."""
+        """Calls never marked ready are complete at the end of the stream, unless the reply was cut at
+        its output limit: then their input may be cut too, and they are not run."""
+        cut = self.acc.finish is FinishReason.LENGTH
         for cid, c in self.acc.calls.items():
             if not c.ready:
-                yield self._ready(cid, None)
+                event = self._ready(cid, None)
+                if cut:
+                    self.problems[cid] = CUT_CALL.format(name=c.name)
+                yield event
 
     def _open_stream(self, prompt: Prompt, by_name: dict[str, Tool]) -> AsyncIterator[Delta]:
         s = self.state

@@ -23,9 +23,9 @@ from ._errors import HarnessUsageError, Retry
 from ._kinds import ErrorKind, Role
 from ._messages import Message, Text, ToolCall, ToolResult
 from ._pause import Answer, Approval, Decision, Need, Pending, Question
+from ._repair import checked_input
 from ._state import Fatal, Stop, TurnState
 from ._tools import Result, Tool
-from ._validate import input_error
 from .events import Event, ToolDecided, ToolEnded, ToolProgress
 from .middleware import NextTool, ToolMiddleware
 
@@ -231,9 +231,8 @@ class CallTools:
             return Result.failure(f"unknown tool {call.name!r}; the tools are: {names}"), None
         spec = context.spec = tool.spec()
         if problem is None:
-            why = input_error(spec.schema, call.input)
-            if why is not None:
-                problem = f"{call.name}: {why}"
+            call, problem = checked_input(call, spec.schema)
+            context.tool_call = call  # the coerced input, for the middleware and the tool
         if problem is not None:
             s.retries += 1
             return Result.failure(problem), None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
-__all__ = ["input_error"]
+__all__ = ["Invalid", "first_invalid", "input_error"]
 
 
 @lru_cache(maxsize=512)
@@ -19,6 +20,35 @@ def _validator(schema_json: str) -> Any:
     schema = json.loads(schema_json)
     cls: Any = validator_for(schema, default=jsonschema.Draft202012Validator)
     return cls(schema)
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """The first place ``value`` breaks the schema: its path, the value there, and why (with how many more)."""
+
+    message: str
+    path: list[Any]
+    instance: Any
+    more: int
+    missing: str | None = None  # a required property that is absent
+
+
+def first_invalid(schema: Mapping[str, Any], value: Any) -> Invalid | None:
+    """None when ``value`` fits ``schema``; else where it first does not."""
+    import json
+
+    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+    errors: list[Any] = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    first = errors[0]
+    missing: str | None = None
+    if first.validator == "required":
+        instance: Any = first.instance
+        given: Mapping[str, Any] = cast(Mapping[str, Any], instance) if isinstance(instance, Mapping) else {}
+        wanted: list[Any] = list(first.validator_value or [])
+        missing = next((str(k) for k in wanted if k not in given), None)
+    return Invalid(first.message, list(first.absolute_path), first.instance, len(errors) - 1, missing)
 
 
 def input_error(schema: Mapping[str, Any], value: Any) -> str | None:

@@ -32,9 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from harness import Tools
+from harness import Options, Tools
+from harness.loops import LoopGuard
+from harness.overflow import CompactOnOverflow
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
+from harness.spill import Spill
+from harness.text_calls import SERVER_PARSER_HINT, TextToolCalls
 from harness.tools import Journal, Shell, file_tools
 from harness.tools.plan import Plan, Reminder
 
@@ -145,9 +149,12 @@ class CodingFactory:
         fs = EditorFileSystem(env, root=root)
         journal = Journal(fs, root=root)
         runner = EditorTerminalRunner(env, terminals, link, secrets) if terminals is not None else None
+        # A long output goes whole into the session's folder, for the model to read back (harness.spill).
+        spill = Spill(p.checkpoints_path.parent / "outputs", window=partial(_window, link, config.model))
         shell = Shell(
             root,
             runner=runner,
+            spill=spill.keep,
             default_timeout_s=config.shell_timeout_s,
             sandbox=sandbox.for_call,
             secrets=secrets,
@@ -243,6 +250,7 @@ class CodingFactory:
             if mcp is not None:
                 await mcp.aclose()
 
+        loops = LoopGuard(on_stop=tell.message)
         notes = ModelNotes(
             controls.facts,
             tell.message,
@@ -255,7 +263,9 @@ class CodingFactory:
         return SessionSetup(
             tools=Tools(*sources),
             middleware=[
-                secrets,  # outermost: every result leaves the tools redacted (see harness.secrets)
+                spill,  # outside the secrets: what it writes to the session's folder is redacted
+                secrets,  # every result leaves the tools redacted (see harness.secrets)
+                loops,  # a repeat too many is not asked about, nor run: the turn stops for the user
                 gate,
                 PreToolHooks(context.hooks),
                 confined,  # a path the tool would refuse anyway: refused here, before the policy asks
@@ -270,13 +280,16 @@ class CodingFactory:
                 notes,  # the model's window on each prompt; usage, empty replies, window notices
                 # Inside: its summary call goes to the model without the mode note or the reminder.
                 AutoCompactSwitch(auto_compact),
+                CompactOnOverflow(compaction.compact),  # the server's "context exceeded": compact, retry once
                 compaction.middleware,
+                TextToolCalls(tell.text_calls),  # a server with no tool-call parser: calls written as text
                 *_retry(config.provider),
             ],
             system=context.system,
             before_prompt=context.before_prompt,
             ready=context.later.wait,
-            options=None,  # the window reaches each prompt through ``notes`` (it follows the model)
+            # The window reaches each prompt through ``notes`` (it follows the model); the loop guard stops.
+            options=Options(stop=(*Options().stop, loops.stop)),
             context=env,
             aclose=aclose,
             display=ToolDisplay(marks_running=True),
@@ -382,6 +395,9 @@ class _Tell:
     async def advise(self, title: str, text: str) -> None:
         """A notice where the client takes them, else the agent's message."""
         await self._link.advise(title, text, text + "\n\n")
+
+    async def text_calls(self, dialect: str) -> None:
+        await self.advise("Tool calls written as text", SERVER_PARSER_HINT.format(dialect=dialect))
 
     async def unsandboxed(self, text: str) -> None:
         await self.advise("Shell commands are not sandboxed", text)

@@ -82,6 +82,7 @@ class ApplyPatch(FileTool[PatchInput]):
         plan: list[_Planned] = []
         seen: set[Path] = set()
         summary: list[str] = []
+        notes: list[str] = []
         shown = self.root.display
         for fp in patches:
             old_p = await self.resolve(fp.old_path) if fp.old_path is not None else None
@@ -94,7 +95,9 @@ class ApplyPatch(FileTool[PatchInput]):
                 raise PatchError(f"{shown(new_p)}: cannot create, the file already exists")
             if old_p is not None and before is None:
                 raise PatchError(f"{shown(old_p)} does not exist")
-            after = apply_hunks(before, fp)
+            loose: list[str] = []
+            after = await anyio.to_thread.run_sync(apply_hunks, before, fp, loose)  # a loose seek may scan
+            notes.extend(loose)
             if old_p is not None and new_p is not None and old_p != new_p:
                 # A rename: the old file goes, the new one is created with the patched text.
                 if await self.read_or_none(new_p) is not None:
@@ -112,6 +115,9 @@ class ApplyPatch(FileTool[PatchInput]):
                 plan.append(_Planned(new_p, before, after, max(line, 1)))
                 summary.append(f"{'A' if before is None else 'M'} {shown(new_p)}{_counts(fp)}")
             seen.update(touched)
+        if notes:
+            summary.append("Not all context matched exactly (copy it exactly next time):")
+            summary.extend(f"  {n}" for n in notes)
         return plan, summary
 
     async def _apply(self, item: _Planned) -> None:

@@ -12,6 +12,7 @@ from .._tools import Result
 from ._filetool import PATH_ARG, WRITE_HINTS, FileTool
 from ._inputs import arg
 from ._journal import FileChange
+from ._match import loose_replace
 from ._patch import eol_of
 from ._probe import probe
 from ._values import Diff, EditValue, Location
@@ -115,9 +116,10 @@ class EditFile(FileTool[EditInput]):
     hints = WRITE_HINTS
     Input = EditInput
     description = (
-        "Replace `old_text` with `new_text` in a file. `old_text` must match the file exactly (whitespace "
+        "Replace `old_text` with `new_text` in a file. `old_text` should match the file exactly (whitespace "
         "and indentation included) and occur once, unless `replace_all` is true. Include enough "
-        "surrounding lines to make it unique."
+        "surrounding lines to make it unique. Whole lines that differ only in line endings, trailing "
+        "spaces, indentation or typographic quotes still match when the match is unique; the result says so."
     )
 
     async def run(self, args: EditInput, call: Call) -> Result:
@@ -135,10 +137,7 @@ class EditFile(FileTool[EditInput]):
         old_text, new_text = to_eol(old_text, eol), to_eol(new_text, eol)
         count = text.count(old_text)
         if count == 0:
-            return Result.failure(
-                f"edit_file: old_text was not found in {shown}. It must match exactly, including "
-                "whitespace and indentation; read the file again and copy the text."
-            )
+            return await self._loose(path, text, args, eol)
         if count > 1 and not args.replace_all:
             lines = _match_lines(text, old_text)
             return Result.failure(
@@ -158,6 +157,40 @@ class EditFile(FileTool[EditInput]):
         return Result.text(
             f"Edited {shown}: replaced {n} occurrence{'s' if n != 1 else ''} (first at line {first_line}).",
             value=_edit_value(path, text, new, first_line),
+        )
+
+    async def _loose(self, path: Path, text: str, args: EditInput, eol: str) -> Result:
+        """No exact match: the looseness ladder (``_match``) applies a unique match and says how."""
+        shown = self.root.display(path)
+        found = await anyio.to_thread.run_sync(
+            lambda: loose_replace(text, args.old_text, args.new_text, eol, replace_all=args.replace_all)
+        )
+        if found is None:
+            return Result.failure(
+                f"edit_file: old_text was not found in {shown}, not even ignoring line endings, trailing "
+                "whitespace, indentation or typographic quotes and dashes; read the file again and copy "
+                "the text."
+            )
+        at = ", ".join(map(str, found.lines[:10])) + (", ..." if len(found.lines) > 10 else "")
+        if found.ambiguous or found.text is None:
+            return Result.failure(
+                f"edit_file: old_text was not found exactly in {shown}; ignoring {found.level} it matches "
+                f"{len(found.lines)} places (at lines {at}). Include more surrounding lines to make it "
+                "unique, or copy the text exactly."
+            )
+        try:
+            await self.fs.write_text(path, found.text)
+        except OSError as e:
+            return Result.failure(f"edit_file: cannot write {shown}: {e}")
+        if self.journal is not None:
+            self.journal.record([FileChange(path, text, found.text)], f"edit_file {shown}")
+        n = len(found.lines)
+        return Result.text(
+            f"Edited {shown}: old_text did not match exactly; it matched ignoring {found.level} "
+            f"(the new text was fitted to the file's own) and replaced {n} occurrence{'s' if n != 1 else ''} "
+            f"(at line{'s' if n != 1 else ''} {at}). Copy text exactly next time.",
+            value=_edit_value(path, text, found.text, next(iter(found.lines))),
+            meta={"match": found.level},
         )
 
 

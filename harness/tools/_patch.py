@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ._match import rebuild, seek
+
 __all__ = ["FilePatch", "Hunk", "PatchError", "apply_hunks", "eol_of", "parse_patch"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -148,8 +150,33 @@ def _find(lines: list[str], block: list[str], expected: int, start: int) -> int 
     return None
 
 
-def apply_hunks(original: str | None, fp: FilePatch) -> str | None:
-    """The new text of ``fp``'s file given its ``original`` text (None: absent); None means deleted."""
+def _seek_loose(lines: list[str], hunk: Hunk, pos: int, path: str, notes: list[str]) -> tuple[int, list[str]]:
+    """No exact place for the hunk's old lines: the looseness ladder's unique match, re-fitted new lines."""
+    old = hunk.old
+    found = seek(lines, old, pos, trim=False)
+    where = f"{path}: hunk @@ -{hunk.old_start},{hunk.old_count} @@"
+    if found is None:
+        preview = old[0] if old else ""
+        raise PatchError(
+            f"{where} does not match the file, not even ignoring whitespace, indentation or typographic "
+            f"quotes (looked for {len(old)} lines starting {preview!r})"
+        )
+    if len(found.positions) > 1:
+        at = ", ".join(str(p + 1) for p in found.positions[:10])
+        raise PatchError(
+            f"{where} does not match exactly; ignoring {found.level} it matches {len(found.positions)} "
+            f"places (lines {at}); give more context lines"
+        )
+    at = next(iter(found.positions))
+    notes.append(f"{where} matched at line {at + 1} ignoring {found.level}")
+    return at, rebuild(found.level, old, lines[at : at + len(old)], hunk.new)
+
+
+def apply_hunks(original: str | None, fp: FilePatch, notes: list[str] | None = None) -> str | None:
+    """The new text of ``fp``'s file given its ``original`` text (None: absent); None means deleted.
+
+    A hunk whose context is not found exactly is placed by the looseness ladder; ``notes`` gets a line
+    for each such hunk."""
     if fp.new_path is None:
         if original is None:
             raise PatchError(f"{fp.path}: cannot delete, the file does not exist")
@@ -172,11 +199,7 @@ def apply_hunks(original: str | None, fp: FilePatch) -> str | None:
         else:
             found = _find(lines, old, hunk.old_start - 1 + offset, pos)
             if found is None:
-                preview = old[0] if old else ""
-                raise PatchError(
-                    f"{fp.path}: hunk @@ -{hunk.old_start},{hunk.old_count} @@ does not match the file "
-                    f"(looked for {len(old)} lines starting {preview!r})"
-                )
+                found, new = _seek_loose(lines, hunk, pos, fp.path, notes if notes is not None else [])
             at = found
         lines[at : at + len(old)] = new
         touches_end = at + len(new) >= len(lines)

@@ -189,10 +189,19 @@ _SANDBOX_NOTE = (
 )
 
 
+_WHOLE_AT_MOST = 64 << 20  # characters of one command's output kept for its spill file
+
+
+def _spill_meta(kept: Path | None, buf: _HeadTail) -> dict[str, Any]:
+    """For ``harness.spill``: the file a cut output was kept in, and how long it is."""
+    return {"spilled": str(kept), "spilled_chars": min(buf.total, _WHOLE_AT_MOST)} if kept else {}
+
+
 class _HeadTail:
     """Keeps the first and last ``limit / 2`` characters of a stream and counts the rest."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, *, keep_whole: bool = False) -> None:
+        self.whole: list[str] | None = [] if keep_whole else None  # for a spill file
         self.head_limit = limit // 2
         self.tail_limit = limit - self.head_limit
         self.head: list[str] = []
@@ -202,6 +211,8 @@ class _HeadTail:
         self.total = 0
 
     def add(self, s: str) -> None:
+        if self.whole is not None and self.total < _WHOLE_AT_MOST:
+            self.whole.append(s)
         self.total += len(s)
         if self.head_len < self.head_limit:
             take = s[: self.head_limit - self.head_len]
@@ -218,11 +229,11 @@ class _HeadTail:
     def cut(self) -> int:
         return max(0, self.total - self.head_len - min(self.tail_len, self.tail_limit))
 
-    def text(self) -> str:
+    def text(self, where: str = "") -> str:
         head = "".join(self.head)
         tail = "".join(self.tail)[-self.tail_limit :] if self.tail_limit else ""
         if self.cut:
-            return f"{head}\n[... {self.cut} characters cut ...]\n{tail}"
+            return f"{head}\n[... {self.cut} characters cut{where} ...]\n{tail}"
         return head + tail
 
 
@@ -255,6 +266,7 @@ class Shell:
         default_timeout_s: float = 120.0,
         max_timeout_s: float = 600.0,
         max_output_chars: int = 30_000,
+        spill: Callable[[str, str], Awaitable[Path]] | None = None,
         cancel_poll_s: float = 0.1,
         sandbox: Callable[[Mapping[str, Any]], SandboxPolicy | None] | None = None,
         secrets: Secrets | None = None,
@@ -265,6 +277,7 @@ class Shell:
         self.default_timeout_s = default_timeout_s
         self.max_timeout_s = max_timeout_s
         self.max_output_chars = max_output_chars
+        self.spill = spill  # keeps a cut output whole in a file the model may read (harness.spill)
         self.cancel_poll_s = cancel_poll_s
         self.sandbox = sandbox
 
@@ -345,7 +358,7 @@ class Shell:
         timeout = float(asked) if asked is not None else self.default_timeout_s
         capped = timeout > self.max_timeout_s
         timeout = min(timeout, self.max_timeout_s)
-        buf = _HeadTail(self.max_output_chars)
+        buf = _HeadTail(self.max_output_chars, keep_whole=self.spill is not None)
         clean = self.secrets.redactor()
 
         async def sink(chunk: str) -> None:
@@ -370,7 +383,11 @@ class Shell:
         rest = clean.flush()
         if rest:
             await call.progress({"output": rest})
-        output = self.secrets.redact(buf.text())
+        kept = await self._spilled(call.id, buf) if buf.cut and self.spill is not None else None
+        where = (
+            f"; the whole output is in {kept}: read it with read_file (offset, limit) or grep" if kept else ""
+        )
+        output = self.secrets.redact(buf.text(where))
         value = ShellValue(
             exit_code=ran.code,
             output=output,
@@ -392,8 +409,16 @@ class Shell:
                 text += "\n" + note
                 value["sandbox_note"] = note
         if ran.timed_out or ran.cancelled:
-            return Result.failure(text, value=value)
-        return Result.text(text, value=value)
+            return Result.failure(text, value=value, meta=_spill_meta(kept, buf))
+        return Result.text(text, value=value, meta=_spill_meta(kept, buf))
+
+    async def _spilled(self, call_id: str, buf: _HeadTail) -> Path | None:
+        """The file that now holds the whole output (redacted), or None when it could not be written."""
+        assert buf.whole is not None and self.spill is not None
+        try:
+            return await self.spill(call_id, self.secrets.redact("".join(buf.whole)))
+        except OSError:
+            return None
 
     async def _execute(
         self,

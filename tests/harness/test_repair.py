@@ -1,0 +1,116 @@
+"""Tool calls as models send them: argument slips repaired, scalars coerced, names resolved, the rest explained."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from run_support import ScriptModel, all_results, drive
+
+from harness import Message, Run, Tools, tool
+from harness._repair import repair_arguments, resolve_name
+from harness.model import Finish, FinishReason, ToolInput, ToolReady, ToolStart
+
+pytestmark = pytest.mark.anyio
+
+seen: list[dict[str, Any]] = []
+
+
+@tool
+def read_file(path: str, limit: int = 10, whole: bool = False) -> str:
+    seen.append({"path": path, "limit": limit, "whole": whole})
+    return f"read {path} limit={limit} whole={whole}"
+
+
+@tool
+def list_dir(path: str = ".") -> str:
+    return f"listed {path}"
+
+
+def _call(name: str, raw: str) -> list[Any]:
+    return [ToolStart("c1", name), ToolInput("c1", raw), ToolReady("c1"), Finish(FinishReason.TOOL_CALLS)]
+
+
+async def _result(name: str, raw: str) -> tuple[str, bool]:
+    seen.clear()
+    run = Run(ScriptModel([_call(name, raw), [Finish(FinishReason.STOP)]]), Tools(read_file, list_dir))
+    await drive(run, Message.user("go"))
+    r = all_results(run.messages())["c1"]
+    return r.text, r.error
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"path": "a.py", "limit": 2,}',
+        json.dumps(json.dumps({"path": "a.py", "limit": 2})),
+        '```json\n{"path": "a.py", "limit": 2}\n```',
+        '{"path": "a.py", "limit": 2, "whole": False}',
+        "{'path': 'a.py', 'limit': 2}",
+        '{"path": "a.py", "limit": "2"}',
+        '{"path": "a.py", "limit": 2, "whole": "false"}',
+        '{"path": "a.py", "limit": 2, "whole": null}',
+    ],
+    ids=[
+        "trailing comma",
+        "double-encoded",
+        "markdown fence",
+        "python False",
+        "single quotes",
+        "integer as a string",
+        "boolean as a string",
+        "null for an optional field",
+    ],
+)
+async def test_a_repairable_slip_in_the_arguments_runs_the_call_with_the_meant_values(raw: str) -> None:
+    text, error = await _result("read_file", raw)
+    assert not error, text
+    assert seen == [{"path": "a.py", "limit": 2, "whole": False}]
+
+
+@pytest.mark.parametrize("name", ["functions.read_file", "tools.read_file", "Read_File", "read-file"])
+async def test_a_tool_name_with_a_prefix_another_case_or_dashes_resolves_to_the_one_tool(name: str) -> None:
+    text, error = await _result(name, '{"path": "b"}')
+    assert not error and text == "read b limit=10 whole=False"
+
+
+async def test_a_name_no_tool_fits_is_still_unknown() -> None:
+    text, error = await _result("functions.write_file", '{"path": "b"}')
+    assert error and text.startswith("unknown tool 'functions.write_file'")
+
+
+def test_a_name_two_tools_fit_resolves_to_neither() -> None:
+    assert resolve_name("READ_FILE", ["read_file", "Read-File"]) is None
+    assert resolve_name("functions.list_dir", ["read_file", "list_dir"]) == "list_dir"
+
+
+async def test_a_value_no_repair_fits_quotes_the_field_the_type_and_the_schema() -> None:
+    text, error = await _result("read_file", '{"path": "a.py", "limit": "ten"}')
+    assert error
+    assert text.startswith("read_file: invalid input at limit: ")
+    assert "'limit' was \"ten\"; it must be integer" in text
+    assert '"limit": {' in text and '"required": ["path"]' in text
+
+
+async def test_arguments_beyond_repair_stay_an_invalid_input_result() -> None:
+    text, error = await _result("read_file", '{"path": "a.py", "limit": ')
+    assert error and text.startswith("read_file: invalid input: the arguments are not valid JSON")
+
+
+def test_repairs_are_named_and_text_inside_strings_is_left_alone() -> None:
+    r = repair_arguments('{"text": "a, } True None", "n": None,}')
+    assert r.value == {"text": "a, } True None", "n": None}
+    assert r.repairs == ["Python's None read as null", "a trailing comma dropped"]
+
+
+def test_a_json_string_that_is_not_an_object_is_not_repaired_into_one() -> None:
+    assert repair_arguments('"just text"').value is None
+    assert repair_arguments("[1, 2]").value is None
+    assert repair_arguments("__import__('os')").value is None
+
+
+async def test_a_missing_required_field_is_named_with_its_type() -> None:
+    text, error = await _result("read_file", '{"limit": 2}')
+    assert error and text.startswith("read_file: invalid input at path: 'path' is a required property")
+    assert "'path' is required and must be string" in text and '"required": ["path"]' in text
