@@ -11,6 +11,11 @@ protected ones gets one, and a protected path deeper down splits its parents the
 inside the sandbox an entry directly in a split folder (the project root) cannot be created, removed or
 renamed; existing files there can still be written. Reads split the same way around denied paths (their
 parents stay listable). Listings happen at compile time, once per command, and never follow a symlink.
+
+The spec also names the mounts the launcher's namespaces keep writable (``rw``: the writable roots, the
+temp folder, /dev/pts, /dev/shm; everything else is remounted read-only, which closes metadata: chmod,
+chown, utimes, xattrs) and the paths inside them bound read-only (``ro``: the protected paths that exist,
+denied ones, and nested repositories' ``.git`` found by ``nested_repositories``' bounded walk).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ __all__ = [
     "SandboxPolicy",
     "compile_spec",
     "explain_denial",
+    "nested_repositories",
 ]
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
@@ -47,6 +53,13 @@ _ALL: Final = ll.fs_rights(99)
 _WRITE: Final = _ALL & ~_READ_ALL
 _READ_DIR: Final = ll.ACCESS_FS["read_dir"][0]
 # Device files every command may write (and open as terminals); /dev/shm holds POSIX semaphores.
+_DEVICE_DIRS: Final = ("/dev/pts", "/dev/shm")
+"""Kept writable in the mount namespace too (new terminals, POSIX semaphores)."""
+NESTED_DEPTH: Final = 3
+NESTED_MAX_DIRS: Final = 2000
+_SKIP: Final = frozenset(
+    {"node_modules", ".venv", "venv", "target", "__pycache__", ".tox", ".cache", ".mypy_cache"}
+)
 _DEVICES: Final = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
 
 
@@ -234,6 +247,8 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
     for path in writable:
         rules.extend((p, a | _READ_ALL) for p, a in _split(path, _WRITE, no_write, 0))
     rules.extend((d, _ALL) for d in _DEVICES)
+    rw = [*(str(p) for p in writable), *(d for d in _DEVICE_DIRS if os.path.isdir(d))]
+    ro = [str(p) for p in [*no_write, *nested_repositories(roots)] if any(_beneath(p, w) for w in writable)]
     return {
         "abi": abi,
         "handled_fs": ll.fs_rights(abi),
@@ -243,7 +258,37 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
         "netns": bool(netns and not policy.network),
         "env": policy.env(),
         "unset": sorted(set(policy.unset_env)),
+        "rw": rw,
+        "ro": [p for p in dict.fromkeys(ro) if os.path.lexists(p)],
     }
+
+
+def nested_repositories(roots: Sequence[Path]) -> list[Path]:
+    """The ``.git`` entries (folders, or files pointing elsewhere) below the top of each root, found by a
+    bounded walk: ``NESTED_DEPTH`` folders deep, ``NESTED_MAX_DIRS`` folders in all, not into symlinks nor
+    into ``_SKIP`` (dependency and build folders). Blocking."""
+    found: list[Path] = []
+    budget = NESTED_MAX_DIRS
+    level = [r for r in roots]
+    for _ in range(NESTED_DEPTH + 1):
+        below: list[Path] = []
+        for folder in level:
+            if budget <= 0:
+                return found
+            budget -= 1
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                name = entry.name.lower()
+                if name == ".git":
+                    if folder not in roots:
+                        found.append(Path(entry.path))
+                elif name not in _SKIP and entry.is_dir(follow_symlinks=False):
+                    below.append(Path(entry.path))
+        level = below
+    return found
 
 
 _DENIAL_MARKERS: Final = (
