@@ -6,10 +6,11 @@ everywhere except the denied paths (by default the agent's own configuration, cr
 TCP bind/connect denied unless the network is allowed (plus a network namespace where one can be made).
 
 Landlock only *grants* (a rule allows rights beneath a path), so "all of the project except ``.git``"
-is compiled by splitting: the project folder gets no write rule of its own, each of its entries but the
-protected ones gets one, and a protected path deeper down splits its parents the same way. The price:
-inside the sandbox an entry directly in a split folder (the project root) cannot be created, removed or
-renamed; existing files there can still be written. Reads split the same way around denied paths (their
+is compiled by splitting: the project folder gets no folder-making rule of its own, each of its entries
+but the protected ones gets every right, and a protected path deeper down splits its parents the same
+way. The project folder itself grants plain files (``_NEW_FILES``: ``touch new.txt``, ``> out.txt``): a
+*folder* directly in it is made through the shell's ``make_dirs``; a protected file name made there is
+removed once the command ends (``_guard``). Reads split the same way around denied paths (their
 parents stay listable). Listings happen at compile time, once per command, and never follow a symlink.
 
 The spec also names the mounts the launcher's namespaces keep writable (``rw``: the writable roots, the
@@ -52,6 +53,17 @@ _READ_ALL: Final = _READ | ll.ACCESS_FS["ioctl_dev"][0]
 _ALL: Final = ll.fs_rights(99)
 _WRITE: Final = _ALL & ~_READ_ALL
 _READ_DIR: Final = ll.ACCESS_FS["read_dir"][0]
+_NEW_FILES: Final = (
+    ll.ACCESS_FS["make_reg"][0]
+    | ll.ACCESS_FS["remove_file"][0]
+    | ll.ACCESS_FS["write_file"][0]
+    | ll.ACCESS_FS["truncate"][0]
+    | ll.ACCESS_FS["refer"][0]
+)
+"""What a split folder (a writable root with protected entries) grants beneath itself: plain files
+(``touch new.txt``, ``go mod init``), never folders, symlinks or special files. Existing protected
+entries are read-only mounts (no write, no removal, no rename onto them); a protected name the command
+creates is removed after it ends (``_guard``)."""
 # Device files every command may write (and open as terminals); /dev/shm holds POSIX semaphores.
 _DEVICE_DIRS: Final = ("/dev/pts", "/dev/shm")
 """Kept writable in the mount namespace too (new terminals, POSIX semaphores)."""
@@ -245,7 +257,10 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
     if policy.temp is not None:
         writable.append(_real(policy.temp))
     for path in writable:
-        rules.extend((p, a | _READ_ALL) for p, a in _split(path, _WRITE, no_write, 0))
+        split = _split(path, _WRITE, no_write, 0)
+        rules.extend((p, a | _READ_ALL) for p, a in split)
+        if split and policy.mode == "workspace-write":  # new files at the top (``_guard`` after the fact)
+            rules.append((str(path), _NEW_FILES | _READ_ALL))
     rules.extend((d, _ALL) for d in _DEVICES)
     rw = [*(str(p) for p in writable), *(d for d in _DEVICE_DIRS if os.path.isdir(d))]
     ro = [str(p) for p in [*no_write, *nested_repositories(roots)] if any(_beneath(p, w) for w in writable)]
@@ -314,7 +329,7 @@ def explain_denial(output: str, policy: SandboxPolicy) -> str | None:
     return (
         f"[sandbox: this command ran {policy.describe()}. A 'Permission denied', 'Operation not "
         "permitted' or unreachable network above may be the sandbox: outside the allowed folders, on a "
-        "protected path, or creating/renaming an entry directly in the project folder. A new folder "
+        "protected path, or creating a folder directly in the project folder. A new folder "
         "there (./build, ./.venv): call shell again with it in `make_dirs`, still sandboxed. If the task "
         f'truly needs to write elsewhere{net}, call shell again with `sandbox: "off"`; the user will be '
         "asked.]"

@@ -46,6 +46,7 @@ from .._tools import Hints, Result, ToolSpec
 from ..protected import PROTECTED
 from ..sandbox import DEFAULT_PROTECTED, SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
+from ..sandbox._guard import Absent
 from ..secrets import Secrets
 from ._root import PathError, Root
 from ._values import ShellValue, ToolMeta
@@ -183,9 +184,18 @@ _SANDBOX_PROPERTIES: dict[str, Any] = {
 }
 _SANDBOX_NOTE = (
     " Commands run in a sandbox: they write only inside the project (not .git and other protected "
-    "paths, nor new entries directly in the project folder: name those in `make_dirs`) and the temp "
-    "folder, without network."
+    "paths, nor new folders directly in the project folder: name those in `make_dirs`) and the temp "
+    "folder, without network; nothing they start outlives them."
 )
+
+
+def _aside_note(root: Root, aside: list[tuple[Path, Path]]) -> str:
+    names = ", ".join(f"{root.display(p)} (now {root.display(q)})" for p, q in aside)
+    return (
+        f"\n[sandbox: the command made {names}: a protected name (other tools run or read it by themselves), "
+        'so it was moved aside. If the task needs it, call shell again with `sandbox: "off"` (the user is '
+        "asked) or write it with a file tool.]"
+    )
 
 
 class _HeadTail:
@@ -361,10 +371,11 @@ class Shell:
         if refused is not None:
             return Result.failure(f"shell: make_dirs: {refused}; the command did not run")
         ran = _Ran(cancelled=call.is_cancelled())
+        aside: list[tuple[Path, Path]] = []
         if not ran.cancelled:
             request = CommandRequest(command, cwd, call.id, sandbox=policy)
             try:
-                await self._execute(request, sink, call, timeout, ran)
+                aside = await self._guarded(request, sink, call, timeout, ran)
             except OSError as e:
                 return Result.failure(f"shell: cannot run the command: {e}")
         rest = clean.flush()
@@ -382,10 +393,11 @@ class Shell:
         )
         if self.sandbox is not None:
             value["sandbox"] = policy.describe() if policy is not None else "off"
-        status = ran.status(timeout)
-        if capped:
-            status += f" [timeout_s capped at {self.max_timeout_s:g}]"
+        status = ran.status(timeout) + (f" [timeout_s capped at {self.max_timeout_s:g}]" if capped else "")
         text = f"{output}\n{status}" if output else status
+        if aside:
+            text += _aside_note(self.root, aside)
+            value["sandbox_removed"] = [str(p) for p, _ in aside]
         if policy is not None and ran.code not in (0, None):
             note = explain_denial(output, policy)
             if note:
@@ -394,6 +406,28 @@ class Shell:
         if ran.timed_out or ran.cancelled:
             return Result.failure(text, value=value)
         return Result.text(text, value=value)
+
+    async def _guarded(
+        self,
+        request: CommandRequest,
+        sink: Callable[[str], Awaitable[None]],
+        call: Call,
+        timeout: float,
+        ran: _Ran,
+    ) -> list[tuple[Path, Path]]:
+        """``_execute``, then the protected names a sandboxed command made moved aside (``Absent``)."""
+        policy = request.sandbox
+        if policy is None or not policy.enabled:
+            await self._execute(request, sink, call, timeout, ran)
+            return []
+        absent = await anyio.to_thread.run_sync(Absent.note, policy)
+        aside: list[tuple[Path, Path]] = []
+        try:
+            await self._execute(request, sink, call, timeout, ran)
+        finally:  # (whatever ended it: the command and all it started have ended, its PID namespace)
+            with anyio.CancelScope(shield=True):
+                aside = await anyio.to_thread.run_sync(absent.refuse)
+        return aside
 
     async def _execute(
         self,

@@ -40,7 +40,7 @@ def shell_step(**inp: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": "shell", "input": inp}]}
 
 
-def _results(editor: Editor) -> list[str]:
+def results(editor: Editor) -> list[str]:
     from acp import schema
 
     texts: list[str] = []
@@ -86,7 +86,7 @@ async def test_accept_edits_runs_a_sandboxed_command_unasked_and_it_stays_in_the
     assert (project / "src" / "in.txt").read_text() == "in\n"
     assert list(out.iterdir()) == []
     assert (project / ".git" / "config").read_text() == "[core]\n"
-    assert any('sandbox: \\"off\\"' in t or 'sandbox: "off"' in t for t in _results(editor)), _results(editor)
+    assert any('sandbox: \\"off\\"' in t or 'sandbox: "off"' in t for t in results(editor)), results(editor)
     if terminal:
         assert editor.calls[0] == "create"
 
@@ -122,7 +122,7 @@ async def test_network_is_refused_in_the_sandbox_and_an_approved_network_escalat
     assert len(editor.permissions) == 1  # only the escalation asked
     asked = editor.permissions[0]
     assert (asked.title or "").startswith("Run with network access")
-    outputs = [t for t in _results(editor) if "connect-result" in t]
+    outputs = [t for t in results(editor) if "connect-result" in t]
     assert "connect-result 0" not in outputs[0]
     assert "connect-result 0" in outputs[-1]
 
@@ -202,7 +202,7 @@ async def test_a_sandboxed_env_shows_no_credential_even_where_the_editor_starts_
         sid = await open_session(conn, project, terminal=terminal)
         await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
     assert editor.permissions == []  # it ran sandboxed, unasked
-    output = "\n".join(_results(editor))
+    output = "\n".join(results(editor))
     assert "PATH=" in output and "TMPDIR=" in output  # the command ran, in the sandbox's temp folder
     assert "key-check: unset" in output
     for leaked in ("OPENAI_API_KEY=", "COPIED_KEY=", key):
@@ -227,7 +227,7 @@ async def test_a_build_that_makes_a_top_level_folder_runs_unasked_once_the_folde
     editor = await accept_edits_turn(tmp_path, project, script, terminal=terminal, text="build it")
     assert editor.permissions == []
     assert (project / "build" / "out.o").read_text() == "o\n"
-    texts = _results(editor)
+    texts = results(editor)
     assert any("make_dirs" in t and "Permission denied" in t for t in texts), texts
     assert any("not directly in a project folder" in t for t in texts), texts
     assert sorted(p.name for p in (project / ".git" / "hooks").iterdir()) == []

@@ -9,13 +9,21 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.acp.coding.test_sdk_end_to_end import Editor, agent_env, open_agent
-from tests.sandbox.test_agent_process import accept_edits_turn, make_project, open_session, shell_step
+from tests.sandbox.test_agent_process import (
+    accept_edits_turn,
+    make_project,
+    open_session,
+    results,
+    shell_step,
+)
 from tests.sandbox.test_namespaces import running, wait_gone
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("landlock")]
@@ -57,13 +65,14 @@ async def test_an_unasked_command_neither_changes_metadata_outside_nor_leaves_a_
     sleeper = _sleeper(tmp_path, marker)
     command = (
         f"chmod 0644 {key}; touch -d 2001-01-01 {key}; setsid {sleeper} 300 > /dev/null 2>&1 & "
-        f"nohup {sleeper} 301 > /dev/null 2>&1 & touch notes.txt 2>/dev/null; echo in > src/in.txt; echo started"
+        f"nohup {sleeper} 301 > /dev/null 2>&1 & touch notes.txt; echo in > src/in.txt; echo started"
     )
     editor = await accept_edits_turn(
         tmp_path, project, [shell_step(command=command), {"text": "done"}], terminal=terminal
     )
     assert editor.permissions == []
     assert (project / "src" / "in.txt").read_text() == "in\n"
+    assert (project / "notes.txt").exists()
     after = key.stat()
     assert stat.S_IMODE(after.st_mode) == 0o600 and after.st_mtime_ns == before.st_mtime_ns
     await wait_gone(marker)
@@ -99,3 +108,29 @@ async def test_a_running_command_and_its_background_processes_end_with_the_agent
         finally:
             turn.cancel()
             await asyncio.gather(turn, return_exceptions=True)
+
+
+def _commit_all(project: Path) -> None:
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local-runner"])
+async def test_everyday_commands_run_unasked_in_accept_edits(tmp_path: Path, terminal: bool) -> None:
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    _commit_all(project)
+    (project / "tests" / "test_one.py").write_text("def test_one():\n    assert 2 + 2 == 4\n")
+    command = (
+        f"git status --short && git diff --stat && touch notes.txt && {sys.executable} -m pytest -q "
+        "-p no:cacheprovider tests && mkdir -p build/obj && touch build/obj/a.o && echo all-done"
+    )
+    steps = [shell_step(command=command, make_dirs=["build"]), {"text": "done"}]
+    editor = await accept_edits_turn(tmp_path, project, steps, terminal=terminal)
+    assert editor.permissions == []
+    out = "\n".join(results(editor))
+    assert "all-done" in out and "1 passed" in out and "test_one.py" in out, out
+    assert (project / "notes.txt").exists() and (project / "build" / "obj" / "a.o").exists()
