@@ -69,7 +69,7 @@ def escalation_title(tool_name: str, tool_input: Mapping[str, Any]) -> str | Non
         return None
     command = str(tool_input.get("command", ""))[:200]
     if tool_input.get("sandbox") == "off":
-        return f"Run outside the sandbox (can write anywhere, network on): {command}"
+        return f"Run outside the sandbox (can write anywhere, network on, may leave processes running): {command}"
     if tool_input.get("network") is True:
         return f"Run with network access (in the sandbox): {command}"
     return None
@@ -215,7 +215,10 @@ class SessionSandbox:
     def escalation(self, tool_input: Mapping[str, Any]) -> str | None:
         """What a call asks beyond the sandbox, in words; None when it stays inside."""
         if tool_input.get("sandbox") == "off":
-            return "outside the sandbox: it can write anywhere you can and reach the network"
+            return (
+                "outside the sandbox: it can write anywhere you can, reach the network and leave processes "
+                "running after it ends"
+            )
         if tool_input.get("network") is True and not self.base.network:
             return "in the sandbox but with network access"
         return None

@@ -166,8 +166,9 @@ _SANDBOX_PROPERTIES: dict[str, Any] = {
     "sandbox": {
         "type": "string",
         "enum": ["on", "off"],
-        "description": 'Omit it (or "on"): run in the sandbox. "off": run outside it, only when the sandbox '
-        "denied something the task needs; the user is asked first.",
+        "description": 'Omit it (or "on"): run in the sandbox, where nothing the command starts outlives it. '
+        '"off": run outside it, only when the sandbox denied something the task needs or a process (a dev '
+        "server) must keep running after the command; the user is asked first.",
     },
     "network": {
         "type": "boolean",
