@@ -224,11 +224,12 @@ class Hooks:
             return argv
         import anyio.to_thread
 
-        from harness.sandbox import sandbox_argv
+        from harness.sandbox import sandbox_argv, spawns_in_this_thread
 
+        tied = spawns_in_this_thread()  # (here, on the event loop's thread)
         spec_dir = policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
         return await anyio.to_thread.run_sync(
-            lambda: sandbox_argv(policy, argv, spec_dir=spec_dir, support=self._support, tied=True)
+            lambda: sandbox_argv(policy, argv, spec_dir=spec_dir, support=self._support, tied=tied)
         )
 
     async def _failed(self, outcome: HookOutcome) -> None:

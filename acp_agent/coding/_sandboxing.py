@@ -42,6 +42,7 @@ __all__ = [
     "SessionSandbox",
     "agent_private_paths",
     "escalation_title",
+    "probe_soon",
     "sandbox_status",
     "sandbox_support",
 ]
@@ -61,6 +62,14 @@ def sandbox_support(environ: Mapping[str, str]) -> Support:
     if environ.get(_UNAVAILABLE_ENV) == "1":
         return unavailable(f"{_UNAVAILABLE_ENV}=1 is set")
     return probe()
+
+
+def probe_soon(environ: Mapping[str, str]) -> None:
+    """Start finding what this machine enforces in a background thread (the namespaces' probe starts an
+    interpreter: tens of milliseconds the first ``session/new`` would otherwise wait for)."""
+    threading.Thread(
+        target=sandbox_support, args=(dict(environ),), name="acp-agent-sandbox-probe", daemon=True
+    ).start()
 
 
 def escalation_title(tool_name: str, tool_input: Mapping[str, Any]) -> str | None:

@@ -47,6 +47,7 @@ __all__ = [
     "probe",
     "sandbox_argv",
     "seatbelt_profile",
+    "spawns_in_this_thread",
     "unavailable",
     "wrap_command_line",
     "write_spec",
@@ -194,6 +195,18 @@ def wrap_command_line(command: str, policy: SandboxPolicy | None, *, support: Su
     )
 
 
+def spawns_in_this_thread() -> bool:
+    """Whether the event loop starts processes from its own thread (asyncio does; trio spawns from a
+    worker thread that ends when idle, and the kernel's parent-death signal follows the thread)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 async def open_process(
     argv: Sequence[str],
     policy: SandboxPolicy,
@@ -203,12 +216,13 @@ async def open_process(
     support: Support | None = None,
 ) -> Any:
     """Start ``argv`` sandboxed in its own process group (stdin /dev/null, stdout+stderr merged into
-    ``.stdout``), through the launcher, tied to this process. Call it from the event loop's thread (the
-    tie is to the starting thread). Returns an ``anyio.abc.Process``."""
+    ``.stdout``), through the launcher, tied to this process on asyncio (it dies with the agent; on trio
+    it ends with its command). Returns an ``anyio.abc.Process``."""
     found = support or await anyio.to_thread.run_sync(probe)
     if found.mechanism == "landlock":
+        tied = spawns_in_this_thread()
         wrapped = await anyio.to_thread.run_sync(
-            lambda: sandbox_argv(policy, argv, spec_dir=_spec_dir(policy), support=found, tied=True)
+            lambda: sandbox_argv(policy, argv, spec_dir=_spec_dir(policy), support=found, tied=tied)
         )
         return await anyio.open_process(
             wrapped,

@@ -204,3 +204,15 @@ async def test_a_nested_repository_s_git_is_read_only_in_the_sandbox(world: dict
     assert stat.S_IMODE((nested / ".git" / "config").stat().st_mode) != 0o777
     assert (world["project"] / "a" / "b" / ".git").read_text() == "gitdir: ../../.git/modules/b\n"
     assert (nested / "file.txt").read_text() == "ok\n", "the nested repository's work tree stays writable"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_command_is_tied_to_the_agent_only_where_the_loop_spawns_from_its_own_thread(backend: str) -> None:
+    # trio starts processes from a worker thread that ends when idle: the kernel's parent-death signal
+    # follows that thread, so a tie there would kill a long command after ten idle seconds.
+    from harness.sandbox import spawns_in_this_thread
+
+    async def main() -> bool:
+        return spawns_in_this_thread()
+
+    assert anyio.run(main, backend=backend) is (backend == "asyncio")
