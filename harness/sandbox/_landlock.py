@@ -16,7 +16,8 @@ Kernel interface (``linux/landlock.h``, ``Documentation/userspace-api/landlock.r
 A spec (see ``harness.sandbox._policy.compile_spec``) is a plain dict:
 ``{"handled_fs", "handled_net", "scoped", "rules": [[path, access], ...], "netns", "env", "unset", "rw",
 "ro"}`` (``env``: variables to set, ``unset``: names to remove before the command starts; ``rw``: the
-mounts kept writable, ``ro``: paths inside them bound read-only, see ``_ns``). It crosses
+mounts kept writable, ``ro``: paths inside them bound read-only, ``hide``: denied paths inside a readable
+root, covered by empty read-only ones; see ``_ns``). It crosses
 to the launcher as text (``format_spec``/``parse_spec``: one item a line; importing ``json`` would
 cost the launcher more than the rest of its work).
 """
@@ -229,7 +230,7 @@ def format_spec(spec: dict[str, Any]) -> str:
     for path, access in spec.get("rules", []):
         if "\n" not in str(path):
             lines.append(f"rule {int(access)} {path}")
-    for kind in ("rw", "ro"):
+    for kind in ("rw", "ro", "hide"):
         for path in spec.get(kind, []):
             if "\n" not in str(path):
                 lines.append(f"{kind} {path}")
@@ -245,10 +246,11 @@ def parse_spec(text: str) -> dict[str, Any]:
     env: dict[str, str] = {}
     unset: list[str] = []
     rules: list[list[Any]] = []
-    mounts: dict[str, list[str]] = {"rw": [], "ro": []}
+    mounts: dict[str, list[str]] = {"rw": [], "ro": [], "hide": []}
     for line in lines[2:]:
-        if line[:3] in ("rw ", "ro "):
-            mounts[line[:2]].append(line[3:])
+        kind, _, rest = line.partition(" ")
+        if kind in mounts:
+            mounts[kind].append(rest)
         elif line.startswith("rule "):
             _, access, path = line.split(" ", 2)
             rules.append([path, int(access)])

@@ -29,7 +29,7 @@ TYPE_CHECKING = False  # typing costs the launcher more than all its work
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["NamespaceError", "confine_writes", "enter", "libc", "mount_proc"]
+__all__ = ["NamespaceError", "confine_writes", "enter", "hide", "libc", "mount_proc"]
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -39,6 +39,10 @@ CLONE_NEWNET = 0x40000000
 _SYS_OPEN_TREE = 428
 _SYS_MOVE_MOUNT = 429
 _SYS_MOUNT_SETATTR = 442
+_SYS_FSOPEN = 430
+_SYS_FSCONFIG = 431
+_SYS_FSMOUNT = 432
+_FSCONFIG_CMD_CREATE = 6
 _AT_FDCWD = -100
 _AT_EMPTY_PATH = 0x1000
 _AT_RECURSIVE = 0x8000
@@ -163,6 +167,52 @@ def confine_writes(writable: list[str], read_only: list[str]) -> None:
             os.close(fd)
     if here is not None:  # the working folder was the mount below: enter it again, through the new ones
         os.chdir(here)
+
+
+def _blanks() -> int:
+    """A detached, private tmpfs holding an empty file ``f`` and an empty folder ``d`` (new mount API)."""
+    c = libc()
+    fs = _check(int(c.syscall(_SYS_FSOPEN, b"tmpfs", 1)), "fsopen tmpfs")
+    try:
+        _check(int(c.syscall(_SYS_FSCONFIG, fs, _FSCONFIG_CMD_CREATE, None, None, 0)), "fsconfig")
+        mnt = _check(int(c.syscall(_SYS_FSMOUNT, fs, 1, 0)), "fsmount")
+    finally:
+        os.close(fs)
+    os.close(os.open("f", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o400, dir_fd=mnt))
+    os.mkdir("d", 0o500, dir_fd=mnt)
+    return mnt
+
+
+def hide(paths: list[str]) -> None:
+    """Cover each path (a file or a folder; a symlink or a missing one is skipped) with an empty,
+    read-only one of the same kind: what Landlock cannot refuse to read beneath a readable root (the
+    agent's own files inside a home folder opened as a project)."""
+    import stat
+
+    covers: list[tuple[str, bytes]] = []
+    for path in paths:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+            covers.append((path, b"d" if stat.S_ISDIR(mode) else b"f"))
+    if not covers:
+        return
+    blanks = _blanks()
+    try:
+        for path, kind in covers:
+            fd = _check(
+                int(libc().syscall(_SYS_OPEN_TREE, blanks, kind, _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC)),
+                f"open_tree {kind.decode()}",
+            )
+            try:
+                _read_only(fd, b"", _AT_EMPTY_PATH, path)
+                _attach(fd, path)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(blanks)
 
 
 def mount_proc() -> bool:

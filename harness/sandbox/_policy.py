@@ -264,6 +264,8 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
     rules.extend((d, _ALL) for d in _DEVICES)
     rw = [*(str(p) for p in writable), *(d for d in _DEVICE_DIRS if os.path.isdir(d))]
     ro = [str(p) for p in [*no_write, *nested_repositories(roots)] if any(_beneath(p, w) for w in writable)]
+    # Landlock cannot refuse reads beneath a readable root: a denied path inside one is covered instead.
+    hide = [str(d) for d in denied if any(d != r and _beneath(d, r) for r in roots)]
     return {
         "abi": abi,
         "handled_fs": ll.fs_rights(abi),
@@ -274,7 +276,8 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
         "env": policy.env(),
         "unset": sorted(set(policy.unset_env)),
         "rw": rw,
-        "ro": [p for p in dict.fromkeys(ro) if os.path.lexists(p)],
+        "ro": [p for p in dict.fromkeys(ro) if os.path.lexists(p) and p not in hide],
+        "hide": [p for p in dict.fromkeys(hide) if os.path.lexists(p)],
     }
 
 

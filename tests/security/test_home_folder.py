@@ -137,3 +137,33 @@ def _snapshot(root: Path) -> dict[str, Any]:
         st = path.lstat()
         out[str(path.relative_to(root))] = (st.st_mode, path.read_text() if path.is_file() else None)
     return out
+
+
+@pytest.mark.anyio
+async def test_the_agents_own_files_inside_a_home_folder_opened_as_a_project_stay_unreadable(
+    home: Path,
+) -> None:
+    from tests.sandbox.conftest import require_landlock
+
+    require_landlock()
+    data = home / ".local" / "share" / "acp-agent" / "sessions"
+    data.mkdir(parents=True)
+    (data / "s.jsonl").write_text("SESSION-SECRET\n")
+    config = home / ".config" / "acp-agent"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('api_key = "sk-CONFIG-SECRET"\n')
+    key = home / "api-key.txt"
+    key.write_text("sk-FILE-SECRET\n")
+    policy = SandboxPolicy(roots=(home,), deny_read=(home / ".local" / "share" / "acp-agent", config, key))
+    shell = Shell(Root([home]), sandbox=lambda _input: policy)
+    command = (
+        "cat .local/share/acp-agent/sessions/s.jsonl .config/acp-agent/config.toml api-key.txt; "
+        "grep -r SECRET . ; ls -a .local/share/acp-agent .config/acp-agent; echo x >> api-key.txt; "
+        "rm -rf .local/share/acp-agent/sessions; echo done"
+    )
+    result = (await call_tool(shell, {"command": command})).result
+    for secret in ("SESSION-SECRET", "sk-CONFIG-SECRET", "sk-FILE-SECRET"):
+        assert secret not in result.as_text(), result.as_text()
+    assert "No such file" in result.as_text()  # the folders look empty
+    assert "done" in result.as_text()
+    assert key.read_text() == "sk-FILE-SECRET\n" and (data / "s.jsonl").exists()
