@@ -1,8 +1,8 @@
 """OS sandboxes for the commands the agent starts: Landlock on Linux, Seatbelt on macOS (experimental).
 
 ``SandboxPolicy`` says what a command may touch; ``probe()`` what this machine can enforce;
-``open_process`` starts a sandboxed child for the local shell runner (no second interpreter, no
-``preexec_fn``: the launcher script does the work); ``sandbox_argv`` wraps a command line for processes
+``open_process`` starts a sandboxed child for the local shell runner (through the launcher script, which
+makes the namespaces a multi-threaded agent cannot, with no ``preexec_fn``); ``sandbox_argv`` wraps a command line for processes
 started by someone else (an editor's terminal, a hook runner, an MCP client) through the same launcher.
 Nothing here knows ACP.
 

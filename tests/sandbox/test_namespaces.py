@@ -216,3 +216,40 @@ def test_a_command_is_tied_to_the_agent_only_where_the_loop_spawns_from_its_own_
         return spawns_in_this_thread()
 
     assert anyio.run(main, backend=backend) is (backend == "asyncio")
+
+
+def test_landlock_without_user_namespaces_is_no_sandbox_so_commands_ask(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Half a sandbox (Landlock alone) would leave metadata open and let background processes live on:
+    # the machine then reports none, and every mode asks as without a sandbox.
+    import harness.sandbox as sandbox
+
+    def refused(abi: int) -> str:
+        return f"Landlock ABI {abi} is here, but no namespaces"
+
+    monkeypatch.setattr(sandbox, "_namespaces", refused)
+    sandbox.probe.cache_clear()
+    try:
+        found = sandbox.probe()
+    finally:
+        sandbox.probe.cache_clear()
+    assert not found.available and "namespaces" in found.reason
+    assert not found.network_enforced
+
+
+def test_the_launcher_never_runs_a_command_it_cannot_confine(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from harness.sandbox import LAUNCHER
+
+    bad = tmp_path / "spec.txt"
+    bad.write_text("acp-agent-sandbox 1\nruleset 1 0 0 0\nrule notanumber /\n")
+    marker = tmp_path / "ran"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(LAUNCHER), str(bad), "--", "touch", str(marker)],
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 126 and not marker.exists(), done.stderr

@@ -134,3 +134,29 @@ async def test_everyday_commands_run_unasked_in_accept_edits(tmp_path: Path, ter
     out = "\n".join(results(editor))
     assert "all-done" in out and "1 passed" in out and "test_one.py" in out, out
     assert (project / "notes.txt").exists() and (project / "build" / "obj" / "a.o").exists()
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local-runner"])
+async def test_a_cancelled_command_takes_its_escaped_background_processes_with_it(
+    tmp_path: Path, terminal: bool, marker: str
+) -> None:
+    import acp
+
+    project = make_project(tmp_path)
+    sleeper = _sleeper(tmp_path, marker)
+    command = f"setsid {sleeper} 300 > /dev/null 2>&1 < /dev/null & {sleeper} 301"
+    editor = Editor([])
+    env = agent_env(tmp_path, [shell_step(command=command), {"text": "never"}], "c")
+    env |= {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
+    async with await open_agent(editor, env, project) as (conn, _proc):
+        sid = await open_session(conn, project, terminal=terminal)
+        turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[acp.text_block("go")]))
+        for _ in range(500):
+            if len(running(marker)) >= 2:
+                break
+            await asyncio.sleep(0.02)
+        assert len(running(marker)) >= 2
+        await conn.cancel(session_id=sid)
+        result = await asyncio.wait_for(turn, 20)
+        assert result.stop_reason == "cancelled"
+        await wait_gone(marker)
