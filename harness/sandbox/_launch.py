@@ -127,8 +127,10 @@ def _probe() -> int:
     """Whether the namespaces can be made here (status 0) or not (1, and why on stderr)."""
     try:
         _ns.enter(net=True, pid=True)
-        _ns.confine_writes([os.getcwd()], [])
-    except OSError as exc:
+        here = os.getcwd()
+        _ns.confine_writes([here], [here])
+        _ns.hide([here])  # (a private tmpfs too)
+    except Exception as exc:
         _say(str(exc))
         return 1
     pid = os.fork()
