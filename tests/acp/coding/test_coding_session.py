@@ -446,15 +446,6 @@ async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Pat
         await wait_gone(marker)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "State:\tZ" in status.read_text())
-
-
 async def test_local_shell_streams_with_zed_terminal_meta_when_advertised(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "echo streamed"})), Reply(text="ok"))
     caps = {"_meta": {"terminal_output": True}}
