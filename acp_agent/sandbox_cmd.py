@@ -59,7 +59,8 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         print("acp-agent sandbox: give the command after --", file=sys.stderr)
         return 2
     from harness.sandbox import compile_spec, probe, seatbelt_profile
-    from harness.sandbox._landlock import apply_spec, spec_environ
+    from harness.sandbox._landlock import spec_environ
+    from harness.sandbox._launch import confine_and_run
 
     try:
         policy = _policy(args)
@@ -82,10 +83,9 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         """Apply the sandbox to this process and exec the command; the status when that fails."""
         run, environ = argv, policy.child_env(os.environ)
         try:
-            if support.mechanism == "landlock":
+            if support.mechanism == "landlock":  # namespaces, then Landlock, as the launcher does
                 spec = compile_spec(policy, support.abi, netns=support.netns)
-                apply_spec(spec)
-                environ = spec_environ(spec, os.environ)
+                return confine_and_run(spec, argv, spec_environ(spec, os.environ), tied=False)
             else:
                 run = ["/usr/bin/sandbox-exec", "-p", seatbelt_profile(policy), *argv]
         except OSError as exc:

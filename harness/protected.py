@@ -12,6 +12,11 @@ system writes ``.GIT/config`` to ``.git/config``); ``*`` globs within a componen
 root is matched on all its components. ``extra`` holds absolute paths protected whole (the user's
 configuration folder, permission files kept elsewhere, the agent's data folder).
 
+The list covers a home folder opened as a project too (shell and editor rc files, the editors' user
+settings, ``.local/bin``, autostart entries, systemd user units, ``environment.d``, ``.ssh``, ``.gnupg``,
+git and package-tool configuration). Not covered: ``~/bin`` (a common project folder name; Debian's
+``.profile`` puts it on PATH), cron tables (kept outside the home folder, written by ``crontab``, a command).
+
 Not protected, on purpose: build and test files (``Makefile``, ``package.json``, ``conftest.py``...) run
 code only when a command runs them, and every source file is code once the tests run: that risk is the
 command's, which asks (or is sandboxed).
@@ -30,10 +35,13 @@ __all__ = ["PROTECTED", "ROOT_PATHS", "Protected", "ProtectedPaths"]
 
 @dataclass(frozen=True, slots=True)
 class Protected:
-    """A run of path components (lower case; ``*`` globs one) and why a change there matters."""
+    """A run of path components (lower case; ``*`` globs one) and why a change there matters;
+    ``spelling``: the path as it is usually written (``.config/Code``), for the sandbox, which works on
+    concrete, case-sensitive paths."""
 
     parts: tuple[str, ...]
     why: str
+    spelling: str = ""
 
     def matches(self, parts: Sequence[str]) -> bool:
         n = len(self.parts)
@@ -44,7 +52,7 @@ class Protected:
 
 
 def _each(names: str, why: str) -> list[Protected]:
-    return [Protected(tuple(name.split("/")), why) for name in names.split()]
+    return [Protected(tuple(name.lower().split("/")), why, name) for name in names.split()]
 
 
 _GIT = "git's own files (configuration, hooks): a change can run code at the next git command, which the editor runs constantly"
@@ -79,11 +87,34 @@ PROTECTED: tuple[Protected, ...] = (
            "others in"),
     *_each(".gitconfig .config/git", f"this is one of {_GIT}"),
     *_each(".github/workflows", "CI runs these at the next push, with the repository's secrets"),
+    # A home folder opened as a project: what runs by itself at the next login, shell, editor or tool.
+    *_each(".bash_aliases .bashrc.d .kshrc .mkshrc .cshrc .tcshrc .config/zsh .oh-my-zsh .xprofile .xinitrc "
+           ".xsession .xsessionrc .pam_environment .config/environment.d .config/plasma-workspace",
+           "the shell or the desktop session runs or reads this when it starts (it sets what runs)"),
+    *_each(".config/autostart .kde/Autostart .kde4/Autostart", "the desktop session starts what these name "
+           "at the next login"),
+    *_each(".config/systemd .local/share/systemd", "systemd user units and timers: they run by themselves "
+           "at login or on their schedule"),
+    *_each(".local/bin .local/lib .cargo/bin", "programs and Python modules found on PATH or loaded at every "
+           "start (a .pth file runs at each Python start): a change runs at the next command you type"),
+    *_each(".local/share/applications .config/mimeapps.list", "desktop entries: they say which program "
+           "opening a file or link runs"),
+    *_each(".config/zed .config/Code .config/Code-OSS .config/VSCodium .config/Cursor .config/JetBrains "
+           ".vscode-server .cursor", "the editor's own user settings and extensions: they name language "
+           "servers, tasks and programs it runs"),
+    *_each(".vimrc .gvimrc .vim .config/nvim .local/share/nvim .emacs .emacs.el .emacs.d init.el "
+           ".config/emacs .doom.d .config/doom .spacemacs .config/helix .config/kak .tmux.conf "
+           ".config/tmux .screenrc", "the editor (or terminal multiplexer) runs this configuration when "
+           "it starts"),
+    *_each(".gnupg", "gpg reads this folder: its configuration names programs to run, and it holds keys"),
+    *_each(".hgrc .config/hg .direnvrc .config/direnv", "this tool's user configuration runs hooks at its "
+           "next command"),
+    *_each(".npmrc .yarnrc .yarnrc.yml .pypirc .config/pip .pip .pydistutils.cfg .condarc", "a package "
+           "tool's configuration: it names scripts, shells, indexes and credentials used at the next "
+           "install or upload"),
 )  # fmt: skip
 
-ROOT_PATHS: tuple[str, ...] = tuple(
-    "/".join(p.parts) for p in PROTECTED if not any("*" in q for q in p.parts)
-)
+ROOT_PATHS: tuple[str, ...] = tuple(p.spelling for p in PROTECTED if p.spelling and "*" not in p.spelling)
 """``PROTECTED`` as paths relative to a root (the glob patterns left out): what a sandbox that works on
 concrete paths refuses to let a command write (``harness.sandbox`` does, at each root)."""
 

@@ -59,7 +59,7 @@ from ._model_notes import ModelNotes
 from ._modes import ModeState, PolicyMiddleware
 from ._plan_mode import ModeNote, PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
-from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
+from ._sandboxing import SandboxGate, SessionSandbox, probe_soon, sandbox_support
 from ._shell_view import ShellView
 from ._terminal import EditorTerminalRunner, EditorTerminals
 from ._toggles import AutoCompactSwitch, Switched, session_switches
@@ -98,6 +98,7 @@ class CodingFactory:
         self._catalog: ModelCatalog | None = None
         self._support: Support | None = None
         self._lock = threading.Lock()  # sessions are prepared in worker threads, maybe two at once
+        probe_soon(self.environ)
 
     async def load_config(self, cwd: Path, trust: bool | None = None) -> Config:
         config = await anyio.to_thread.run_sync(

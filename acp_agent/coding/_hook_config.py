@@ -7,10 +7,11 @@ agent answers ``initialize``.
 matcher = "shell|write_file"   # a regular expression over tool names (absent: every tool)
 command = "./scripts/check-tool.sh"
 timeout_s = 30                  # default 30, at most 600
-sandbox = true                  # run in the session's command sandbox (default); false: outside it
+sandbox = false                 # the user's hooks run as the user (default), like git hooks; true: in
+                                # the session's command sandbox
 ```
 
-``sandbox = false`` is honoured in the user's configuration only: a project's hooks always run sandboxed.
+A project's hooks (in a trusted project) always run sandboxed, whatever they say.
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ class HookEntry:
     timeout_s: float = DEFAULT_HOOK_TIMEOUT_S
     source: str = ""
     project: bool = False
-    sandbox: bool = True
-    """Run under the session's sandbox policy (where the machine has one)."""
+    sandbox: bool = False
+    """Run under the session's sandbox policy (where the machine has one): a project's hook always, the
+    user's only when it says ``sandbox = true`` (the user's own command, run as the user like a git hook:
+    it reads the user's configuration folder and writes its log where it likes)."""
 
     def fingerprint(self) -> dict[str, Any]:
         """What the user trusts when trusting a project's hook (``acp_agent.trust``'s digest)."""
@@ -137,7 +140,7 @@ def _entry(event: str, raw: Any, at: Problem, source: str) -> HookEntry | None:
     ):
         at.sub("timeout_s").bad(f"must be a number of seconds, 0 < s <= {MAX_HOOK_TIMEOUT_S:g}.")
         ok = False
-    sandbox: Any = entry.get("sandbox", True)
+    sandbox: Any = entry.get("sandbox", False)
     if not isinstance(sandbox, bool):
         at.sub("sandbox").bad("must be true or false.")
         ok = False

@@ -14,9 +14,10 @@ Outcomes: exit 0 goes on; its stdout may be a JSON object with ``decision`` (``a
 keys are read too); plain stdout of a user-prompt or session-start hook is context. Exit 2 blocks: a
 pre-tool call does not run and the model gets "Blocked by hook `cmd`: <stderr>"; a prompt does not reach
 the model, which is told it was blocked and why. Any other failure (exit code, timeout, cannot start) is
-logged, shown once in the editor, and does not block. A hook runs under the sandbox policy a shell
-command would get in the session's mode (none in ``full-access``); a user hook may opt out with
-``sandbox = false``. ``allow`` means no objection: the mode's permission
+logged, shown once in the editor, and does not block. A project's hook (trusted project) runs under the
+sandbox policy a shell command would get in the session's mode (none in ``full-access``); the user's own
+hooks run as the user, unsandboxed, like git hooks (they read the user's configuration folder and write
+logs anywhere), unless one says ``sandbox = true``. ``allow`` means no objection: the mode's permission
 rules still apply (a hook can tighten them, never widen them); ``ask`` asks the user even where the mode
 would not. Project hooks run only in a trusted project; the user's always.
 """
@@ -213,19 +214,22 @@ class Hooks:
         return outcomes
 
     async def _argv(self, entry: HookEntry) -> list[str]:
-        """``bash -c <command>``, wrapped to run under the policy a shell command would get now (none in
-        ``full-access``, where the machine has no sandbox, or for a user hook with ``sandbox = false``)."""
+        """``bash -c <command>``, wrapped to run under the policy a shell command would get now (a project's
+        hook always; none in ``full-access``, where the machine has no sandbox, or for the user's hook
+        unless it asked for the sandbox)."""
         argv = [*self._shell, entry.command]
-        policy = self._sandbox() if self._sandbox is not None and entry.sandbox else None
+        boxed = entry.project or entry.sandbox
+        policy = self._sandbox() if self._sandbox is not None and boxed else None
         if policy is None:
             return argv
         import anyio.to_thread
 
-        from harness.sandbox import sandbox_argv
+        from harness.sandbox import sandbox_argv, spawns_in_this_thread
 
+        tied = spawns_in_this_thread()  # (here, on the event loop's thread)
         spec_dir = policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
         return await anyio.to_thread.run_sync(
-            lambda: sandbox_argv(policy, argv, spec_dir=spec_dir, support=self._support)
+            lambda: sandbox_argv(policy, argv, spec_dir=spec_dir, support=self._support, tied=tied)
         )
 
     async def _failed(self, outcome: HookOutcome) -> None:

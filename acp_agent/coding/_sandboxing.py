@@ -42,6 +42,7 @@ __all__ = [
     "SessionSandbox",
     "agent_private_paths",
     "escalation_title",
+    "probe_soon",
     "sandbox_status",
     "sandbox_support",
 ]
@@ -63,13 +64,21 @@ def sandbox_support(environ: Mapping[str, str]) -> Support:
     return probe()
 
 
+def probe_soon(environ: Mapping[str, str]) -> None:
+    """Start finding what this machine enforces in a background thread (the namespaces' probe starts an
+    interpreter: tens of milliseconds the first ``session/new`` would otherwise wait for)."""
+    threading.Thread(
+        target=sandbox_support, args=(dict(environ),), name="acp-agent-sandbox-probe", daemon=True
+    ).start()
+
+
 def escalation_title(tool_name: str, tool_input: Mapping[str, Any]) -> str | None:
     """The permission request's title for a ``shell`` call asking to leave the sandbox (None otherwise)."""
     if tool_name != "shell":
         return None
     command = str(tool_input.get("command", ""))[:200]
     if tool_input.get("sandbox") == "off":
-        return f"Run outside the sandbox (can write anywhere, network on): {command}"
+        return f"Run outside the sandbox (can write anywhere, network on, may leave processes running): {command}"
     if tool_input.get("network") is True:
         return f"Run with network access (in the sandbox): {command}"
     return None
@@ -215,7 +224,10 @@ class SessionSandbox:
     def escalation(self, tool_input: Mapping[str, Any]) -> str | None:
         """What a call asks beyond the sandbox, in words; None when it stays inside."""
         if tool_input.get("sandbox") == "off":
-            return "outside the sandbox: it can write anywhere you can and reach the network"
+            return (
+                "outside the sandbox: it can write anywhere you can, reach the network and leave processes "
+                "running after it ends"
+            )
         if tool_input.get("network") is True and not self.base.network:
             return "in the sandbox but with network access"
         return None

@@ -1,10 +1,14 @@
 """OS sandboxes for the commands the agent starts: Landlock on Linux, Seatbelt on macOS (experimental).
 
 ``SandboxPolicy`` says what a command may touch; ``probe()`` what this machine can enforce;
-``open_process`` starts a sandboxed child for the local shell runner (no second interpreter, no
-``preexec_fn``); ``sandbox_argv`` wraps a command line for processes started by someone else (an
-editor's terminal, a hook runner, an MCP client) through the launcher script. Nothing here knows ACP.
+``open_process`` starts a sandboxed child for the local shell runner (through the launcher script, which
+makes the namespaces a multi-threaded agent cannot, with no ``preexec_fn``); ``sandbox_argv`` wraps a command line for processes
+started by someone else (an editor's terminal, a hook runner, an MCP client) through the same launcher.
+Nothing here knows ACP.
 
+On Linux a sandbox is Landlock *and* namespaces (``_ns``: the user's own uid, everything outside the
+writable roots read-only so metadata is closed too, a PID namespace so nothing outlives the command); a
+machine without unprivileged user namespaces has no sandbox (commands ask), never half of one.
 What Landlock (ABI 7 here) covers and does not: see the README's "Sandbox" section and ``_policy``.
 """
 
@@ -13,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,18 +30,18 @@ import anyio
 import anyio.to_thread
 
 from . import _landlock
+from ._guard import Absent
 from ._policy import DEFAULT_PROTECTED, MODES, SandboxMode, SandboxPolicy, compile_spec, explain_denial
 from ._seatbelt import SANDBOX_EXEC, seatbelt_argv, seatbelt_profile
-from ._spawn import SandboxedProcess, open_sandboxed_process
 
 __all__ = [
     "DEFAULT_PROTECTED",
+    "Absent",
     "LAUNCHER",
     "MODES",
     "SandboxMode",
     "SandboxPolicy",
     "SandboxUnavailable",
-    "SandboxedProcess",
     "Support",
     "compile_spec",
     "explain_denial",
@@ -46,6 +49,7 @@ __all__ = [
     "probe",
     "sandbox_argv",
     "seatbelt_profile",
+    "spawns_in_this_thread",
     "unavailable",
     "wrap_command_line",
     "write_spec",
@@ -65,7 +69,7 @@ class Support:
     mechanism: str
     abi: int = 0
     netns: bool = False
-    unshare: str | None = None
+    """Namespaces can be made (required for ``landlock``: see the module docstring)."""
     reason: str = ""
 
     @property
@@ -80,8 +84,10 @@ class Support:
     def describe(self) -> str:
         if self.mechanism == "landlock":
             net = "TCP connect/bind" if self.abi >= 4 else "no network rules"
-            ns = "; a network namespace closes UDP and the rest" if self.netns else ""
-            return f"Landlock ABI {self.abi} (files; {net}{ns})"
+            return (
+                f"Landlock ABI {self.abi} (files; {net}) and namespaces (metadata read-only outside the "
+                "project, the user's uid, no network, nothing outlives a command)"
+            )
         if self.mechanism == "seatbelt":
             return "Seatbelt (sandbox-exec; experimental)"
         return f"no sandbox: {self.reason}"
@@ -91,19 +97,27 @@ def unavailable(reason: str) -> Support:
     return Support("none", reason=reason)
 
 
-def _netns_works(unshare: str) -> bool:
+def _namespaces(abi: int) -> str | None:
+    """Why the launcher cannot make its namespaces here (None: it can)."""
     try:
         done = subprocess.run(
-            [unshare, "--user", "--net", "--", "true"],
+            [sys.executable, "-I", "-S", str(LAUNCHER), "--probe"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=5,
+            stderr=subprocess.PIPE,
+            cwd=tempfile.gettempdir(),
+            timeout=10,
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the sandbox launcher did not run: {exc}"
+    if done.returncode == 0:
+        return None
+    why = done.stderr.decode(errors="replace").strip().removeprefix("acp-agent sandbox: ")
+    return (
+        f"Landlock ABI {abi} is here, but unprivileged user and mount namespaces are not ({why}); without "
+        "them a command could change metadata outside the project and outlive itself"
+    )
 
 
 @cache
@@ -120,9 +134,10 @@ def probe() -> Support:
         return unavailable(
             "the kernel has no Landlock (Linux 5.13 or newer with landlock in the lsm= boot list)"
         )
-    unshare = shutil.which("unshare")
-    netns = unshare is not None and _netns_works(unshare)
-    return Support("landlock", abi=abi, netns=netns, unshare=unshare if netns else None)
+    why = _namespaces(abi)
+    if why is not None:
+        return unavailable(why)
+    return Support("landlock", abi=abi, netns=True)
 
 
 def write_spec(spec: Mapping[str, Any], directory: Path) -> Path:
@@ -145,10 +160,17 @@ def write_spec(spec: Mapping[str, Any], directory: Path) -> Path:
 
 
 def sandbox_argv(
-    policy: SandboxPolicy, argv: Sequence[str], *, spec_dir: Path, support: Support | None = None
+    policy: SandboxPolicy,
+    argv: Sequence[str],
+    *,
+    spec_dir: Path,
+    support: Support | None = None,
+    tied: bool = False,
 ) -> list[str]:
     """``argv`` wrapped so that it runs under ``policy`` whoever starts it (blocking: lists folders and
-    writes the spec). Raises ``SandboxUnavailable`` where there is no sandbox."""
+    writes the spec). ``tied``: it dies with the process that starts it (only from a thread that lives
+    as long as that process: the kernel ties it to the thread). Raises ``SandboxUnavailable`` where
+    there is no sandbox."""
     found = support or probe()
     if found.mechanism == "seatbelt":  # no launcher: env(1) drops the unset variables
         unset = [f"-u{name}" for name in policy.unset_env if name.isidentifier()]
@@ -157,7 +179,11 @@ def sandbox_argv(
         raise SandboxUnavailable(f"no sandbox here: {found.reason}")
     spec = compile_spec(policy, found.abi, netns=found.netns)
     path = write_spec(spec, spec_dir)
-    return [sys.executable, "-I", "-S", str(LAUNCHER), str(path), "--", *argv]
+    return [sys.executable, "-I", "-S", str(LAUNCHER), str(path), *(["--tied"] if tied else []), "--", *argv]
+
+
+def _spec_dir(policy: SandboxPolicy) -> Path:
+    return policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
 
 
 def wrap_command_line(command: str, policy: SandboxPolicy | None, *, support: Support | None = None) -> str:
@@ -166,8 +192,21 @@ def wrap_command_line(command: str, policy: SandboxPolicy | None, *, support: Su
     else starts (an editor's terminal). Blocking (compiles and writes the spec)."""
     if policy is None or not policy.enabled:
         return command
-    spec_dir = policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
-    return shlex.join(sandbox_argv(policy, ["bash", "-c", command], spec_dir=spec_dir, support=support))
+    return shlex.join(
+        sandbox_argv(policy, ["bash", "-c", command], spec_dir=_spec_dir(policy), support=support)
+    )
+
+
+def spawns_in_this_thread() -> bool:
+    """Whether the event loop starts processes from its own thread (asyncio does; trio spawns from a
+    worker thread that ends when idle, and the kernel's parent-death signal follows the thread)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 async def open_process(
@@ -179,11 +218,23 @@ async def open_process(
     support: Support | None = None,
 ) -> Any:
     """Start ``argv`` sandboxed in its own process group (stdin /dev/null, stdout+stderr merged into
-    ``.stdout``). Returns an object with ``pid``, ``stdout``, ``wait()`` and ``aclose()``."""
+    ``.stdout``), through the launcher, tied to this process on asyncio (it dies with the agent; on trio
+    it ends with its command). Returns an ``anyio.abc.Process``."""
     found = support or await anyio.to_thread.run_sync(probe)
     if found.mechanism == "landlock":
-        spec = await anyio.to_thread.run_sync(lambda: compile_spec(policy, found.abi, netns=found.netns))
-        return await open_sandboxed_process(argv, spec, cwd=cwd, env=env, unshare=found.unshare)
+        tied = spawns_in_this_thread()
+        wrapped = await anyio.to_thread.run_sync(
+            lambda: sandbox_argv(policy, argv, spec_dir=_spec_dir(policy), support=found, tied=tied)
+        )
+        return await anyio.open_process(
+            wrapped,
+            cwd=cwd,
+            env=policy.child_env(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     if found.mechanism == "seatbelt":
         return await anyio.open_process(
             seatbelt_argv(policy, argv),

@@ -1,4 +1,4 @@
-"""A small ``ctypes`` layer over Linux Landlock (and the network namespace the launcher adds).
+"""A small ``ctypes`` layer over Linux Landlock, and the compiled spec the launcher reads.
 
 Standard library only, and light to import (no ``ctypes.util``, no dataclasses): the launcher script
 (``_launch.py``) runs it under ``python -I -S`` for every command sent to an editor's terminal, where
@@ -14,8 +14,10 @@ Kernel interface (``linux/landlock.h``, ``Documentation/userspace-api/landlock.r
   starts later; it needs ``no_new_privs`` (``prctl(PR_SET_NO_NEW_PRIVS)``), also per thread.
 
 A spec (see ``harness.sandbox._policy.compile_spec``) is a plain dict:
-``{"handled_fs", "handled_net", "scoped", "rules": [[path, access], ...], "netns", "env", "unset"}``
-(``env``: variables to set, ``unset``: names to remove before the command starts). It crosses
+``{"handled_fs", "handled_net", "scoped", "rules": [[path, access], ...], "netns", "env", "unset", "rw",
+"ro"}`` (``env``: variables to set, ``unset``: names to remove before the command starts; ``rw``: the
+mounts kept writable, ``ro``: paths inside them bound read-only, ``hide``: denied paths inside a readable
+root, covered by empty read-only ones; see ``_ns``). It crosses
 to the launcher as text (``format_spec``/``parse_spec``: one item a line; importing ``json`` would
 cost the launcher more than the rest of its work).
 """
@@ -26,7 +28,10 @@ import ctypes
 import errno
 import os
 import stat
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs the launcher more than all its work
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ACCESS_FS",
@@ -38,7 +43,6 @@ __all__ = [
     "SCOPE_SIGNAL",
     "abi_version",
     "apply_spec",
-    "enter_network_namespace",
     "format_spec",
     "fs_rights",
     "net_rights",
@@ -54,8 +58,6 @@ _SYS_RESTRICT_SELF = 446
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWNET = 0x40000000
 
 # LANDLOCK_ACCESS_FS_*, with the ABI that introduced each.
 ACCESS_FS: dict[str, tuple[int, int]] = {
@@ -191,18 +193,6 @@ def restrict(handled_fs: int, handled_net: int, scoped: int, rules: list[tuple[s
         os.close(fd)
 
 
-def enter_network_namespace() -> None:
-    """Move this (single-threaded) process into a new user and network namespace, keeping its uid/gid.
-
-    The new namespace has only a loopback interface, down: no packet of any protocol leaves. Must run
-    before ``restrict`` (writing the uid map is a write under /proc)."""
-    uid, gid = os.getuid(), os.getgid()
-    _check(int(_c().unshare(_CLONE_NEWUSER | _CLONE_NEWNET)), "unshare(CLONE_NEWUSER|CLONE_NEWNET)")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as f:
-            f.write(text)
-
-
 def spec_environ(spec: dict[str, Any], base: Any) -> dict[str, str]:
     """``base`` (a mapping of variables) as the sandboxed command gets it: the spec's ``unset`` names
     removed, its ``env`` set."""
@@ -212,11 +202,9 @@ def spec_environ(spec: dict[str, Any], base: Any) -> dict[str, str]:
     return out
 
 
-def apply_spec(spec: dict[str, Any], *, netns: bool | None = None) -> None:
-    """Apply a compiled spec to this thread: the network namespace first (when asked and ``netns`` is
-    not False), then Landlock."""
-    if spec.get("netns") and netns is not False:
-        enter_network_namespace()
+def apply_spec(spec: dict[str, Any]) -> None:
+    """Apply a compiled spec's Landlock rules to this thread (its namespaces are ``_ns``'s, applied
+    before)."""
     rules = [(str(p), int(a)) for p, a in spec.get("rules", [])]
     restrict(int(spec["handled_fs"]), int(spec.get("handled_net", 0)), int(spec.get("scoped", 0)), rules)
 
@@ -242,6 +230,10 @@ def format_spec(spec: dict[str, Any]) -> str:
     for path, access in spec.get("rules", []):
         if "\n" not in str(path):
             lines.append(f"rule {int(access)} {path}")
+    for kind in ("rw", "ro", "hide"):
+        for path in spec.get(kind, []):
+            if "\n" not in str(path):
+                lines.append(f"{kind} {path}")
     return "\n".join(lines) + "\n"
 
 
@@ -254,8 +246,12 @@ def parse_spec(text: str) -> dict[str, Any]:
     env: dict[str, str] = {}
     unset: list[str] = []
     rules: list[list[Any]] = []
+    mounts: dict[str, list[str]] = {"rw": [], "ro": [], "hide": []}
     for line in lines[2:]:
-        if line.startswith("rule "):
+        kind, _, rest = line.partition(" ")
+        if kind in mounts:
+            mounts[kind].append(rest)
+        elif line.startswith("rule "):
             _, access, path = line.split(" ", 2)
             rules.append([path, int(access)])
         elif line.startswith("env "):
@@ -273,4 +269,5 @@ def parse_spec(text: str) -> dict[str, Any]:
         "rules": rules,
         "env": env,
         "unset": unset,
+        **mounts,
     }

@@ -6,11 +6,17 @@ everywhere except the denied paths (by default the agent's own configuration, cr
 TCP bind/connect denied unless the network is allowed (plus a network namespace where one can be made).
 
 Landlock only *grants* (a rule allows rights beneath a path), so "all of the project except ``.git``"
-is compiled by splitting: the project folder gets no write rule of its own, each of its entries but the
-protected ones gets one, and a protected path deeper down splits its parents the same way. The price:
-inside the sandbox an entry directly in a split folder (the project root) cannot be created, removed or
-renamed; existing files there can still be written. Reads split the same way around denied paths (their
+is compiled by splitting: the project folder gets no folder-making rule of its own, each of its entries
+but the protected ones gets every right, and a protected path deeper down splits its parents the same
+way. The project folder itself grants plain files (``_NEW_FILES``: ``touch new.txt``, ``> out.txt``): a
+*folder* directly in it is made through the shell's ``make_dirs``; a protected file name made there is
+removed once the command ends (``_guard``). Reads split the same way around denied paths (their
 parents stay listable). Listings happen at compile time, once per command, and never follow a symlink.
+
+The spec also names the mounts the launcher's namespaces keep writable (``rw``: the writable roots, the
+temp folder, /dev/pts, /dev/shm; everything else is remounted read-only, which closes metadata: chmod,
+chown, utimes, xattrs) and the paths inside them bound read-only (``ro``: the protected paths that exist,
+denied ones, and nested repositories' ``.git`` found by ``nested_repositories``' bounded walk).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ __all__ = [
     "SandboxPolicy",
     "compile_spec",
     "explain_denial",
+    "nested_repositories",
 ]
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
@@ -46,7 +53,25 @@ _READ_ALL: Final = _READ | ll.ACCESS_FS["ioctl_dev"][0]
 _ALL: Final = ll.fs_rights(99)
 _WRITE: Final = _ALL & ~_READ_ALL
 _READ_DIR: Final = ll.ACCESS_FS["read_dir"][0]
+_NEW_FILES: Final = (
+    ll.ACCESS_FS["make_reg"][0]
+    | ll.ACCESS_FS["remove_file"][0]
+    | ll.ACCESS_FS["write_file"][0]
+    | ll.ACCESS_FS["truncate"][0]
+    | ll.ACCESS_FS["refer"][0]
+)
+"""What a split folder (a writable root with protected entries) grants beneath itself: plain files
+(``touch new.txt``, ``go mod init``), never folders, symlinks or special files. Existing protected
+entries are read-only mounts (no write, no removal, no rename onto them); a protected name the command
+creates is removed after it ends (``_guard``)."""
 # Device files every command may write (and open as terminals); /dev/shm holds POSIX semaphores.
+_DEVICE_DIRS: Final = ("/dev/pts", "/dev/shm")
+"""Kept writable in the mount namespace too (new terminals, POSIX semaphores)."""
+NESTED_DEPTH: Final = 3
+NESTED_MAX_DIRS: Final = 2000
+_SKIP: Final = frozenset(
+    {"node_modules", ".venv", "venv", "target", "__pycache__", ".tox", ".cache", ".mypy_cache"}
+)
 _DEVICES: Final = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
 
 
@@ -232,8 +257,15 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
     if policy.temp is not None:
         writable.append(_real(policy.temp))
     for path in writable:
-        rules.extend((p, a | _READ_ALL) for p, a in _split(path, _WRITE, no_write, 0))
+        split = _split(path, _WRITE, no_write, 0)
+        rules.extend((p, a | _READ_ALL) for p, a in split)
+        if split and policy.mode == "workspace-write":  # new files at the top (``_guard`` after the fact)
+            rules.append((str(path), _NEW_FILES | _READ_ALL))
     rules.extend((d, _ALL) for d in _DEVICES)
+    rw = [*(str(p) for p in writable), *(d for d in _DEVICE_DIRS if os.path.isdir(d))]
+    ro = [str(p) for p in [*no_write, *nested_repositories(roots)] if any(_beneath(p, w) for w in writable)]
+    # Landlock cannot refuse reads beneath a readable root: a denied path inside one is covered instead.
+    hide = [str(d) for d in denied if any(d != r and _beneath(d, r) for r in roots)]
     return {
         "abi": abi,
         "handled_fs": ll.fs_rights(abi),
@@ -243,7 +275,38 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
         "netns": bool(netns and not policy.network),
         "env": policy.env(),
         "unset": sorted(set(policy.unset_env)),
+        "rw": rw,
+        "ro": [p for p in dict.fromkeys(ro) if os.path.lexists(p) and p not in hide],
+        "hide": [p for p in dict.fromkeys(hide) if os.path.lexists(p)],
     }
+
+
+def nested_repositories(roots: Sequence[Path]) -> list[Path]:
+    """The ``.git`` entries (folders, or files pointing elsewhere) below the top of each root, found by a
+    bounded walk: ``NESTED_DEPTH`` folders deep, ``NESTED_MAX_DIRS`` folders in all, not into symlinks nor
+    into ``_SKIP`` (dependency and build folders). Blocking."""
+    found: list[Path] = []
+    budget = NESTED_MAX_DIRS
+    level = [r for r in roots]
+    for _ in range(NESTED_DEPTH + 1):
+        below: list[Path] = []
+        for folder in level:
+            if budget <= 0:
+                return found
+            budget -= 1
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                name = entry.name.lower()
+                if name == ".git":
+                    if folder not in roots:
+                        found.append(Path(entry.path))
+                elif name not in _SKIP and entry.is_dir(follow_symlinks=False):
+                    below.append(Path(entry.path))
+        level = below
+    return found
 
 
 _DENIAL_MARKERS: Final = (
@@ -269,7 +332,7 @@ def explain_denial(output: str, policy: SandboxPolicy) -> str | None:
     return (
         f"[sandbox: this command ran {policy.describe()}. A 'Permission denied', 'Operation not "
         "permitted' or unreachable network above may be the sandbox: outside the allowed folders, on a "
-        "protected path, or creating/renaming an entry directly in the project folder. A new folder "
+        "protected path, or creating a folder directly in the project folder. A new folder "
         "there (./build, ./.venv): call shell again with it in `make_dirs`, still sandboxed. If the task "
         f'truly needs to write elsewhere{net}, call shell again with `sandbox: "off"`; the user will be '
         "asked.]"

@@ -156,6 +156,8 @@ class ShellValue(TypedDict):
     """How the command was confined (``SandboxPolicy.describe()``), or ``off``; absent without a sandbox."""
     sandbox_note: NotRequired[str]
     """What the sandbox probably denied, when the command failed."""
+    sandbox_removed: NotRequired[list[str]]
+    """Protected paths the sandboxed command made, removed once it ended (``harness.sandbox._guard``)."""
 
 
 class PlanEntry(TypedDict):

@@ -44,7 +44,7 @@ from anyio.abc import Process
 from .._call import Call
 from .._tools import Hints, Result, ToolSpec
 from ..protected import PROTECTED
-from ..sandbox import DEFAULT_PROTECTED, SandboxPolicy, explain_denial
+from ..sandbox import DEFAULT_PROTECTED, Absent, SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
 from ..secrets import Secrets
 from ._fs import make_dir
@@ -166,8 +166,9 @@ _SANDBOX_PROPERTIES: dict[str, Any] = {
     "sandbox": {
         "type": "string",
         "enum": ["on", "off"],
-        "description": 'Omit it (or "on"): run in the sandbox. "off": run outside it, only when the sandbox '
-        "denied something the task needs; the user is asked first.",
+        "description": 'Omit it (or "on"): run in the sandbox, where nothing the command starts outlives it. '
+        '"off": run outside it, only when the sandbox denied something the task needs or a process (a dev '
+        "server) must keep running after the command; the user is asked first.",
     },
     "network": {
         "type": "boolean",
@@ -184,8 +185,8 @@ _SANDBOX_PROPERTIES: dict[str, Any] = {
 }
 _SANDBOX_NOTE = (
     " Commands run in a sandbox: they write only inside the project (not .git and other protected "
-    "paths, nor new entries directly in the project folder: name those in `make_dirs`) and the temp "
-    "folder, without network."
+    "paths, nor new folders directly in the project folder: name those in `make_dirs`) and the temp "
+    "folder, without network; nothing they start outlives them."
 )
 
 
@@ -195,6 +196,15 @@ _WHOLE_AT_MOST = 64 << 20  # characters of one command's output kept for its spi
 def _spill_meta(kept: Path | None, buf: _HeadTail) -> dict[str, Any]:
     """For ``harness.spill``: the file a cut output was kept in, and how long it is."""
     return {"spilled": str(kept), "spilled_chars": min(buf.total, _WHOLE_AT_MOST)} if kept else {}
+
+
+def _aside_note(root: Root, aside: list[tuple[Path, Path]]) -> str:
+    names = ", ".join(f"{root.display(p)} (now {root.display(q)})" for p, q in aside)
+    return (
+        f"\n[sandbox: the command made {names}: a protected name (other tools run or read it by themselves), "
+        'so it was moved aside. If the task needs it, call shell again with `sandbox: "off"` (the user is '
+        "asked) or write it with a file tool.]"
+    )
 
 
 class _HeadTail:
@@ -374,10 +384,11 @@ class Shell:
         if refused is not None:
             return Result.failure(f"shell: make_dirs: {refused}; the command did not run")
         ran = _Ran(cancelled=call.is_cancelled())
+        aside: list[tuple[Path, Path]] = []
         if not ran.cancelled:
             request = CommandRequest(command, cwd, call.id, sandbox=policy)
             try:
-                await self._execute(request, sink, call, timeout, ran)
+                aside = await self._guarded(request, sink, call, timeout, ran)
             except OSError as e:
                 return Result.failure(f"shell: cannot run the command: {e}")
         rest = clean.flush()
@@ -399,10 +410,11 @@ class Shell:
         )
         if self.sandbox is not None:
             value["sandbox"] = policy.describe() if policy is not None else "off"
-        status = ran.status(timeout)
-        if capped:
-            status += f" [timeout_s capped at {self.max_timeout_s:g}]"
+        status = ran.status(timeout) + (f" [timeout_s capped at {self.max_timeout_s:g}]" if capped else "")
         text = f"{output}\n{status}" if output else status
+        if aside:
+            text += _aside_note(self.root, aside)
+            value["sandbox_removed"] = [str(p) for p, _ in aside]
         if policy is not None and ran.code not in (0, None):
             note = explain_denial(output, policy)
             if note:
@@ -419,6 +431,28 @@ class Shell:
             return await self.spill(call_id, self.secrets.redact("".join(buf.whole)))
         except OSError:
             return None
+
+    async def _guarded(
+        self,
+        request: CommandRequest,
+        sink: Callable[[str], Awaitable[None]],
+        call: Call,
+        timeout: float,
+        ran: _Ran,
+    ) -> list[tuple[Path, Path]]:
+        """``_execute``, then the protected names a sandboxed command made moved aside (``Absent``)."""
+        policy = request.sandbox
+        if policy is None or not policy.enabled:
+            await self._execute(request, sink, call, timeout, ran)
+            return []
+        absent = await anyio.to_thread.run_sync(Absent.note, policy)
+        aside: list[tuple[Path, Path]] = []
+        try:
+            await self._execute(request, sink, call, timeout, ran)
+        finally:  # (whatever ended it: the command and all it started have ended, its PID namespace)
+            with anyio.CancelScope(shield=True):
+                aside = await anyio.to_thread.run_sync(absent.refuse)
+        return aside
 
     async def _execute(
         self,

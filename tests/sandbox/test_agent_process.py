@@ -15,7 +15,7 @@ from tests.acp.coding.test_sdk_end_to_end import Editor, agent_env, open_agent
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("landlock")]
 
 
-async def _session(conn: Any, project: Path, *, terminal: bool) -> str:
+async def open_session(conn: Any, project: Path, *, terminal: bool) -> str:
     from acp import schema
 
     await conn.initialize(
@@ -27,7 +27,7 @@ async def _session(conn: Any, project: Path, *, terminal: bool) -> str:
     return (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
 
 
-def _project(tmp_path: Path) -> Path:
+def make_project(tmp_path: Path) -> Path:
     project = tmp_path / "project"
     (project / ".git" / "hooks").mkdir(parents=True)
     (project / ".git" / "config").write_text("[core]\n")
@@ -36,11 +36,11 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def _shell(**inp: Any) -> dict[str, Any]:
+def shell_step(**inp: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": "shell", "input": inp}]}
 
 
-def _results(editor: Editor) -> list[str]:
+def results(editor: Editor) -> list[str]:
     from acp import schema
 
     texts: list[str] = []
@@ -54,7 +54,7 @@ def _results(editor: Editor) -> list[str]:
     return texts
 
 
-async def _accept_edits_turn(
+async def accept_edits_turn(
     tmp_path: Path, project: Path, script: list[dict[str, Any]], *, terminal: bool, text: str = "go"
 ) -> Editor:
     """One scripted turn in ``accept-edits``, ending ``end_turn``; the editor that saw it."""
@@ -63,7 +63,7 @@ async def _accept_edits_turn(
     editor = Editor([])
     env = agent_env(tmp_path, script, "s") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
     async with await open_agent(editor, env, project) as (conn, _proc):
-        sid = await _session(conn, project, terminal=terminal)
+        sid = await open_session(conn, project, terminal=terminal)
         result = await conn.prompt(session_id=sid, prompt=[acp.text_block(text)])
         assert result.stop_reason == "end_turn"
     return editor
@@ -74,19 +74,19 @@ async def test_accept_edits_runs_a_sandboxed_command_unasked_and_it_stays_in_the
     tmp_path: Path, terminal: bool
 ) -> None:
 
-    project = _project(tmp_path)
+    project = make_project(tmp_path)
     out = tmp_path / "outside"
     command = (
         f"echo in > src/in.txt; (echo child > {out}/child.txt) & wait; echo evil >> .git/config; "
         f"echo out > {out}/x.txt"
     )
-    script = [_shell(command=command), {"text": "ran"}]
-    editor = await _accept_edits_turn(tmp_path, project, script, terminal=terminal)
+    script = [shell_step(command=command), {"text": "ran"}]
+    editor = await accept_edits_turn(tmp_path, project, script, terminal=terminal)
     assert editor.permissions == []  # no prompt for a sandboxed command in accept-edits
     assert (project / "src" / "in.txt").read_text() == "in\n"
     assert list(out.iterdir()) == []
     assert (project / ".git" / "config").read_text() == "[core]\n"
-    assert any('sandbox: \\"off\\"' in t or 'sandbox: "off"' in t for t in _results(editor)), _results(editor)
+    assert any('sandbox: \\"off\\"' in t or 'sandbox: "off"' in t for t in results(editor)), results(editor)
     if terminal:
         assert editor.calls[0] == "create"
 
@@ -97,7 +97,7 @@ async def test_network_is_refused_in_the_sandbox_and_an_approved_network_escalat
 ) -> None:
     import acp
 
-    project = _project(tmp_path)
+    project = make_project(tmp_path)
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
@@ -107,22 +107,22 @@ async def test_network_is_refused_in_the_sandbox_and_an_approved_network_escalat
         f"print('connect-result', s.connect_ex(('127.0.0.1', {port})))\""
     )
     script = [
-        _shell(command=connect),
-        _shell(command=connect, network=True),
+        shell_step(command=connect),
+        shell_step(command=connect, network=True),
         {"text": "done"},
     ]
     editor = Editor(["allow_once"])
     env = agent_env(tmp_path, script, "n") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
     try:
         async with await open_agent(editor, env, project) as (conn, _proc):
-            sid = await _session(conn, project, terminal=terminal)
+            sid = await open_session(conn, project, terminal=terminal)
             await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
     finally:
         server.close()
     assert len(editor.permissions) == 1  # only the escalation asked
     asked = editor.permissions[0]
     assert (asked.title or "").startswith("Run with network access")
-    outputs = [t for t in _results(editor) if "connect-result" in t]
+    outputs = [t for t in results(editor) if "connect-result" in t]
     assert "connect-result 0" not in outputs[0]
     assert "connect-result 0" in outputs[-1]
 
@@ -130,18 +130,18 @@ async def test_network_is_refused_in_the_sandbox_and_an_approved_network_escalat
 async def test_leaving_the_sandbox_asks_and_a_rejected_escalation_does_not_run(tmp_path: Path) -> None:
     import acp
 
-    project = _project(tmp_path)
+    project = make_project(tmp_path)
     canary = tmp_path / "outside" / "canary.txt"
     script = [
-        _shell(command=f"echo x > {canary}", sandbox="off"),
+        shell_step(command=f"echo x > {canary}", sandbox="off"),
         {"text": "rejected"},
-        _shell(command=f"echo y > {canary}", sandbox="off"),
+        shell_step(command=f"echo y > {canary}", sandbox="off"),
         {"text": "allowed"},
     ]
     editor = Editor(["reject_once", "allow_once"])
     env = agent_env(tmp_path, script, "e") | {"ACP_AGENT_DEFAULT_MODE": "accept-edits"}
     async with await open_agent(editor, env, project) as (conn, _proc):
-        sid = await _session(conn, project, terminal=False)
+        sid = await open_session(conn, project, terminal=False)
         await conn.prompt(session_id=sid, prompt=[acp.text_block("first")])
         assert not canary.exists()
         await conn.prompt(session_id=sid, prompt=[acp.text_block("second")])
@@ -154,10 +154,10 @@ async def test_without_a_sandbox_accept_edits_asks_and_the_editor_is_told_once(t
     import acp
     from acp import schema
 
-    project = _project(tmp_path)
+    project = make_project(tmp_path)
     script = [
-        _shell(command="echo one > src/one.txt"),
-        _shell(command="echo two > src/two.txt"),
+        shell_step(command="echo one > src/one.txt"),
+        shell_step(command="echo two > src/two.txt"),
         {"text": "done"},
     ]
     editor = Editor(["allow_once", "allow_once"])
@@ -166,7 +166,7 @@ async def test_without_a_sandbox_accept_edits_asks_and_the_editor_is_told_once(t
         "ACP_AGENT_SANDBOX_UNAVAILABLE": "1",
     }
     async with await open_agent(editor, env, project) as (conn, _proc):
-        sid = await _session(conn, project, terminal=False)
+        sid = await open_session(conn, project, terminal=False)
         await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
     assert len(editor.permissions) == 2  # today's asking
     notices = [
@@ -190,8 +190,8 @@ async def test_a_sandboxed_env_shows_no_credential_even_where_the_editor_starts_
     # agent's `env` list, so only the sandbox launcher stands between the key and the command.
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("COPIED_KEY", key)
-    project = _project(tmp_path)
-    script = [_shell(command="env; echo key-check: ${OPENAI_API_KEY:-unset}"), {"text": "done"}]
+    project = make_project(tmp_path)
+    script = [shell_step(command="env; echo key-check: ${OPENAI_API_KEY:-unset}"), {"text": "done"}]
     editor = Editor([])
     env = agent_env(tmp_path, script, "k") | {
         "ACP_AGENT_DEFAULT_MODE": "accept-edits",
@@ -199,10 +199,10 @@ async def test_a_sandboxed_env_shows_no_credential_even_where_the_editor_starts_
         "COPIED_KEY": key,
     }
     async with await open_agent(editor, env, project) as (conn, _proc):
-        sid = await _session(conn, project, terminal=terminal)
+        sid = await open_session(conn, project, terminal=terminal)
         await conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
     assert editor.permissions == []  # it ran sandboxed, unasked
-    output = "\n".join(_results(editor))
+    output = "\n".join(results(editor))
     assert "PATH=" in output and "TMPDIR=" in output  # the command ran, in the sandbox's temp folder
     assert "key-check: unset" in output
     for leaked in ("OPENAI_API_KEY=", "COPIED_KEY=", key):
@@ -217,17 +217,17 @@ async def test_a_build_that_makes_a_top_level_folder_runs_unasked_once_the_folde
     tmp_path: Path, terminal: bool
 ) -> None:
 
-    project = _project(tmp_path)
+    project = make_project(tmp_path)
     script = [
-        _shell(command="mkdir build && echo o > build/out.o"),  # refused by the sandbox: a new root entry
-        _shell(command="echo o > build/out.o", make_dirs=["build"]),
-        _shell(command="true", make_dirs=[".git/hooks"]),  # not directly in the project folder
+        shell_step(command="mkdir build && echo o > build/out.o"),  # refused by the sandbox: a new root entry
+        shell_step(command="echo o > build/out.o", make_dirs=["build"]),
+        shell_step(command="true", make_dirs=[".git/hooks"]),  # not directly in the project folder
         {"text": "built"},
     ]
-    editor = await _accept_edits_turn(tmp_path, project, script, terminal=terminal, text="build it")
+    editor = await accept_edits_turn(tmp_path, project, script, terminal=terminal, text="build it")
     assert editor.permissions == []
     assert (project / "build" / "out.o").read_text() == "o\n"
-    texts = _results(editor)
+    texts = results(editor)
     assert any("make_dirs" in t and "Permission denied" in t for t in texts), texts
     assert any("not directly in a project folder" in t for t in texts), texts
     assert sorted(p.name for p in (project / ".git" / "hooks").iterdir()) == []

@@ -39,17 +39,23 @@ def rules_of(spec: dict[str, object]) -> dict[str, int]:
     return {str(p): int(a) for p, a in spec["rules"]}  # type: ignore[union-attr]
 
 
-def test_the_project_folder_gets_no_write_rule_but_its_unprotected_entries_do(
+def test_the_project_folder_grants_plain_files_not_folders_and_its_protected_entries_are_read_only_mounts(
     project: Path, tmp_path: Path
 ) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
-    rules = rules_of(compile_spec(SandboxPolicy(roots=(project,), temp=temp), 7))
+    spec = compile_spec(SandboxPolicy(roots=(project,), temp=temp), 7)
+    rules = rules_of(spec)
     assert rules[str(project / "src")] & MAKE_REG and rules[str(project / "src")] & WRITE_FILE
     assert rules[str(project / "README.md")] & WRITE_FILE
-    assert rules[str(project)] & WRITE_FILE == 0 and rules[str(project)] & READ_FILE
+    top = rules[str(project)]
+    assert top & MAKE_REG and top & READ_FILE
+    for right in ("make_dir", "make_sym", "make_fifo", "make_sock", "make_char", "make_block"):
+        assert top & ll.ACCESS_FS[right][0] == 0, right
     for protected in (".git", ".git/config", ".git/hooks", ".envrc"):
         assert str(project / protected) not in rules
+    assert {str(project / ".git"), str(project / ".envrc")} <= set(spec["ro"])
+    assert str(project) in spec["rw"] and str(temp.resolve()) in spec["rw"]
     assert str(project / "out-link") not in rules  # a symlink never carries a rule to its target
     assert rules[str(temp.resolve())] & MAKE_REG
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, cast
 
@@ -421,9 +422,16 @@ async def test_cancel_during_an_editor_terminal_kills_then_releases(tmp_path: Pa
 
 
 async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Path) -> None:
+    from tests.sandbox.test_namespaces import running, wait_gone
+
     (tmp_path / "project" / "run").mkdir(parents=True)
     pidfile = tmp_path / "project" / "run" / "pid"  # inside the project: the sandbox allows it
-    command = f"sleep 60 & echo $! > {pidfile}; wait"
+    # A copy of sleep named for this test: a sandboxed command's $! is its PID namespace's, so the
+    # process is found by name from outside.
+    marker = f"acpcancel{os.getpid()}"
+    sleeper = tmp_path / "project" / "run" / marker
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", sleeper)
+    command = f"{sleeper} 60 & echo $! > {pidfile}; wait"
     model = fake(calls(("shell", {"command": command})), Reply(text="never"))
     async with editor_agent(tmp_path, model, capabilities={}) as (editor, sid, _):
         editor.permission = select("allow_once")
@@ -433,23 +441,12 @@ async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Pat
                 with anyio.fail_after(10):
                     while not pidfile.exists() or not pidfile.read_text().strip():  # noqa: ASYNC110
                         await anyio.sleep(0.02)  # a file written by another process: no event
+                assert running(marker)
                 await editor.notify("session/cancel", {"sessionId": sid})
 
             tg.start_soon(cancel_when_started)
             assert (await prompt(editor, sid, "run"))["stopReason"] == "cancelled"
-        pid = int(pidfile.read_text())
-        with anyio.fail_after(10):
-            while _alive(pid):  # noqa: ASYNC110 (another process's death has no event)
-                await anyio.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "State:\tZ" in status.read_text())
+        await wait_gone(marker)
 
 
 async def test_local_shell_streams_with_zed_terminal_meta_when_advertised(tmp_path: Path) -> None:

@@ -180,28 +180,33 @@ async def test_a_hung_prompt_hook_is_killed_when_the_prompt_is_cancelled(tmp_pat
     assert model.calls == 0
 
 
-async def test_hooks_run_in_the_sessions_sandbox_unless_the_user_opts_one_out(tmp_path: Path) -> None:
+async def test_the_users_hooks_run_as_the_user_unless_one_asks_for_the_sandbox(tmp_path: Path) -> None:
     from tests.sandbox.conftest import require_landlock
 
     require_landlock()
-    boxed, free = tmp_path / "boxed.txt", tmp_path / "free.txt"
+    home = tmp_path / "user"
+    boxed, log = tmp_path / "boxed.txt", home / "hook.log"
+    config = home / ".config" / "acp-agent"
     toml = f"""
 [[hooks.pre_tool_use]]
 command = "echo boxed > {boxed}"
+sandbox = true
 
 [[hooks.pre_tool_use]]
-command = "echo free > {free}"
-sandbox = false
+command = "cat {config}/script.txt >> ~/hook.log && echo logged >> ~/hook.log"
 """
+    environ = _environ(tmp_path, toml, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    (config / "script.txt").write_text("from the config folder\n")
     model = fake(calls(("list_dir", {"path": "."})), Reply(text="ok"))
-    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+    async with editor_agent(tmp_path, model, environ=environ) as (editor, sid, _):
         await prompt(editor, sid, "list")
         [failed] = _hook_entries(editor)
-    assert not boxed.exists(), "outside the project: the sandbox refused the write"
-    assert free.read_text() == "free\n"
-    assert "Permission denied" in text_of(failed) and failed["title"].startswith(
-        "Hook pre_tool_use failed: echo boxed"
+    assert not boxed.exists(), "outside the project: the sandbox it asked for refused the write"
+    assert log.read_text() == "from the config folder\nlogged\n", (
+        "the user's own hook reads and logs as the user"
     )
+    assert any(m in text_of(failed) for m in ("Permission denied", "Read-only file system"))
+    assert failed["title"].startswith("Hook pre_tool_use failed: echo boxed")
 
 
 def test_a_projects_hook_cannot_leave_the_sandbox(tmp_path: Path) -> None:

@@ -175,3 +175,31 @@ async def test_a_hung_hook_is_killed_when_the_turn_is_cancelled(tmp_path: Path) 
         assert answer["result"] == {"stopReason": "cancelled"}
         assert not _alive(pid), "the hook was killed with the turn"
     assert not (_out(tmp_path) / "ran").exists()
+
+
+async def test_a_trusted_projects_hook_runs_sandboxed_and_the_users_hook_runs_as_the_user(
+    tmp_path: Path,
+) -> None:
+    from tests.sandbox.conftest import require_landlock
+
+    require_landlock()
+    home = tmp_path / "user"
+    project = tmp_path / "project"
+    (project / ".acp-agent").mkdir(parents=True)
+    (project / ".acp-agent" / "config.toml").write_text(
+        '[[hooks.pre_tool_use]]\ncommand = "echo project >> ~/project-hook.log; echo x >> ~/.bashrc; '
+        f'touch {_out(tmp_path) / "project-hook-ran"}"\nsandbox = false\n'
+    )
+    _user_config(
+        tmp_path,
+        '[[hooks.pre_tool_use]]\ncommand = "bash ~/.config/acp-agent/script.sh && echo user >> ~/hook.log"\n',
+    )
+    (home / ".config" / "acp-agent" / "script.sh").write_text("echo from-config >> ~/hook.log\n")
+    (project / "a.txt").write_text("alpha\n")
+    replies = [calls(("read_file", {"path": "a.txt"}), id="rd"), text("ok")]
+    async with project_agent(tmp_path, replies, mode="accept-edits") as p:
+        p.choose = _trust_choice("allow_once")
+        await p.prompt("read a.txt")
+    assert (_out(tmp_path) / "project-hook-ran").exists(), "the trusted project's hook ran, in the project"
+    assert not (home / "project-hook.log").exists() and not (home / ".bashrc").exists()
+    assert (home / "hook.log").read_text() == "from-config\nuser\n"

@@ -1,0 +1,169 @@
+"""A home folder opened as a project: the files that run code by themselves (rc files, the editors' user
+settings, ``~/.local/bin``, autostart entries, systemd user units, ``environment.d``, ``.ssh``, ``.gnupg``,
+git and package-tool configuration) are asked for by the gate in accept-edits and refused to sandboxed
+commands: one list (``harness.protected``), two enforcers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import ToolCall
+from harness.policy import ProtectedPaths, Verdict, mode_policy
+from harness.sandbox import SandboxPolicy
+from harness.testing import call_tool
+from harness.tools import Root, Shell
+from tests.security.test_protected_paths import SPECS
+
+HOME = Path("/home/u")
+GUARD = ProtectedPaths.of([HOME])
+
+SELF_RUNNING = [
+    ".bashrc",
+    ".profile",
+    ".zshrc",
+    ".bash_aliases",
+    ".config/zsh/.zshrc",
+    ".xprofile",
+    ".config/zed/settings.json",
+    ".config/zed/tasks.json",
+    ".config/Code/User/settings.json",
+    ".config/code/user/tasks.json",  # the gate matches without case
+    ".vscode/extensions/evil/package.json",
+    ".config/Cursor/User/settings.json",
+    ".local/bin/git",
+    ".local/lib/python3.12/site-packages/evil.pth",
+    ".cargo/bin/cargo",
+    ".config/autostart/evil.desktop",
+    ".config/systemd/user/evil.service",
+    ".local/share/systemd/user/evil.timer",
+    ".config/environment.d/10-path.conf",
+    ".local/share/applications/firefox.desktop",
+    ".vimrc",
+    ".vim/plugin/evil.vim",
+    ".config/nvim/init.lua",
+    ".emacs",
+    ".emacs.d/init.el",
+    ".config/emacs/init.el",
+    ".tmux.conf",
+    ".ssh/config",
+    ".ssh/authorized_keys",
+    ".gnupg/gpg-agent.conf",
+    ".gitconfig",
+    ".config/git/config",
+    ".hgrc",
+    ".pypirc",
+    ".npmrc",
+    ".config/pip/pip.conf",
+]
+
+
+@pytest.mark.parametrize("path", SELF_RUNNING)
+def test_the_gate_asks_before_a_file_that_runs_by_itself_is_written_in_a_home_folder(path: str) -> None:
+    policy = mode_policy("accept-edits", [HOME], (), protected=GUARD)
+    for name, inp in (
+        ("write_file", {"path": str(HOME / path), "content": "x"}),
+        ("edit_file", {"path": str(HOME / path), "old_text": "a", "new_text": "b"}),
+    ):
+        judged = policy.judge(ToolCall("c", name, inp), SPECS[name])
+        assert judged.verdict is Verdict.ASK, (name, path, judged)
+
+
+@pytest.mark.parametrize(
+    "path", ["notes.txt", "src/app.py", "projects/site/index.html", ".local/share/notes.md"]
+)
+def test_ordinary_files_in_a_home_folder_are_written_unasked_in_accept_edits(path: str) -> None:
+    policy = mode_policy("accept-edits", [HOME], (), protected=GUARD)
+    call = ToolCall("c", "write_file", {"path": str(HOME / path), "content": "x"})
+    assert policy.judge(call, SPECS["write_file"]).verdict is Verdict.ALLOW
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    for rel in (".config/zed/settings.json", ".config/Code/User/settings.json", ".bashrc", ".ssh/config",
+                ".local/bin/tool", ".gnupg/gpg.conf", ".config/git/config", ".npmrc", "src/app.py"):  # fmt: skip
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text("original\n")
+    (home / ".config" / "other").mkdir()
+    (home / ".local" / "share").mkdir()
+    return home.resolve()
+
+
+_WRITES = [
+    "echo evil >> .bashrc",
+    "echo evil > .config/zed/settings.json",
+    "sed -i s/original/evil/ .config/Code/User/settings.json",
+    "echo evil > .local/bin/tool",
+    "printf '#!/bin/sh\\n' > .local/bin/git; chmod +x .local/bin/git",
+    "mkdir -p .config/autostart && echo evil > .config/autostart/x.desktop",
+    "mkdir -p .config/systemd/user && echo evil > .config/systemd/user/x.service",
+    "mkdir -p .config/environment.d && echo PATH=/evil > .config/environment.d/x.conf",
+    "mkdir -p .local/share/systemd/user && echo evil > .local/share/systemd/user/x.timer",
+    "echo evil >> .ssh/config",
+    "echo evil >> .gnupg/gpg.conf",
+    "echo evil >> .config/git/config",
+    "echo evil > .npmrc",
+    "rm -f .bashrc; echo evil > .bashrc",
+    "mv .config/zed .config/zed-old; mkdir .config/zed; echo evil > .config/zed/settings.json",
+    "chmod 0777 .bashrc .ssh/config",
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("command", _WRITES)
+async def test_a_sandboxed_command_cannot_write_them_in_a_home_folder_opened_as_a_project(
+    home: Path, command: str
+) -> None:
+    from tests.sandbox.conftest import require_landlock
+
+    require_landlock()
+    before = _snapshot(home)
+    policy = SandboxPolicy(roots=(home,))
+    shell = Shell(Root([home]), sandbox=lambda _input: policy)
+    result = (await call_tool(shell, {"command": command + "; echo ok > src/app.py"})).result
+    assert (home / "src" / "app.py").read_text() == "ok\n", result.as_text()  # ordinary files: written
+    after = _snapshot(home)
+    after.pop("src/app.py")
+    before.pop("src/app.py")
+    assert after == before, result.as_text()
+
+
+def _snapshot(root: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        out[str(path.relative_to(root))] = (st.st_mode, path.read_text() if path.is_file() else None)
+    return out
+
+
+@pytest.mark.anyio
+async def test_the_agents_own_files_inside_a_home_folder_opened_as_a_project_stay_unreadable(
+    home: Path,
+) -> None:
+    from tests.sandbox.conftest import require_landlock
+
+    require_landlock()
+    data = home / ".local" / "share" / "acp-agent" / "sessions"
+    data.mkdir(parents=True)
+    (data / "s.jsonl").write_text("SESSION-SECRET\n")
+    config = home / ".config" / "acp-agent"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('api_key = "sk-CONFIG-SECRET"\n')
+    key = home / "api-key.txt"
+    key.write_text("sk-FILE-SECRET\n")
+    policy = SandboxPolicy(roots=(home,), deny_read=(home / ".local" / "share" / "acp-agent", config, key))
+    shell = Shell(Root([home]), sandbox=lambda _input: policy)
+    command = (
+        "cat .local/share/acp-agent/sessions/s.jsonl .config/acp-agent/config.toml api-key.txt; "
+        "grep -r SECRET . ; ls -a .local/share/acp-agent .config/acp-agent; echo x >> api-key.txt; "
+        "rm -rf .local/share/acp-agent/sessions; echo done"
+    )
+    result = (await call_tool(shell, {"command": command})).result
+    for secret in ("SESSION-SECRET", "sk-CONFIG-SECRET", "sk-FILE-SECRET"):
+        assert secret not in result.as_text(), result.as_text()
+    assert "No such file" in result.as_text()  # the folders look empty
+    assert "done" in result.as_text()
+    assert key.read_text() == "sk-FILE-SECRET\n" and (data / "s.jsonl").exists()
