@@ -174,6 +174,8 @@ class ChatCompletions(HttpModel):
             body["max_completion_tokens" if self._openai else "max_tokens"] = opts.max_output_tokens
         if opts.temperature is not None:
             body["temperature"] = opts.temperature
+        if self._openai and opts.cache_key is not None and opts.cache_ttl is not None:
+            body["prompt_cache_key"] = opts.cache_key  # OpenAI's own: one key, one cache machine
         body.update(prompt.provider_options(self.provider_key))
         return body
 

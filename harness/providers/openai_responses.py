@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._errors import UnsupportedOptionError
 from .._kinds import FinishReason, Role
@@ -26,6 +27,11 @@ from ..model import (
 from ._common import FALLBACK, count, image_url, obj, parse_input, stream_record
 from ._http import Endpoint, HttpModel, classify_error_body, truncated
 from ._sse import SseEvent
+
+
+def _is_openai(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
+
 
 __all__ = ["Responses", "responses_usage"]
 
@@ -83,6 +89,9 @@ class Responses(HttpModel):
             body["max_output_tokens"] = prompt.options.max_output_tokens
         if prompt.options.temperature is not None:
             body["temperature"] = prompt.options.temperature
+        opts = prompt.options
+        if _is_openai(self._ep.base_url) and opts.cache_key is not None and opts.cache_ttl is not None:
+            body["prompt_cache_key"] = opts.cache_key  # OpenAI's own: one key, one cache machine
         body.update(prompt.provider_options(self.provider_key))
         return body
 
