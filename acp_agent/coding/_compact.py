@@ -98,6 +98,10 @@ class Compaction:
         for checkpoint in checkpoints:
             self.compact.remember(checkpoint)
 
+    def covered(self, key: str) -> int | None:
+        """How many messages the kept checkpoint ``key`` summarises (None: not one of ours)."""
+        return next((c.covered for c in self.compact.checkpoints() if c.key == key), None)
+
     async def _save(self) -> None:
         path = self._path
         if path is None:

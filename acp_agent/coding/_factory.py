@@ -36,13 +36,15 @@ from harness import Tools
 from harness.providers.retry import RetryModel
 from harness.secrets import Secrets
 from harness.tools import Journal, Shell, file_tools
-from harness.tools.plan import Plan, Reminder
+from harness.tools.plan import Plan
 
 from ..session._setup import SessionSetup, ToolDisplay
 from ..trust import TrustStore
+from ._cache_options import CacheOptions
 from ._catalog import ModelCatalog
 from ._compact import Compaction
 from ._context import SystemPrompt
+from ._context_updates import ContextAfterCompaction, TurnReminder
 from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
 from ._elicit import McpElicitor
@@ -52,7 +54,7 @@ from ._instructions import DeeperInstructions
 from ._model_facts import builtin_window
 from ._model_notes import ModelNotes
 from ._modes import ModeState, PolicyMiddleware
-from ._plan_mode import ModeNote, PlanExit
+from ._plan_mode import PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
@@ -65,7 +67,7 @@ from ._undo import UndoCommand
 from ._views import ProjectPaths, coding_views
 
 if TYPE_CHECKING:
-    from harness import Model
+    from harness import Message, Model
     from harness.sandbox import Support
 
     from ..config import Config
@@ -261,13 +263,14 @@ class CodingFactory:
                 PostToolHooks(context.hooks),
                 RunningMarker(link),
                 SystemPrompt(context),
-                ModeNote(modes),
                 thought,
-                Reminder(plan),
+                TurnReminder(plan),
                 notes,  # the model's window on each prompt; usage, empty replies, window notices
-                # Inside: its summary call goes to the model without the mode note or the reminder.
+                CacheOptions(env.session_id, config.prompt_cache),
+                # Inside: its summary call goes to the model without the reminder.
                 AutoCompactSwitch(auto_compact),
                 compaction.middleware,
+                ContextAfterCompaction(partial(_history, link), compaction.covered),
                 *_retry(config.provider),
             ],
             system=context.system,
@@ -395,6 +398,10 @@ def _window(link: SessionLink, configured: str | None) -> int | None:
         return builtin_window(configured)
     facts = link.controls.facts()
     return facts.context_window if facts is not None else None
+
+
+def _history(link: SessionLink) -> list[Message]:
+    return link.handle.messages() if link.handle is not None else []
 
 
 def _current_model(link: SessionLink) -> Model | None:

@@ -28,6 +28,7 @@ __all__ = [
     "LOG_LEVELS",
     "OPENAI_PROVIDERS",
     "NETWORK_MODES",
+    "PROMPT_CACHE",
     "PROVIDERS",
     "SANDBOX_MODES",
     "SETTINGS",
@@ -47,6 +48,7 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 DEFAULT_HOME: Final = "~/.local/share/acp-agent"
 SANDBOX_MODES: Final = ("workspace-write", "read-only", "off")
 NETWORK_MODES: Final = ("off", "on")
+PROMPT_CACHE: Final = ("5m", "1h", "off")
 
 Check = Callable[[Any, At], Any]
 """Returns the checked value, or None after ``at.bad(...)``."""
@@ -161,6 +163,20 @@ SETTINGS: Final[dict[str, Setting]] = {
             describe=lambda v: f"uses the model provider {v}",
         ),
         Setting("model", check_text, "model name", env=(Env("ACP_AGENT_MODEL"),), flag="--model"),
+        Setting(
+            "small_model",
+            check_text,
+            "a cheaper model the same endpoint serves, for side work (compaction summaries, titles)",
+            env=(Env("ACP_AGENT_SMALL_MODEL"),),
+            flag="--small-model",
+        ),
+        Setting(
+            "prompt_cache",
+            Choice(*PROMPT_CACHE),
+            "prompt caching: Anthropic's cache lifetime (5m, 1h), or off (no cache hints, no cache key)",
+            env=(Env("ACP_AGENT_PROMPT_CACHE"),),
+            default="5m",
+        ),
         Setting(
             "base_url",
             check_url,
