@@ -4,6 +4,7 @@ OpenAI's cache semantics (``bench/_cache_sim``) serves the history from its cach
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -96,7 +97,7 @@ async def test_every_request_extends_the_one_before_across_a_dirtied_tree_and_a_
         bodies, billed = server.bodies, server.billed
     assert len(bodies) == 4
     assert len({_head(b) for b in bodies}) == 1, "tools and system identical in every request"
-    for before, after in zip(bodies, bodies[1:], strict=False):
+    for before, after in itertools.pairwise(bodies):
         old, new = _history(before), _history(after)
         assert new[: len(old)] == old, "a request only appends to the one before it"
     dirty = json.dumps(bodies[2]["messages"][-1])
