@@ -22,6 +22,7 @@ from ._catalog import HTTP_PROVIDERS, ModelCatalog
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._model_facts import ModelFacts, resolve_facts, window_text
 from ._opening import modes_state, options_state
+from ._pricing import Price, price_for
 from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
 from ._toggles import Toggle
 
@@ -115,6 +116,23 @@ class CodingControls:
         c = self._config
         served = self._catalog.facts(c.provider, c.base_url).get(name) if self._http and c.provider else None
         return resolve_facts(name, c.models.get(name), served)
+
+    def price(self, name: str | None = None) -> Price | None:
+        """The price of model ``name`` (default: the session's), None when unknown (``_pricing``)."""
+        name = name or self._model_name
+        if not name or not self._http:
+            return None
+        c = self._config
+        served = self._catalog.facts(c.provider, c.base_url).get(name) if c.provider else None
+        return price_for(name, c.models.get(name), served, c.prompt_cache)
+
+    async def side_model(self) -> tuple[Model, str] | None:
+        """The configured ``small_model`` of the same endpoint and its name (None: none configured, or
+        a provider with no endpoint); callers fall back to the session's model."""
+        name = self._config.small_model
+        if not name or not self._http:
+            return None
+        return await self._build(name), name
 
     def _window_of(self, name: str) -> int | None:
         facts = self.facts(name)

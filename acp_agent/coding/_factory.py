@@ -58,12 +58,14 @@ from ._plan_mode import PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
+from ._side_model import SideModel, SideSummary
 from ._terminal import EditorTerminalRunner, EditorTerminals
 from ._toggles import AutoCompactSwitch, Switched, session_switches
 from ._tools import LateModel, explore_tool, web_tools
 from ._trust import ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
 from ._undo import UndoCommand
+from ._usage_meter import USAGE_FILE, UsageMeter
 from ._views import ProjectPaths, coding_views
 
 if TYPE_CHECKING:
@@ -187,6 +189,8 @@ class CodingFactory:
                 config.project, trust_store, gate, link, partial(self.reload_config, env.cwd), apply
             )
 
+        meter = UsageMeter(lambda: controls.price(), p.checkpoints_path.parent / USAGE_FILE)
+        side = SideModel(lambda: link.controls if isinstance(link.controls, CodingControls) else None, meter)
         web, auto_compact = session_switches()
         toggles = [web, auto_compact]  # any model's window may become known (the server's list)
         controls = CodingControls(
@@ -220,7 +224,7 @@ class CodingFactory:
             system_suffix=_roots_note(env),
             # The session's rules judge the sub-agent's calls too; what they ask about pauses the
             # sub-agent and is asked through the session's gate (the explore call's approval).
-            middleware=[secrets, PolicyMiddleware(modes)],
+            middleware=[secrets, PolicyMiddleware(modes), meter],
         )
         sources: list[Any] = [
             *files,
@@ -247,7 +251,7 @@ class CodingFactory:
             controls.facts,
             tell.message,
             tell.advise,
-            tell.usage,
+            partial(tell.usage, meter=meter),
             _user_config_file(self.environ),
             tell_unknown=config.provider in ("openai", "openai-responses", "anthropic"),
         )
@@ -271,6 +275,8 @@ class CodingFactory:
                 AutoCompactSwitch(auto_compact),
                 compaction.middleware,
                 ContextAfterCompaction(partial(_history, link), compaction.covered),
+                SideSummary(side.small),  # the summary on the small model, when one is configured
+                meter,  # every request of the session, counted and priced
                 *_retry(config.provider),
             ],
             system=context.system,
@@ -282,6 +288,8 @@ class CodingFactory:
             display=ToolDisplay(marks_running=True),
             controls=controls,
             views=views,
+            usage=meter,
+            side_model=side,
         )
 
     async def _apply_trusted(
@@ -386,10 +394,12 @@ class _Tell:
     async def unsandboxed(self, text: str) -> None:
         await self.advise("Shell commands are not sandboxed", text)
 
-    async def usage(self, used: int, size: int) -> None:
-        from ..protocol.models import UsageUpdate
+    async def usage(self, used: int, size: int, *, meter: UsageMeter | None = None) -> None:
+        from ..protocol.models import Cost, UsageUpdate
 
-        await self._link.send(UsageUpdate(used=used, size=size))
+        cost = meter.session_cost() if meter is not None else None
+        priced = Cost.model_validate(cost) if cost is not None else None
+        await self._link.send(UsageUpdate(used=used, size=size, cost=priced))
 
 
 def _window(link: SessionLink, configured: str | None) -> int | None:

@@ -108,3 +108,115 @@ async def test_every_request_extends_the_one_before_across_a_dirtied_tree_and_a_
     # From the second request on, everything up to the new turn's messages is served from the cache.
     for b in billed[1:]:
         assert b.cache_read > 0.8 * (b.prompt - 400), billed
+
+
+SONNET = (3.0, 15.0, 0.30, 3.75)  # the built-in table's price of claude-sonnet-4*, USD per Mtok
+
+
+def _cost(billed: list[Any], price: tuple[float, float, float, float]) -> float:
+    return sum(
+        (b.input * price[0] + b.output * price[1] + b.cache_read * price[2] + b.cache_write * price[3]) / 1e6
+        for b in billed
+    )
+
+
+def _updates(agent: AgentProcess, kind: str) -> list[dict[str, Any]]:
+    return [
+        n["params"]["update"]
+        for n in agent.notifications
+        if n.get("method") == "session/update" and n["params"]["update"]["sessionUpdate"] == kind
+    ]
+
+
+async def test_each_turn_answers_its_usage_and_usage_update_carries_the_sessions_cost_across_a_load(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(tmp_path)
+    script = [Step(calls=(("read_file", {"path": "a.txt"}),)), Step(text="Alpha."), Step(text="Again.")]
+    home = tmp_path / "home"
+    with CacheServer(script) as server:
+        env = agent_env(
+            home,
+            ACP_AGENT_PROVIDER="anthropic",
+            ACP_AGENT_BASE_URL=server.url,
+            ACP_AGENT_MODEL="claude-sonnet-4-5",
+            ACP_AGENT_API_KEY=KEY,
+        )
+        async with agent_process(home, env) as agent:
+            with anyio.fail_after(LIMIT_S):
+                await initialized(agent)
+                session = (await agent.call("session/new", {"cwd": str(repo), "mcpServers": []}))["sessionId"]
+                first = await _prompt(agent, session, "What is in a.txt?")
+            costs = [u.get("cost") for u in _updates(agent, "usage_update")]
+        turn1 = list(server.billed)
+        usage = first["usage"]
+        assert usage["inputTokens"] == sum(b.prompt for b in turn1), "both requests of the turn, summed"
+        assert usage["outputTokens"] == sum(b.output for b in turn1)
+        assert usage["cachedReadTokens"] == sum(b.cache_read for b in turn1) > 0
+        assert usage["cachedWriteTokens"] == sum(b.cache_write for b in turn1) > 0
+        assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"]
+        assert costs[-1] is not None and costs[-1]["currency"] == "USD"
+        assert abs(costs[-1]["amount"] - _cost(turn1, SONNET)) <= 0.01 * _cost(turn1, SONNET)
+        kept = json.loads((home / "sessions" / session / "usage.json").read_text())
+        assert kept["requests"] == 2 and kept["usage"]["cacheRead"] == usage["cachedReadTokens"]
+        async with agent_process(home, env) as agent:
+            with anyio.fail_after(LIMIT_S):
+                await initialized(agent)
+                await agent.call("session/load", {"sessionId": session, "cwd": str(repo), "mcpServers": []})
+                second = await _prompt(agent, session, "Again?")
+            cost = _updates(agent, "usage_update")[-1]["cost"]
+        assert second["usage"]["inputTokens"] == server.billed[-1].prompt, "this turn's request only"
+        whole = _cost(server.billed, SONNET)
+        assert abs(cost["amount"] - whole) <= 0.01 * whole, "the loaded session goes on from its total"
+
+
+async def test_a_model_with_no_known_price_gets_usage_but_no_cost(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    home = tmp_path / "home"
+    config = tmp_path / "xdg" / "acp-agent"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('[models."local-coder"]\ncontext_window = 32768\n')
+    with CacheServer([Step(text="Hi.")]) as server:
+        env = agent_env(
+            home,
+            ACP_AGENT_PROVIDER="openai",
+            ACP_AGENT_BASE_URL=server.url + "/v1",
+            ACP_AGENT_MODEL="local-coder",
+            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+        )
+        async with agent_process(home, env) as agent:
+            with anyio.fail_after(LIMIT_S):
+                await initialized(agent)
+                session = (await agent.call("session/new", {"cwd": str(repo), "mcpServers": []}))["sessionId"]
+                answer = await _prompt(agent, session, "Hello")
+            updates = _updates(agent, "usage_update")
+    assert answer["usage"]["inputTokens"] == server.billed[0].prompt
+    assert updates and all(u.get("cost") is None for u in updates), "no guess, no zero"
+    assert json.loads((home / "sessions" / session / "usage.json").read_text())["costUsd"] is None
+
+
+async def test_a_declared_price_prices_the_session(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    home = tmp_path / "home"
+    config = tmp_path / "xdg" / "acp-agent"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text(
+        '[models."local-coder"]\ncontext_window = 32768\ninput_price = 1.0\noutput_price = 2.0\n'
+        "cache_read_price = 0.1\n"
+    )
+    with CacheServer([Step(text="Hi.")]) as server:
+        env = agent_env(
+            home,
+            ACP_AGENT_PROVIDER="openai",
+            ACP_AGENT_BASE_URL=server.url + "/v1",
+            ACP_AGENT_MODEL="local-coder",
+            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+        )
+        async with agent_process(home, env) as agent:
+            with anyio.fail_after(LIMIT_S):
+                await initialized(agent)
+                session = (await agent.call("session/new", {"cwd": str(repo), "mcpServers": []}))["sessionId"]
+                await _prompt(agent, session, "Hello")
+            cost = _updates(agent, "usage_update")[-1]["cost"]
+    expected = _cost(server.billed, (1.0, 2.0, 0.1, 1.0))
+    assert abs(cost["amount"] - expected) <= 0.01 * expected
