@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from bench._cache_sim import CacheServer, Step, strip_cache_control
+from bench.cost import BASE_CEILING, base_tokens
 from tests.reliability._reliability_support import AgentProcess, agent_env, agent_process, initialized
 
 pytestmark = [
@@ -97,6 +98,7 @@ async def test_every_request_extends_the_one_before_across_a_dirtied_tree_and_a_
         bodies, billed = server.bodies, server.billed
     assert len(bodies) == 4
     assert len({_head(b) for b in bodies}) == 1, "tools and system identical in every request"
+    assert base_tokens(bodies[0]) <= BASE_CEILING, "the base request (tools + system) grew past its budget"
     for before, after in itertools.pairwise(bodies):
         old, new = _history(before), _history(after)
         assert new[: len(old)] == old, "a request only appends to the one before it"
