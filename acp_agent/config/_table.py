@@ -164,20 +164,6 @@ SETTINGS: Final[dict[str, Setting]] = {
         ),
         Setting("model", check_text, "model name", env=(Env("ACP_AGENT_MODEL"),), flag="--model"),
         Setting(
-            "small_model",
-            check_text,
-            "a cheaper model the same endpoint serves, for side work (compaction summaries, titles)",
-            env=(Env("ACP_AGENT_SMALL_MODEL"),),
-            flag="--small-model",
-        ),
-        Setting(
-            "prompt_cache",
-            Choice(*PROMPT_CACHE),
-            "prompt caching: Anthropic's cache lifetime (5m, 1h), or off (no cache hints, no cache key)",
-            env=(Env("ACP_AGENT_PROMPT_CACHE"),),
-            default="5m",
-        ),
-        Setting(
             "base_url",
             check_url,
             "model endpoint base URL, for OpenAI-compatible ones including /v1",
@@ -247,6 +233,20 @@ SETTINGS: Final[dict[str, Setting]] = {
             trust=True,
             merge="by_name",
             default={},
+        ),
+        Setting(
+            "small_model",
+            check_text,
+            "a cheaper model the same endpoint serves, for side work (compaction summaries, titles)",
+            env=(Env("ACP_AGENT_SMALL_MODEL"),),
+            flag="--small-model",
+        ),
+        Setting(
+            "prompt_cache",
+            Choice(*PROMPT_CACHE),
+            "prompt caching: Anthropic's cache lifetime (5m, 1h), or off (no cache hints, no cache key)",
+            env=(Env("ACP_AGENT_PROMPT_CACHE"),),
+            default="5m",
         ),
         Setting(
             "secret_env",
