@@ -126,11 +126,15 @@ class CodingControls:
         served = self._catalog.facts(c.provider, c.base_url).get(name) if c.provider else None
         return price_for(name, c.models.get(name), served, c.prompt_cache)
 
+    def small_model_name(self) -> str | None:
+        """The configured ``small_model`` (None: none, or a provider with no endpoint)."""
+        return self._config.small_model if self._http else None
+
     async def side_model(self) -> tuple[Model, str] | None:
         """The configured ``small_model`` of the same endpoint and its name (None: none configured, or
         a provider with no endpoint); callers fall back to the session's model."""
-        name = self._config.small_model
-        if not name or not self._http:
+        name = self.small_model_name()
+        if not name:
             return None
         return await self._build(name), name
 

@@ -58,10 +58,10 @@ from ._plan_mode import PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
-from ._side_model import SideModel, SideSummary
+from ._side_model import ExploreModel, SideModel, SideSummary
 from ._terminal import EditorTerminalRunner, EditorTerminals
 from ._toggles import AutoCompactSwitch, Switched, session_switches
-from ._tools import LateModel, explore_tool, web_tools
+from ._tools import explore_tool, web_tools
 from ._trust import ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
 from ._undo import UndoCommand
@@ -165,6 +165,8 @@ class CodingFactory:
         plan.subscribe(tell.plan)
         thought = ThoughtLevel(config.provider)
 
+        meter = UsageMeter(lambda: controls.price(), p.checkpoints_path.parent / USAGE_FILE)
+        side = SideModel(lambda: link.controls if isinstance(link.controls, CodingControls) else None, meter)
         window = partial(_window, link, config.model)
         current_model = partial(_current_model, link)
         compaction = Compaction(
@@ -173,6 +175,7 @@ class CodingFactory:
             model=current_model,
             path=p.checkpoints_path,
             updates=env.client_can("session", "compaction"),
+            summariser=side,
         )
         compaction.keep(p.checkpoints)
         pending = config.project is not None and bool(config.project.ignored)
@@ -189,8 +192,6 @@ class CodingFactory:
                 config.project, trust_store, gate, link, partial(self.reload_config, env.cwd), apply
             )
 
-        meter = UsageMeter(lambda: controls.price(), p.checkpoints_path.parent / USAGE_FILE)
-        side = SideModel(lambda: link.controls if isinstance(link.controls, CodingControls) else None, meter)
         web, auto_compact = session_switches()
         toggles = [web, auto_compact]  # any model's window may become known (the server's list)
         controls = CodingControls(
@@ -216,15 +217,16 @@ class CodingFactory:
             after_open=context.later.attempt,  # the set-up after the answer, started once answered
         )
         link.controls = controls
+        explore_model = ExploreModel(lambda: controls, small=config.explore_model == "small")
         explore = explore_tool(
             root,
             fs,
-            LateModel(current_model),
+            explore_model,
             context_window=window(),
             system_suffix=_roots_note(env),
             # The session's rules judge the sub-agent's calls too; what they ask about pauses the
             # sub-agent and is asked through the session's gate (the explore call's approval).
-            middleware=[secrets, PolicyMiddleware(modes), meter],
+            middleware=[secrets, PolicyMiddleware(modes), meter.at(explore_model.price)],
         )
         sources: list[Any] = [
             *files,

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
+from harness import HarnessUsageError
 from harness.compact import SUMMARY_SYSTEM
 
 if TYPE_CHECKING:
@@ -17,9 +18,10 @@ if TYPE_CHECKING:
     from harness.model import Delta, Prompt
 
     from ._controls import CodingControls
+    from ._pricing import Price
     from ._usage_meter import UsageMeter
 
-__all__ = ["SideModel", "SideSummary"]
+__all__ = ["ExploreModel", "SideModel", "SideSummary"]
 
 
 class SideModel:
@@ -63,4 +65,32 @@ class SideSummary:
         small = await self._small()
         inner = small.stream(prompt) if small is not None else next(prompt)
         async for delta in inner:
+            yield delta
+
+
+class ExploreModel:
+    """The model of the ``explore`` sub-agent: the session's current one, or with ``small`` (the
+    ``explore_model = "small"`` setting) the configured small model when there is one. Its requests are
+    counted by the meter in the sub-agent's middleware, at ``price()``."""
+
+    def __init__(self, controls: Callable[[], CodingControls | None], small: bool) -> None:
+        self._controls = controls
+        self._small = small
+
+    def price(self) -> Price | None:
+        controls = self._controls()
+        if controls is None:
+            return None
+        return controls.price(controls.small_model_name() if self._small else None)
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        return self._stream(prompt)
+
+    async def _stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        controls = self._controls()
+        side = await controls.side_model() if controls is not None and self._small else None
+        model = side[0] if side is not None else (controls.current_model() if controls is not None else None)
+        if model is None:
+            raise HarnessUsageError("the session has no model yet; a sub-agent runs inside a turn")
+        async for delta in model.stream(prompt):
             yield delta

@@ -158,6 +158,10 @@ class UsageMeter:
     def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         return self.counted(next(prompt), self._price())
 
+    def at(self, price: Callable[[], Price | None]) -> _PricedMeter:
+        """This meter as a model middleware that prices at ``price()`` (a sub-agent's model)."""
+        return _PricedMeter(self, price)
+
     def model(self, model: Model, price: Callable[[], Price | None]) -> Model:
         """``model`` with its requests counted at ``price`` (the side model's)."""
         return _Metered(model, self, price)
@@ -171,3 +175,12 @@ class _Metered:
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
         return self._meter.counted(self._model.stream(prompt), self._price())
+
+
+class _PricedMeter:
+    def __init__(self, meter: UsageMeter, price: Callable[[], Price | None]) -> None:
+        self._meter = meter
+        self._price = price
+
+    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        return self._meter.counted(next(prompt), self._price())

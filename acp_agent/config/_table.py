@@ -242,6 +242,13 @@ SETTINGS: Final[dict[str, Setting]] = {
             flag="--small-model",
         ),
         Setting(
+            "explore_model",
+            Choice("main", "small"),
+            "the model the explore sub-agent runs on: the session's (main) or small_model (small)",
+            env=(Env("ACP_AGENT_EXPLORE_MODEL"),),
+            default="main",
+        ),
+        Setting(
             "prompt_cache",
             Choice(*PROMPT_CACHE),
             "prompt caching: Anthropic's cache lifetime (5m, 1h), or off (no cache hints, no cache key)",

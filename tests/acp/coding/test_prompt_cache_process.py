@@ -222,3 +222,54 @@ async def test_a_declared_price_prices_the_session(tmp_path: Path) -> None:
             cost = _updates(agent, "usage_update")[-1]["cost"]
     expected = _cost(server.billed, (1.0, 2.0, 0.1, 1.0))
     assert abs(cost["amount"] - expected) <= 0.01 * expected
+
+
+HAIKU = (1.0, 5.0, 0.10, 1.25)
+
+
+async def test_side_work_runs_on_the_small_model_and_is_counted_at_its_price(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    script = [
+        Step(text="One."),
+        Step(text="Two."),
+        Step(text="SUMMARY of one and two"),  # /compact, on the small model
+        Step(calls=(("explore", {"prompt": "Find where alpha is used."}),)),
+        Step(text="alpha is in a.txt"),  # the explore sub-agent, on the small model by choice
+        Step(text="Found it."),
+    ]
+    home = tmp_path / "home"
+    with CacheServer(script) as server:
+        env = agent_env(
+            home,
+            ACP_AGENT_PROVIDER="anthropic",
+            ACP_AGENT_BASE_URL=server.url,
+            ACP_AGENT_MODEL="claude-sonnet-4-5",
+            ACP_AGENT_SMALL_MODEL="claude-haiku-4-5",
+            ACP_AGENT_EXPLORE_MODEL="small",
+            ACP_AGENT_API_KEY=KEY,
+        )
+        async with agent_process(home, env) as agent:
+            with anyio.fail_after(LIMIT_S):
+                await initialized(agent)
+                session = (await agent.call("session/new", {"cwd": str(repo), "mcpServers": []}))["sessionId"]
+                await _prompt(agent, session, "one")
+                await _prompt(agent, session, "two")
+                compacted = await _prompt(agent, session, "/compact")
+                await _prompt(agent, session, "Where is alpha used?")
+            cost = _updates(agent, "usage_update")[-1]["cost"]
+        models = [b["model"] for b in server.bodies]
+        billed = server.billed
+    assert models == [
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5",
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5",
+        "claude-sonnet-4-5",
+    ]
+    assert compacted["usage"]["inputTokens"] == billed[2].prompt, "the summary request is the turn's usage"
+    on_small = {2, 4}
+    expected = _cost([b for i, b in enumerate(billed) if i not in on_small], SONNET) + _cost(
+        [billed[i] for i in sorted(on_small)], HAIKU
+    )
+    assert abs(cost["amount"] - expected) <= 0.01 * expected, "each request at its model's price"
