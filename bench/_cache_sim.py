@@ -46,9 +46,9 @@ def _canon(obj: Any) -> str:
 def strip_cache_control(obj: Any) -> Any:
     """``obj`` without ``cache_control`` keys anywhere (to compare what two requests said)."""
     if isinstance(obj, dict):
-        return {k: strip_cache_control(v) for k, v in obj.items() if k != "cache_control"}  # pyright: ignore[reportUnknownVariableType]
+        return {k: strip_cache_control(v) for k, v in obj.items() if k != "cache_control"}
     if isinstance(obj, list):
-        return [strip_cache_control(v) for v in obj]  # pyright: ignore[reportUnknownVariableType]
+        return [strip_cache_control(v) for v in obj]
     return obj
 
 
@@ -106,14 +106,14 @@ class CacheServer:
         if request.method != "POST" or not isinstance(body, dict):
             return Reply.json(200, {"data": [], "object": "list"})
         with self._lock:
-            self.bodies.append(body)  # pyright: ignore[reportUnknownArgumentType]
+            self.bodies.append(body)
             step = self.script[self._next] if self._next < len(self.script) else Step(text="Done.")
             self._next += 1
             if request.path.endswith("/messages"):
-                billed = self._anthropic(body, step)  # pyright: ignore[reportUnknownArgumentType]
+                billed = self._anthropic(body, step)
                 self.billed.append(billed)
                 return Reply.sse(_anthropic_sse(step, billed))
-            billed = self._openai(body, step)  # pyright: ignore[reportUnknownArgumentType]
+            billed = self._openai(body, step)
             self.billed.append(billed)
             return Reply.sse(_chat_sse(step, billed))
 
@@ -125,7 +125,7 @@ class CacheServer:
         if isinstance(system, str):
             blocks.append(({"type": "text", "text": system}, False))
         elif isinstance(system, list):
-            blocks += [(b, "cache_control" in b) for b in system]  # pyright: ignore[reportUnknownVariableType]
+            blocks += [(b, "cache_control" in b) for b in system]
         for m in body["messages"]:
             content = m["content"]
             if isinstance(content, str):

@@ -167,7 +167,7 @@ async def run(quick: bool) -> list[dict[str, Any]]:
     openai, _, _ = await _session("openai", "5m", turns)
     billed, baseline = _billed_cost(cached), _billed_cost(uncached)
     error = abs(cost["amount"] - billed) / billed * 100 if cost else float("nan")
-    extra = {"turns": turns, "requests": len(cached)}
+    extra: dict[str, Any] = {"turns": turns, "requests": len(cached)}
     return [
         figure(BENCH, "anthropic_cached_share_pct", _share(cached) * 100, 90, lower_is_better=False, **extra),
         figure(BENCH, "anthropic_billed_usd", billed, round(baseline * 0.2, 4), baseline=baseline, **extra),

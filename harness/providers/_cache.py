@@ -15,7 +15,7 @@ read back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["EPHEMERAL_META", "anthropic_breakpoints", "cache_control"]
 
@@ -33,12 +33,12 @@ def _mark_last_block(content: Any, marker: dict[str, str]) -> Any:
     if isinstance(content, str):
         return [{"type": "text", "text": content, "cache_control": marker}] if content else content
     if isinstance(content, list) and content:
-        blocks: list[Any] = list(content)  # pyright: ignore[reportUnknownArgumentType]
+        blocks: list[Any] = list(cast("list[Any]", content))
         last = blocks[-1]
         if isinstance(last, dict):
-            blocks[-1] = {**last, "cache_control": marker}  # pyright: ignore[reportUnknownArgumentType]
+            blocks[-1] = {**cast("dict[str, Any]", last), "cache_control": marker}
         return blocks
-    return content
+    return cast(Any, content)
 
 
 def anthropic_breakpoints(body: dict[str, Any], ephemeral: Sequence[bool], ttl: str) -> None:

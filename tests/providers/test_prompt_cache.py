@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from harness import Message, Options, Role, Text, ToolCall, ToolResult, ToolSpec
 from harness.providers.anthropic import Messages
@@ -16,13 +16,15 @@ TOOL = ToolSpec("read", "Read a file", {"type": "object", "properties": {}})
 def _marked(body: dict[str, Any]) -> list[str]:
     """Where the body's breakpoints are: ``system``, ``tool:<name>``, ``message:<i>``."""
     where: list[str] = []
-    system = body.get("system")
-    if isinstance(system, list) and any("cache_control" in b for b in system):
+    system: Any = body.get("system")
+    if isinstance(system, list) and any("cache_control" in b for b in cast("list[dict[str, Any]]", system)):
         where.append("system")
     where += [f"tool:{t['name']}" for t in body.get("tools", []) if "cache_control" in t]
     for i, m in enumerate(body["messages"]):
-        content = m["content"]
-        if isinstance(content, list) and any("cache_control" in b for b in content):
+        content: Any = m["content"]
+        if isinstance(content, list) and any(
+            "cache_control" in b for b in cast("list[dict[str, Any]]", content)
+        ):
             where.append(f"message:{i}")
     return where
 
