@@ -1,12 +1,14 @@
 """What the model knows of the project and the user, assembled per turn: the system prompt and the hooks.
 
 The system prompt is the base prompt (``prompts/system.md``, or the user's ``system_prompt_file``; a
-``{{default}}`` line in it stands for the default), then the environment block, the instructions
-(``AGENTS.md`` and the like), the skills list and the session-start hooks' notes. It is refreshed at the
-start of every turn (``ProjectContext.before_prompt``, which the session calls with each prompt): instruction
-files, commands and skills are re-read only when they changed; the environment block is made anew. A model
-middleware (``SystemPrompt``) gives each model call of the turn that text, and runs the ``stop`` hooks
-when the final reply is complete. The command folders are also watched between turns (a stat every
+``{{default}}`` line in it stands for the default), then the instructions (``AGENTS.md`` and the like),
+the skills list and the session-start hooks' notes, as they were at the session's first turn: it is frozen
+then, so every request of the session extends the one before (the providers' prompt caches). At the start
+of every turn (``ProjectContext.before_prompt``, which the session calls with each prompt) instruction
+files, commands and skills are re-read when they changed and the environment block is made anew; what
+differs from what the model was last told goes in front of the prompt (``_context_updates``). A model
+middleware (``SystemPrompt``) gives each model call the frozen text, and runs the ``stop`` hooks when the
+final reply is complete. The command folders are also watched between turns (a stat every
 ``WATCH_S``), so a new command file shows in the editor's list without a prompt.
 """
 
