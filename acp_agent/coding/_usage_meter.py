@@ -41,14 +41,18 @@ USAGE_FILE: Final = "usage.json"
 
 
 def wire_usage(usage: Usage) -> dict[str, int]:
-    """ACP's (unstable) ``Usage``: ``inputTokens`` is the whole prompt, cached parts included."""
-    return {
+    """ACP's (unstable) ``Usage``: ``inputTokens`` is the whole prompt, cached parts included;
+    ``thoughtTokens`` (part of ``outputTokens``) where the provider said it."""
+    wire = {
         "totalTokens": usage.total,
         "inputTokens": usage.prompt,
         "outputTokens": usage.output,
         "cachedReadTokens": usage.cache_read,
         "cachedWriteTokens": usage.cache_write,
     }
+    if usage.reasoning:
+        wire["thoughtTokens"] = usage.reasoning
+    return wire
 
 
 def read_usage(path: Path) -> dict[str, Any] | None:
@@ -141,11 +145,12 @@ class UsageMeter:
 
     async def counted(self, deltas: AsyncIterator[Delta], price: Price | None) -> AsyncIterator[Delta]:
         """``deltas`` passed on, their usage counted once the reply ends (or stops)."""
-        last = [0, 0, 0, 0]
+        last = [0, 0, 0, 0, 0]
         try:
             async for delta in deltas:
                 if type(delta) is UsageChunk:
-                    for i, v in enumerate((delta.input, delta.output, delta.cache_read, delta.cache_write)):
+                    said = (delta.input, delta.output, delta.cache_read, delta.cache_write, delta.reasoning)
+                    for i, v in enumerate(said):
                         if v is not None:
                             last[i] = v
                 yield delta

@@ -75,7 +75,7 @@ def chat_usage(raw: Mapping[str, Any]) -> UsageChunk:
     if output is not None and prompt is not None and reasoning and total == prompt + output + reasoning:
         output += reasoning  # xAI counts reasoning outside completion_tokens
     inp = None if prompt is None else max(0, prompt - cache_read - cache_write)
-    return UsageChunk(inp, output, cache_read, cache_write)
+    return UsageChunk(inp, output, cache_read, cache_write, reasoning or None)
 
 
 def _host(url: str) -> str:

@@ -28,14 +28,13 @@ from ._common import FALLBACK, count, image_url, obj, parse_input, stream_record
 from ._http import Endpoint, HttpModel, classify_error_body, truncated
 from ._sse import SseEvent
 
-
-def _is_openai(base_url: str) -> bool:
-    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
-
-
 __all__ = ["Responses", "responses_usage"]
 
 log = logging.getLogger("harness.providers.openai")
+
+
+def _is_openai(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
 
 
 def responses_usage(raw: Mapping[str, Any]) -> UsageChunk:
@@ -44,7 +43,8 @@ def responses_usage(raw: Mapping[str, Any]) -> UsageChunk:
     cache_read = count(details.get("cached_tokens")) or 0
     cache_write = count(details.get("cache_write_tokens")) or 0
     inp = None if prompt is None else max(0, prompt - cache_read - cache_write)
-    return UsageChunk(inp, count(raw.get("output_tokens")), cache_read, cache_write)
+    reasoning = count(obj(raw.get("output_tokens_details")).get("reasoning_tokens")) or None
+    return UsageChunk(inp, count(raw.get("output_tokens")), cache_read, cache_write, reasoning)
 
 
 _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})

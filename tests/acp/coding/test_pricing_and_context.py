@@ -115,3 +115,19 @@ def test_litellms_model_info_costs_are_read() -> None:
     assert got is not None and got[0].prices == (2.5, 10.0, 1.25, None)
     price = price_for("gpt-4o", None, got[0])
     assert price is not None and price.cache_write == 2.5, "no write price given: the input price"
+
+
+def test_the_wire_usage_names_the_cached_parts_and_the_thought_tokens_where_said() -> None:
+    from acp_agent.coding._usage_meter import wire_usage
+
+    assert wire_usage(Usage(100, 50, 900, 10, reasoning=30)) == {
+        "totalTokens": 1060,
+        "inputTokens": 1010,
+        "outputTokens": 50,
+        "cachedReadTokens": 900,
+        "cachedWriteTokens": 10,
+        "thoughtTokens": 30,
+    }
+    assert "thoughtTokens" not in wire_usage(Usage(1, 1)), "not said: not sent"
+    assert Usage.from_dict(Usage(1, 2, 3, 4, 5).to_dict()) == Usage(1, 2, 3, 4, 5)
+    assert "reasoning" not in Usage(1, 2).to_dict(), "the stored shape is unchanged without it"
