@@ -53,11 +53,20 @@ class ModelSettings:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     script: Path | None = None
+    small_model: str | None = None
+    """The configured ``small_model`` (side work), for the ``small`` provider of ``providers/*``."""
 
     @classmethod
     def from_config(cls, config: Config, model: str | None = None) -> ModelSettings:
         """The model part of the resolved configuration (``model`` overrides its model name)."""
-        return cls(config.provider, model or config.model, config.base_url, config.api_key, config.script)
+        return cls(
+            config.provider,
+            model or config.model,
+            config.base_url,
+            config.api_key,
+            config.script,
+            config.small_model,
+        )
 
     @property
     def configured(self) -> bool:

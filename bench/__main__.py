@@ -26,6 +26,7 @@ BENCHES = [
     "sessions",
     "sandbox",
     "context",
+    "cost",
 ]
 
 

@@ -49,6 +49,12 @@ class Options:
     tool_retries: int = 3
     stop: tuple[StopPredicate, ...] = field(default_factory=lambda: (max_steps(20),))
     provider: Mapping[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
+    cache_ttl: str | None = "5m"
+    """Prompt caching: the lifetime of Anthropic's cache breakpoints (``"5m"`` or ``"1h"``); None sends
+    no cache hints at all. Servers that cache prefixes on their own (OpenAI, vLLM, llama.cpp) need none."""
+    cache_key: str | None = None
+    """A stable id of the conversation (a session's): sent as ``prompt_cache_key`` to OpenAI's own
+    endpoint, which routes requests with the same key to the same cache (with ``cache_ttl`` not None)."""
 
     def __post_init__(self) -> None:
         if self.max_output_tokens is not None and self.max_output_tokens < 1:
@@ -57,3 +63,5 @@ class Options:
             raise HarnessUsageError("Options.context_window must be >= 1")
         if self.tool_retries < 0:
             raise HarnessUsageError("Options.tool_retries must be >= 0")
+        if self.cache_ttl not in (None, "5m", "1h"):
+            raise HarnessUsageError('Options.cache_ttl must be "5m", "1h" or None')

@@ -123,7 +123,7 @@ class Accumulator:
         self.builders.append(_Builder("call", [], call_id=d.id))
 
     def usage(self, d: UsageChunk) -> None:
-        for name in ("input", "output", "cache_read", "cache_write"):
+        for name in ("input", "output", "cache_read", "cache_write", "reasoning"):
             v = getattr(d, name)
             if v is not None:
                 self.usage_fields[name] = v

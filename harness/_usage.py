@@ -1,4 +1,5 @@
-"""Token usage, normalised: ``input + cache_read + cache_write`` is the whole prompt."""
+"""Token usage, normalised: ``input + cache_read + cache_write`` is the whole prompt; ``reasoning`` is the
+part of ``output`` the model spent reasoning (where the provider says it)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ class Usage:
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    reasoning: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -21,6 +23,7 @@ class Usage:
             self.output + other.output,
             self.cache_read + other.cache_read,
             self.cache_write + other.cache_write,
+            self.reasoning + other.reasoning,
         )
 
     @property
@@ -32,12 +35,15 @@ class Usage:
         return self.prompt + self.output
 
     def to_dict(self) -> dict[str, int]:
-        return {
+        d = {
             "input": self.input,
             "output": self.output,
             "cacheRead": self.cache_read,
             "cacheWrite": self.cache_write,
         }
+        if self.reasoning:
+            d["reasoning"] = self.reasoning
+        return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:
@@ -46,4 +52,5 @@ class Usage:
             int(data.get("output", 0)),
             int(data.get("cacheRead", 0)),
             int(data.get("cacheWrite", 0)),
+            int(data.get("reasoning", 0)),
         )

@@ -83,6 +83,8 @@ class UsageChunk:
     output: int | None = None
     cache_read: int | None = None
     cache_write: int | None = None
+    reasoning: int | None = None
+    """Of ``output``: the reasoning tokens, where the provider says (OpenAI's ``reasoning_tokens``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,9 @@ class ModelInfo:
     default_window: bool = False
     """The server runs the model at its default window, set for no model (Ollama): it may be small, and
     what does not fit is dropped without an error."""
+    prices: tuple[float | None, float | None, float | None, float | None] | None = None
+    """USD per million tokens: input, output, cache read, cache write (OpenRouter's ``pricing``,
+    LiteLLM's ``model_info`` costs); None where the server gives none."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in (None, False, "")}
@@ -57,6 +60,10 @@ class ModelInfo:
             return value if isinstance(value, bool) else None
 
         server = data.get("server")
+        raw: Any = data.get("prices")
+        prices = (
+            tuple(usd(v) for v in raw) if isinstance(raw, list | tuple) and len(raw) == 4 else None  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        )
         return cls(
             ident,
             positive(data.get("context_window")),
@@ -67,11 +74,34 @@ class ModelInfo:
             server if isinstance(server, str) else None,
             positive(data.get("trained_window")),
             data.get("default_window") is True,
+            prices,  # pyright: ignore[reportArgumentType]
         )
 
 
 def _count(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def usd(value: Any) -> float | None:
+    """A non-negative price (a number, or a number in a string as OpenRouter sends them), else None."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e6:
+        return float(value)
+    return None
+
+
+def per_token_prices(*values: Any) -> tuple[float | None, float | None, float | None, float | None] | None:
+    """Four prices per token (input, output, cache read, cache write) as USD per million; None without
+    an input and an output price."""
+    m = [usd(v) for v in values]
+    if m[0] is None or m[1] is None:
+        return None
+    p = [None if v is None else round(v * 1_000_000, 6) for v in m]
+    return (p[0], p[1], p[2], p[3])
 
 
 def positive(value: Any) -> int | None:

@@ -243,7 +243,7 @@ class ChatApp:
             self.renderer.notice("(cancelled)")
         elif stop not in (None, "end_turn"):
             self.renderer.notice(f"({str(stop).replace('_', ' ')})")
-        usage = self.renderer.usage_line()
+        usage = self.renderer.usage_line(as_obj(as_obj(result).get("usage")))
         if usage:
             self.renderer.notice(usage)
 

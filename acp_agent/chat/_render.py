@@ -386,11 +386,17 @@ class Renderer:
             if isinstance(item.get("name"), str)
         ]
 
-    def usage_line(self) -> str | None:
-        """``context 1200/200000 tokens (1%)`` (and the cost) from the last usage update, if any."""
+    def usage_line(self, turn: Mapping[str, Any] | None = None) -> str | None:
+        """``turn 12.3k in (11.0k cached), 120 out; context 1200/200000 tokens (1%), cost …``: the turn's
+        tokens (``PromptResponse.usage``) and the last usage update, whichever there is."""
+        parts = [t] if (t := _turn_tokens(turn)) else []
         usage = self.usage
-        if usage is None:
-            return None
+        context = self._context_line(usage) if usage is not None else None
+        if context:
+            parts.append(context)
+        return "; ".join(parts) or None
+
+    def _context_line(self, usage: Mapping[str, Any]) -> str | None:
         used, size = usage.get("used"), usage.get("size")
         if not isinstance(used, int) or not isinstance(size, int):
             return None
@@ -401,3 +407,18 @@ class Renderer:
         if isinstance(cost.get("amount"), int | float):
             text += f", cost {cost['amount']:.4f} {_str(cost.get('currency'))}".rstrip()
         return text
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _turn_tokens(turn: Mapping[str, Any] | None) -> str | None:
+    """``turn 12.3k in (11.0k cached), 120 out`` from ACP's ``Usage``; None without one."""
+    if not turn:
+        return None
+    inp, out, cached = turn.get("inputTokens"), turn.get("outputTokens"), turn.get("cachedReadTokens")
+    if not isinstance(inp, int) or not isinstance(out, int):
+        return None
+    read = f" ({_tokens(cached)} cached)" if isinstance(cached, int) and cached else ""
+    return f"turn {_tokens(inp)} in{read}, {_tokens(out)} out"

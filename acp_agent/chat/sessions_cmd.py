@@ -91,22 +91,44 @@ def _list(root: Path, cwd: str | None, out: Callable[[str], None]) -> int:
         (
             str(m["id"]),
             str(m.get("updatedAt") or "")[:19].replace("T", " "),
+            usage_text(_read_meta(root / str(m["id"]) / "usage.json")),
             str(m.get("title") or "(untitled)"),
             str(m.get("cwd") or ""),
         )
         for m in metas
     ]
-    header = ("ID", "UPDATED", "TITLE", "CWD")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    header = ("ID", "UPDATED", "TOKENS / COST", "TITLE", "CWD")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
     for row in [header, *rows]:
-        out("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+        out("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
     return 0
+
+
+def usage_text(kept: dict[str, Any] | None) -> str:
+    """A session's kept usage (``usage.json``) as a person reads it: ``12.3k tokens (9.8k cached), $0.0123``;
+    ``-`` when none was kept, ``cost unknown`` when a model's price was not known."""
+    usage: Any = kept.get("usage") if kept is not None else None
+    if not isinstance(usage, dict):
+        return "-"
+    n: dict[str, Any] = usage  # pyright: ignore[reportUnknownVariableType]
+    counts = [
+        v if isinstance(v := n.get(k), int) else 0 for k in ("input", "output", "cacheRead", "cacheWrite")
+    ]
+    total, cached = sum(counts), counts[2]
+    cost: Any = kept.get("costUsd") if kept is not None else None
+    money = f"${cost:.4f}" if isinstance(cost, int | float) else "cost unknown"
+    return f"{_k(total)} tokens ({_k(cached)} cached), {money}"
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
 def _show(directory: Path, out: Callable[[str], None]) -> int:
     meta = _read_meta(directory / "meta.json") or {}
     out(f"session {meta.get('id')}  {meta.get('title') or '(untitled)'}")
     out(f"cwd {meta.get('cwd')}  updated {meta.get('updatedAt')}")
+    out(f"usage {usage_text(_read_meta(directory / 'usage.json'))}")
     path = directory / "messages.jsonl"
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

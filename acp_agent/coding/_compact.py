@@ -66,6 +66,7 @@ class Compaction:
         model: Any,
         path: Path | None = None,
         updates: bool = False,
+        summariser: Callable[[], Awaitable[Model | None]] | None = None,
     ) -> None:
         self.compact = Compact(on_compacted=self._compacted)
         self.middleware: Compact | _Watched = _Watched(self) if updates else self.compact
@@ -75,6 +76,8 @@ class Compaction:
         self._link = link
         self._context_window = context_window
         self._model = model
+        self._summariser = summariser
+        """``/compact``'s model: the side model, counted in the session's usage (None: ``model``)."""
         self._path = path
         self._by_command = False
         self._made: Compacted | None = None
@@ -97,6 +100,10 @@ class Compaction:
         """Keep checkpoints an earlier process wrote (``read_checkpoints``, in the set-up's thread)."""
         for checkpoint in checkpoints:
             self.compact.remember(checkpoint)
+
+    def covered(self, key: str) -> int | None:
+        """How many messages the kept checkpoint ``key`` summarises (None: not one of ours)."""
+        return next((c.covered for c in self.compact.checkpoints() if c.key == key), None)
 
     async def _save(self) -> None:
         path = self._path
@@ -132,7 +139,7 @@ class Compaction:
         messages = list(handle.messages()) if handle is not None else []
         if not messages:
             return CommandOutcome(reply="Nothing to compact: the conversation is empty.")
-        model: Model | None = self._model()
+        model: Model | None = await self._summariser() if self._summariser is not None else self._model()
         if model is None:  # a loaded session before its first turn: compact at the next model call
             self.compact.compact_now()
             return CommandOutcome(reply="The conversation will be compacted at the next prompt.")

@@ -1,12 +1,14 @@
 """What the model knows of the project and the user, assembled per turn: the system prompt and the hooks.
 
 The system prompt is the base prompt (``prompts/system.md``, or the user's ``system_prompt_file``; a
-``{{default}}`` line in it stands for the default), then the environment block, the instructions
-(``AGENTS.md`` and the like), the skills list and the session-start hooks' notes. It is refreshed at the
-start of every turn (``ProjectContext.before_prompt``, which the session calls with each prompt): instruction
-files, commands and skills are re-read only when they changed; the environment block is made anew. A model
-middleware (``SystemPrompt``) gives each model call of the turn that text, and runs the ``stop`` hooks
-when the final reply is complete. The command folders are also watched between turns (a stat every
+``{{default}}`` line in it stands for the default), then the instructions (``AGENTS.md`` and the like),
+the skills list and the session-start hooks' notes, as they were at the session's first turn: it is frozen
+then, so every request of the session extends the one before (the providers' prompt caches). At the start
+of every turn (``ProjectContext.before_prompt``, which the session calls with each prompt) instruction
+files, commands and skills are re-read when they changed and the environment block is made anew; what
+differs from what the model was last told goes in front of the prompt (``_context_updates``). A model
+middleware (``SystemPrompt``) gives each model call the frozen text, and runs the ``stop`` hooks when the
+final reply is complete. The command folders are also watched between turns (a stat every
 ``WATCH_S``), so a new command file shows in the editor's list without a prompt.
 """
 
@@ -25,12 +27,14 @@ from harness import Message, Role, Text
 from harness.model import Finish, FinishReason, TextChunk, ToolStart
 
 from ._commands import SlashCommand
+from ._context_updates import changed_sections, known_sections, with_context
 from ._custom_commands import Commands, prompt_text
 from ._environment import environment_section, find_repository
 from ._hook_calls import prompt_hooks, session_start_hooks, stop_hooks
 from ._hooks import Hooks
 from ._instructions import Instructions
 from ._later import Later
+from ._plan_mode import PLAN_NOTE as _PLAN_NOTE
 from ._skills import Skills
 from ._textfiles import TextFile, read_bounded, signature
 
@@ -53,6 +57,8 @@ DEFAULT_PLACEHOLDER: Final = "{{default}}"
 PROMPT_FILE_LIMIT: Final = 128 * 1024
 WATCH_S: Final = 3.0
 RESERVED_COMMANDS: Final = ("mode", "model", "undo", "compact")
+FROZEN: Final = ("instructions", "skills", "notes")
+"""The sections the system prompt holds as they were at the session's first turn."""
 
 
 class PromptFileError(Exception):
@@ -120,6 +126,9 @@ class ProjectContext:
             sandbox=sandbox,
             support=support,
         )
+        self._mode = mode or (lambda: "default")
+        self._sections: dict[str, str] = {}
+        self._frozen: dict[str, str] = {}
         self._parts: _Parts | None = None
         self.later = later or Later(self._load, env.session_id)
         """Finding the instructions' folders, the commands and the skills, after the opening answer (a
@@ -225,12 +234,16 @@ class ProjectContext:
         commands_changed, repos = await anyio.to_thread.run_sync(rescan)
         environment = await environment_section(roots, self._environ, secrets=self._secrets, repos=repos)
         found = self._parts
-        parts = [self._base, environment]
+        sections = {"environment": environment, "mode": _PLAN_NOTE.strip() if self._mode() == "plan" else ""}
         if found is not None:
-            parts += [found.instructions.section(), found.skills.section()]
+            sections |= {"instructions": found.instructions.section(), "skills": found.skills.section()}
         if self._notes:
-            parts.append("# Notes from the session-start hooks\n\n" + "\n\n".join(self._notes))
-        self._system = "\n\n".join(p for p in parts if p)
+            sections["notes"] = "# Notes from the session-start hooks\n\n" + "\n\n".join(self._notes)
+        self._sections = sections
+        if self._system is None:  # frozen for the session's life in this process (see _context_updates)
+            self._frozen = {k: sections[k] for k in FROZEN if sections.get(k)}
+            parts = [self._base, *(self._frozen.get(k, "") for k in FROZEN)]
+            self._system = "\n\n".join(p for p in parts if p)
         if commands_changed:
             await self._commands_changed()
 
@@ -250,6 +263,9 @@ class ProjectContext:
                 self.hooks, "startup" if not self._env_history() else "resume"
             )
         await self.refresh()
+        return self._with_changes(await self._prompt_hooks(message))
+
+    async def _prompt_hooks(self, message: Message) -> Message:
         if not self.hooks.has("user_prompt_submit"):
             return message
         verdict = await prompt_hooks(self.hooks, message.text)
@@ -264,6 +280,13 @@ class ProjectContext:
         return Message(
             message.role, (*message.parts, *(Text("\n\n" + n) for n in verdict.notes)), meta=message.meta
         )
+
+    def _with_changes(self, message: Message) -> Message:
+        """The prompt with what changed since the model was last told (``_context_updates``) in front."""
+        handle = self._link.handle
+        history = handle.messages() if handle is not None else []
+        known = known_sections(history, self._frozen)
+        return with_context(message, changed_sections(self._sections, known))
 
     def _env_history(self) -> bool:
         handle = self._link.handle

@@ -17,11 +17,13 @@ import anyio
 import anyio.to_thread
 
 from ..protocol.errors import RpcError
+from ..session._providers import PROVIDER_ID, SMALL_ID
 from ..session._setup import CommandOutcome
 from ._catalog import HTTP_PROVIDERS, ModelCatalog
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._model_facts import ModelFacts, resolve_facts, window_text
 from ._opening import modes_state, options_state
+from ._pricing import Price, price_for
 from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
 from ._toggles import Toggle
 
@@ -76,7 +78,7 @@ class CodingControls:
         self._after_open = after_open  # the set-up work left for after the opening answer
         self._model_name: str | None = config.model
         self._switch: ModelSwitch | None = None
-        self._built: dict[str, Model] = {}
+        self._built: dict[tuple[str, str], Model] = {}
         self._lock = anyio.Lock()
         self.slash = SlashCommands(link)
         """The session's slash commands: ``slash.add(provider)`` adds more."""
@@ -115,6 +117,31 @@ class CodingControls:
         c = self._config
         served = self._catalog.facts(c.provider, c.base_url).get(name) if self._http and c.provider else None
         return resolve_facts(name, c.models.get(name), served)
+
+    def price(self, name: str | None = None) -> Price | None:
+        """The price of model ``name`` (default: the session's), None when unknown (``_pricing``)."""
+        name = name or self._model_name
+        if not name or not self._http:
+            return None
+        c = self._config
+        served = self._catalog.facts(c.provider, c.base_url).get(name) if c.provider else None
+        return price_for(name, c.models.get(name), served, c.prompt_cache)
+
+    def small_model_name(self) -> str | None:
+        """The configured ``small_model`` (None: none, a provider with no endpoint, or the client
+        disabled the ``small`` provider)."""
+        routes = self._env.routes
+        if not self._http or (routes is not None and SMALL_ID in routes.disabled):
+            return None
+        return self._config.small_model
+
+    async def side_model(self) -> tuple[Model, str] | None:
+        """The configured ``small_model`` of the same endpoint and its name (None: see
+        ``small_model_name``); callers fall back to the session's model. It follows the ``small`` route."""
+        name = self.small_model_name()
+        if not name:
+            return None
+        return await self._build(name, SMALL_ID), name
 
     def _window_of(self, name: str) -> int | None:
         facts = self.facts(name)
@@ -290,8 +317,8 @@ class CodingControls:
             return await self._build(self._model_name)
         return await default()
 
-    async def _build(self, name: str) -> Model:
-        built = self._built.get(name)
+    async def _build(self, name: str, provider_id: str = PROVIDER_ID) -> Model:
+        built = self._built.get((name, provider_id))
         if built is not None:
             return built
         from ..model_setup import ModelConfigError, ModelSettings, build_model
@@ -304,8 +331,8 @@ class CodingControls:
         except ModelConfigError as exc:
             raise RpcError(INTERNAL_ERROR, str(exc), {"errorKind": "configuration_error"}) from exc
         if self._env.routes is not None:  # providers/set routes it from its next request
-            built = self._env.routes.model(built, settings)
-        self._built[name] = built
+            built = self._env.routes.model(built, settings, provider_id)
+        self._built[(name, provider_id)] = built
         return built
 
     # --- slash commands ----------------------------------------------------------------------------

@@ -40,14 +40,16 @@ from harness.secrets import Secrets
 from harness.spill import Spill
 from harness.text_calls import SERVER_PARSER_HINT, TextToolCalls
 from harness.tools import Journal, Shell, file_tools
-from harness.tools.plan import Plan, Reminder
+from harness.tools.plan import Plan
 
 from ..session._setup import SessionSetup, ToolDisplay
 from ..trust import TrustStore
+from ._cache_options import CacheOptions
 from ._catalog import ModelCatalog
 from ._compact import Compaction
 from ._confine import Confinement
 from ._context import SystemPrompt
+from ._context_updates import ContextAfterCompaction, TurnReminder
 from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
 from ._elicit import McpElicitor
@@ -57,20 +59,22 @@ from ._instructions import DeeperInstructions
 from ._model_facts import builtin_window
 from ._model_notes import ModelNotes
 from ._modes import ModeState, PolicyMiddleware
-from ._plan_mode import ModeNote, PlanExit
+from ._plan_mode import PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
 from ._sandboxing import SandboxGate, SessionSandbox, probe_soon, sandbox_support
 from ._shell_view import ShellView
+from ._side_model import ExploreModel, SideModel, SideSummary
 from ._terminal import EditorTerminalRunner, EditorTerminals
 from ._toggles import AutoCompactSwitch, Switched, session_switches
-from ._tools import LateModel, explore_tool, web_tools
+from ._tools import explore_tool, web_tools
 from ._trust import ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
 from ._undo import UndoCommand
+from ._usage_meter import USAGE_FILE, UsageMeter
 from ._views import ProjectPaths, coding_views
 
 if TYPE_CHECKING:
-    from harness import Model
+    from harness import Message, Model
     from harness.sandbox import Support
 
     from ..config import Config
@@ -171,6 +175,8 @@ class CodingFactory:
         plan.subscribe(tell.plan)
         thought = ThoughtLevel(config.provider)
 
+        meter = UsageMeter(lambda: controls.price(), p.checkpoints_path.parent / USAGE_FILE)
+        side = SideModel(lambda: link.controls if isinstance(link.controls, CodingControls) else None, meter)
         window = partial(_window, link, config.model)
         current_model = partial(_current_model, link)
         compaction = Compaction(
@@ -179,6 +185,7 @@ class CodingFactory:
             model=current_model,
             path=p.checkpoints_path,
             updates=env.client_can("session", "compaction"),
+            summariser=side,
         )
         compaction.keep(p.checkpoints)
         pending = config.project is not None and bool(config.project.ignored)
@@ -220,15 +227,16 @@ class CodingFactory:
             after_open=context.later.attempt,  # the set-up after the answer, started once answered
         )
         link.controls = controls
+        explore_model = ExploreModel(lambda: controls, small=config.explore_model == "small")
         explore = explore_tool(
             root,
             fs,
-            LateModel(current_model),
+            explore_model,
             context_window=window(),
             system_suffix=_roots_note(env),
             # The session's rules judge the sub-agent's calls too; what they ask about pauses the
             # sub-agent and is asked through the session's gate (the explore call's approval).
-            middleware=[secrets, confined, PolicyMiddleware(modes)],
+            middleware=[secrets, confined, PolicyMiddleware(modes), meter.at(explore_model.price)],
         )
         sources: list[Any] = [
             *files,
@@ -256,7 +264,7 @@ class CodingFactory:
             controls.facts,
             tell.message,
             tell.advise,
-            tell.usage,
+            partial(tell.usage, meter=meter),
             _user_config_file(self.environ),
             tell_unknown=config.provider in ("openai", "openai-responses", "anthropic"),
         )
@@ -275,15 +283,18 @@ class CodingFactory:
                 PostToolHooks(context.hooks),
                 RunningMarker(link),
                 SystemPrompt(context),
-                ModeNote(modes),
                 thought,
-                Reminder(plan),
+                TurnReminder(plan),
                 notes,  # the model's window on each prompt; usage, empty replies, window notices
-                # Inside: its summary call goes to the model without the mode note or the reminder.
+                CacheOptions(env.session_id, config.prompt_cache),
+                # Inside: its summary call goes to the model without the reminder.
                 AutoCompactSwitch(auto_compact),
                 CompactOnOverflow(compaction.compact),  # the server's "context exceeded": compact, retry once
                 compaction.middleware,
+                ContextAfterCompaction(partial(_history, link), compaction.covered),
+                SideSummary(side.small),  # the summary on the small model, when one is configured
                 TextToolCalls(tell.text_calls),  # a server with no tool-call parser: calls written as text
+                meter,  # every request of the session, counted and priced
                 *_retry(config.provider),
             ],
             system=context.system,
@@ -296,6 +307,8 @@ class CodingFactory:
             display=ToolDisplay(marks_running=True),
             controls=controls,
             views=views,
+            usage=meter,
+            side_model=side,
         )
 
     async def _apply_trusted(
@@ -403,10 +416,12 @@ class _Tell:
     async def unsandboxed(self, text: str) -> None:
         await self.advise("Shell commands are not sandboxed", text)
 
-    async def usage(self, used: int, size: int) -> None:
-        from ..protocol.models import UsageUpdate
+    async def usage(self, used: int, size: int, *, meter: UsageMeter | None = None) -> None:
+        from ..protocol.models import Cost, UsageUpdate
 
-        await self._link.send(UsageUpdate(used=used, size=size))
+        cost = meter.session_cost() if meter is not None else None
+        priced = Cost.model_validate(cost) if cost is not None else None
+        await self._link.send(UsageUpdate(used=used, size=size, cost=priced))
 
 
 def _window(link: SessionLink, configured: str | None) -> int | None:
@@ -415,6 +430,10 @@ def _window(link: SessionLink, configured: str | None) -> int | None:
         return builtin_window(configured)
     facts = link.controls.facts()
     return facts.context_window if facts is not None else None
+
+
+def _history(link: SessionLink) -> list[Message]:
+    return link.handle.messages() if link.handle is not None else []
 
 
 def _current_model(link: SessionLink) -> Model | None:

@@ -1,24 +1,22 @@
 """Plan mode's two parts: ``PlanExit``, the tool that proposes leaving it once the plan is written, and
-``ModeNote``, the model middleware that tells the model it is in plan mode."""
+``PLAN_NOTE``, what the model is told while in it (a ``mode`` section of ``_context_updates``, at the start
+of a turn: an edit of the system prompt would start the prompt cache anew)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from harness import Decision, Hints, Question, Result, ToolSpec
 
 if TYPE_CHECKING:
     from harness import Call
-    from harness.middleware import NextModel
-    from harness.model import Delta, Prompt
 
     from ._controls import CodingControls
     from ._modes import ModeState
 
-__all__ = ["ModeNote", "PlanExit"]
+__all__ = ["PLAN_NOTE", "PlanExit"]
 
-_PLAN_NOTE = (
+PLAN_NOTE = (
     "\n\nYou are in plan mode: you may read, search and plan, but not edit files or run commands. Write the "
     "plan with plan_set; when it is ready, call plan_exit to propose switching to a mode that carries it out."
 )
@@ -57,15 +55,3 @@ class PlanExit:
             return Result.text("The user wants to keep planning; stay in plan mode.")
         await self._controls.set_mode(str(answer))
         return Result.text(f"The user switched to {answer} mode: carry out the plan now.")
-
-
-class ModeNote:
-    """Model middleware: tells the model it is in plan mode (the mode can change mid-session)."""
-
-    def __init__(self, modes: ModeState) -> None:
-        self._modes = modes
-
-    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        if self._modes.mode == "plan":
-            return next(prompt.replace(system=(prompt.system or "") + _PLAN_NOTE))
-        return next(prompt)

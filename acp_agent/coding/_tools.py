@@ -9,11 +9,11 @@ open-world, and the modes ask before they run (``_modes``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from harness import HarnessUsageError, Options, Result, Run, Tool, Tools, ToolSpec
+from harness import Options, Result, Run, Tool, Tools, ToolSpec
 from harness.agents import AgentTool
 from harness.compact import Compact
 from harness.tools import Glob, Grep, ListDir, ReadFile
@@ -21,12 +21,11 @@ from harness.tools._values import ToolKind, ToolMeta, read_meta
 
 if TYPE_CHECKING:
     from harness import Call, Model
-    from harness.model import Delta, Prompt
     from harness.tools import FileSystem, Root
 
     from ..config import Config
 
-__all__ = ["EXPLORE_SYSTEM", "Dressed", "LateModel", "explore_tool", "web_tools"]
+__all__ = ["EXPLORE_SYSTEM", "Dressed", "explore_tool", "web_tools"]
 
 EXPLORE_SYSTEM: Final = (
     "Explore the project and report concisely what you found, for another agent that asked you the "
@@ -64,20 +63,6 @@ class Dressed:
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:
         return await self.tool.call(input, call)
-
-
-class LateModel:
-    """A ``Model`` that is the session's current model at each call (it is chosen after the factory ran,
-    and ``/model`` may switch it): ``current`` returns it, or None before the session has one."""
-
-    def __init__(self, current: Callable[[], Model | None]) -> None:
-        self._current = current
-
-    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
-        model = self._current()
-        if model is None:
-            raise HarnessUsageError("the session has no model yet; a sub-agent runs inside a turn")
-        return model.stream(prompt)
 
 
 def _words(text: Any, limit: int = _TITLE_WORDS) -> str:

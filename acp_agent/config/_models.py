@@ -21,7 +21,11 @@ from ._checks import At, listed
 
 __all__ = ["MODEL_KEYS", "ModelDecl", "check_models"]
 
-MODEL_KEYS: Final = ("context_window", "max_output_tokens", "reasoning", "images")
+FACT_KEYS: Final = ("context_window", "max_output_tokens", "reasoning", "images")
+PRICE_KEYS: Final = ("input_price", "output_price", "cache_read_price", "cache_write_price")
+"""USD per million tokens: input (uncached), output, cache reads, cache writes."""
+MODEL_KEYS: Final = (*FACT_KEYS, *PRICE_KEYS)
+_MAX_PRICE: Final = 10_000.0
 _MAX_TOKENS: Final = 100_000_000
 
 
@@ -35,13 +39,18 @@ class ModelDecl:
     reasoning: bool | None = None
     images: bool | None = None
     source: str = ""
+    prices: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
+    """``PRICE_KEYS`` in order (None: not said)."""
 
     def fingerprint(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("name", *MODEL_KEYS)}
+        return {k: getattr(self, k) for k in ("name", *FACT_KEYS)} | dict(
+            zip(PRICE_KEYS, self.prices, strict=True)
+        )
 
     def describe(self) -> str:
-        said = ", ".join(f"{k} = {getattr(self, k)}" for k in MODEL_KEYS if getattr(self, k) is not None)
-        return f"declares model {self.name}: {said or 'nothing'}"
+        said = [f"{k} = {getattr(self, k)}" for k in FACT_KEYS if getattr(self, k) is not None]
+        said += [f"{k} = {v:g}" for k, v in zip(PRICE_KEYS, self.prices, strict=True) if v is not None]
+        return f"declares model {self.name}: {', '.join(said) or 'nothing'}"
 
 
 def _tokens(value: Any, at: At) -> int | None:
@@ -56,6 +65,13 @@ def _flag(value: Any, at: At) -> bool | None:
         at.bad("must be true or false.")
         return None
     return value
+
+
+def _price(value: Any, at: At) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= _MAX_PRICE:
+        at.bad(f"must be a price in USD per million tokens, 0 to {_MAX_PRICE:g} (e.g. 3.0).")
+        return None
+    return float(value)
 
 
 def _entry(name: str, raw: Any, at: At) -> ModelDecl | None:
@@ -77,7 +93,9 @@ def _entry(name: str, raw: Any, at: At) -> ModelDecl | None:
         output = None
     reasoning = _flag(entry["reasoning"], at.sub("reasoning")) if "reasoning" in entry else None
     images = _flag(entry["images"], at.sub("images")) if "images" in entry else None
-    return ModelDecl(name, window, output, reasoning, images, source=at.source)
+    p = [_price(entry[k], at.sub(k)) if k in entry else None for k in PRICE_KEYS]
+    prices = (p[0], p[1], p[2], p[3])
+    return ModelDecl(name, window, output, reasoning, images, source=at.source, prices=prices)
 
 
 def check_models(value: Any, at: At) -> dict[str, ModelDecl] | None:

@@ -60,6 +60,22 @@ class Config:
         return cast("str | None", self.get("model"))
 
     @property
+    def small_model(self) -> str | None:
+        """A cheaper model of the same endpoint for side work (None: the session's model does it)."""
+        return cast("str | None", self.get("small_model"))
+
+    @property
+    def explore_model(self) -> str:
+        """``main`` or ``small``: the model the explore sub-agent runs on (small: ``small_model``, if set)."""
+        return cast(str, self.get("explore_model"))
+
+    @property
+    def prompt_cache(self) -> str | None:
+        """Anthropic's cache lifetime (``5m``, ``1h``), or None: caching off."""
+        value = cast(str, self.get("prompt_cache"))
+        return None if value == "off" else value
+
+    @property
     def base_url(self) -> str | None:
         return cast("str | None", self.get("base_url"))
 

@@ -28,6 +28,7 @@ __all__ = [
     "LOG_LEVELS",
     "OPENAI_PROVIDERS",
     "NETWORK_MODES",
+    "PROMPT_CACHE",
     "PROVIDERS",
     "SANDBOX_MODES",
     "SETTINGS",
@@ -47,6 +48,7 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 DEFAULT_HOME: Final = "~/.local/share/acp-agent"
 SANDBOX_MODES: Final = ("workspace-write", "read-only", "off")
 NETWORK_MODES: Final = ("off", "on")
+PROMPT_CACHE: Final = ("5m", "1h", "off")
 
 Check = Callable[[Any, At], Any]
 """Returns the checked value, or None after ``at.bad(...)``."""
@@ -231,6 +233,27 @@ SETTINGS: Final[dict[str, Setting]] = {
             trust=True,
             merge="by_name",
             default={},
+        ),
+        Setting(
+            "small_model",
+            check_text,
+            "a cheaper model the same endpoint serves, for side work (compaction summaries, titles)",
+            env=(Env("ACP_AGENT_SMALL_MODEL"),),
+            flag="--small-model",
+        ),
+        Setting(
+            "explore_model",
+            Choice("main", "small"),
+            "the model the explore sub-agent runs on: the session's (main) or small_model (small)",
+            env=(Env("ACP_AGENT_EXPLORE_MODEL"),),
+            default="main",
+        ),
+        Setting(
+            "prompt_cache",
+            Choice(*PROMPT_CACHE),
+            "prompt caching: Anthropic's cache lifetime (5m, 1h), or off (no cache hints, no cache key)",
+            env=(Env("ACP_AGENT_PROMPT_CACHE"),),
+            default="5m",
         ),
         Setting(
             "secret_env",

@@ -45,6 +45,7 @@ __all__ = [
     "SetSessionConfigOptionResponse",
     "SetSessionModeRequest",
     "StopReason",
+    "Usage",
 ]
 
 StopReason: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
@@ -276,8 +277,21 @@ class PromptRequest(WireModel):
     prompt: list[ContentBlock]
 
 
+class Usage(WireModel):
+    """UNSTABLE: token usage information for a prompt turn."""
+
+    total_tokens: Annotated[int, Field(ge=0)]
+    input_tokens: Annotated[int, Field(ge=0)]
+    output_tokens: Annotated[int, Field(ge=0)]
+    thought_tokens: Annotated[int, Field(ge=0)] | None = None
+    cached_read_tokens: Annotated[int, Field(ge=0)] | None = None
+    cached_write_tokens: Annotated[int, Field(ge=0)] | None = None
+
+
 class PromptResponse(WireModel):
     stop_reason: StopReason
+    usage: Usage | None = None
+    """UNSTABLE: token usage for this turn (optional)."""
 
 
 class CancelNotification(WireModel):

@@ -105,6 +105,7 @@ from ._models_session import (
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
     StopReason,
+    Usage,
 )
 from ._models_tools import (
     CancelledPermissionOutcome,
@@ -299,6 +300,7 @@ __all__ = [
     "ToolCallStatus",
     "ToolCallUpdate",
     "ToolKind",
+    "Usage",
     "UsageUpdate",
     "UserMessageChunk",
     "WaitForTerminalExitRequest",

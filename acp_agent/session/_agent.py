@@ -354,7 +354,8 @@ class AcpAgent:
         finally:
             # The turn's last writes are flushed, not fsync'd: that comes once the answer is out.
             self._after_response(ctx, session.sync_writes)
-        return m.PromptResponse(stop_reason=stop)  # pyright: ignore[reportArgumentType]
+        usage = m.Usage.model_validate(u) if (u := session.turn_usage()) is not None else None
+        return m.PromptResponse(stop_reason=stop, usage=usage)  # pyright: ignore[reportArgumentType]
 
     async def set_mode(self, req: m.SetSessionModeRequest, ctx: RequestContext) -> dict[str, Any]:
         controls = self._session(req.session_id).setup.controls

@@ -17,10 +17,22 @@ if TYPE_CHECKING:
 
     from ..protocol.models import ContentBlock
 
-__all__ = ["ACP_META_KEY", "content_adapter", "linked_files", "prompt_to_message", "title_from_prompt"]
+__all__ = [
+    "ACP_META_KEY",
+    "CONTEXT_PARTS_META",
+    "content_adapter",
+    "linked_files",
+    "prompt_to_message",
+    "title_from_prompt",
+    "user_text",
+]
 
 ACP_META_KEY = "acp"
 """``Message.meta[ACP_META_KEY]["prompt"]`` keeps the prompt's original blocks, replayed as sent."""
+
+CONTEXT_PARTS_META = "contextParts"
+"""``Message.meta[CONTEXT_PARTS_META]``: how many leading parts of a prompt are context the agent put
+there (the environment, changed instructions), not the user's words."""
 
 _TITLE_MAX = 80
 _LINK_MAX_BYTES = 256 * 1024
@@ -147,8 +159,17 @@ def _blob_size(blob: str) -> int:
         return len(blob)
 
 
+def user_text(message: Message) -> str:
+    """The prompt's text without the context parts the agent put in front of it."""
+    from harness import Text
+
+    skip = message.meta.get(CONTEXT_PARTS_META)
+    parts = message.parts[skip:] if isinstance(skip, int) and not isinstance(skip, bool) else message.parts
+    return "".join(p.text for p in parts if isinstance(p, Text))
+
+
 def title_from_prompt(message: Message) -> str | None:
-    text = " ".join(message.text[:2000].split())
+    text = " ".join(user_text(message)[:2000].split())
     if not text:
         return None
     return text if len(text) <= _TITLE_MAX else text[: _TITLE_MAX - 1].rstrip() + "…"

@@ -4,7 +4,9 @@
 This agent has one provider, ``main``: the configured model's endpoint (none with the ``script``
 provider, which has no endpoint). It is ``required`` (the agent cannot work without it), so
 ``providers/disable`` refuses it with ``invalid_params``; an unknown id disables nothing and succeeds, as
-the RFD says. ``providers/set`` replaces its protocol (``openai``: Chat Completions, or the Responses API
+the RFD says. With a ``small_model`` configured there is a second, ``small`` (``required: false``): the
+side model's endpoint (main's unless routed); disabled, side work runs on the main model, and
+``providers/set small`` enables it again on its route. ``providers/set`` replaces its protocol (``openai``: Chat Completions, or the Responses API
 when that is what is configured; ``anthropic``: Messages), base URL and headers for the connection only:
 ``ProviderRoutes`` is held by the agent, never written anywhere, and every model this connection built
 (the agent's, each session's, ``/model``'s) takes the route from its next request (``RoutedModel``).
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROVIDER_ID",
+    "SMALL_ID",
     "ProviderRoutes",
     "RoutedModel",
     "disable_provider",
@@ -48,6 +51,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PROVIDER_ID: Final = "main"
+SMALL_ID: Final = "small"
+"""The side model (``small_model``), optional: disabled, side work runs on ``main``."""
 _PROTOCOLS: Final = ("openai", "anthropic")
 
 
@@ -64,42 +69,58 @@ class Route:
 
 
 class ProviderRoutes:
-    """The connection's route for ``main`` (None: as configured); ``version`` counts the changes."""
+    """The connection's routes by provider id (absent: as configured); ``versions`` count the changes;
+    ``disabled``: the optional providers the client turned off (``small``: side work on ``main``)."""
 
     def __init__(self) -> None:
-        self.route: Route | None = None
-        self.version = 0
+        self.routes: dict[str, Route] = {}
+        self.versions: dict[str, int] = {}
+        self.disabled: set[str] = set()
 
-    def set(self, route: Route) -> None:
-        self.route = route
-        self.version += 1
+    @property
+    def route(self) -> Route | None:
+        """``main``'s route."""
+        return self.routes.get(PROVIDER_ID)
 
-    def model(self, built: Model, settings: ModelSettings) -> Model:
-        """``built`` (from ``settings``), following this connection's route from its next request."""
+    @property
+    def version(self) -> int:
+        return self.versions.get(PROVIDER_ID, 0)
+
+    def set(self, route: Route, provider_id: str = PROVIDER_ID) -> None:
+        self.routes[provider_id] = route
+        self.versions[provider_id] = self.versions.get(provider_id, 0) + 1
+        self.disabled.discard(provider_id)
+
+    def model(self, built: Model, settings: ModelSettings, provider_id: str = PROVIDER_ID) -> Model:
+        """``built`` (from ``settings``), following this connection's route for ``provider_id`` from its
+        next request."""
         if settings.provider not in ("openai", "openai-responses", "anthropic"):
             return built
-        return RoutedModel(built, settings, self)
+        return RoutedModel(built, settings, self, provider_id)
 
 
 class RoutedModel:
     """A model that is rebuilt on the route when the route changed since it was built."""
 
-    def __init__(self, built: Model, settings: ModelSettings, routes: ProviderRoutes) -> None:
+    def __init__(
+        self, built: Model, settings: ModelSettings, routes: ProviderRoutes, provider_id: str = PROVIDER_ID
+    ) -> None:
         self._model = built
         self._settings = settings
         self._routes = routes
+        self._id = provider_id
         self._version = 0
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
-        if self._routes.version == self._version:
+        if self._routes.versions.get(self._id, 0) == self._version:
             return self._model.stream(prompt)  # the hot path: no layer of ours while nothing changed
         return self._rerouted(prompt)
 
     async def _rerouted(self, prompt: Prompt) -> AsyncIterator[Delta]:
         routes = self._routes
-        if routes.version != self._version and routes.route is not None:
-            version = routes.version
-            self._model = await anyio.to_thread.run_sync(_build, self._settings, routes.route)
+        version, route = routes.versions.get(self._id, 0), routes.routes.get(self._id)
+        if version != self._version and route is not None:
+            self._model = await anyio.to_thread.run_sync(_build, self._settings, route)
             self._version = version
         inner = self._model.stream(prompt)
         try:
@@ -173,11 +194,27 @@ async def list_providers(agent: AcpAgent, req: Any, ctx: RequestContext) -> List
         url = agent.settings.base_url or DEFAULT_URLS[provider]
         current = ProviderCurrentConfig(api_type=protocol_of(provider), base_url=_shown_url(url))
     info = ProviderInfo(provider_id=PROVIDER_ID, supported=list(_PROTOCOLS), required=True, current=current)
-    return ListProvidersResponse(providers=[info])
+    providers = [info]
+    if agent.settings.small_model:  # the side model: as main's endpoint unless routed; disabled: null
+        small = agent.routes.routes.get(SMALL_ID)
+        if SMALL_ID in agent.routes.disabled:
+            small_current = None
+        elif small is not None:
+            small_current = ProviderCurrentConfig(
+                api_type=small.api_type, base_url=_shown_url(small.base_url)
+            )
+        else:
+            small_current = current
+        providers.append(
+            ProviderInfo(
+                provider_id=SMALL_ID, supported=list(_PROTOCOLS), required=False, current=small_current
+            )
+        )
+    return ListProvidersResponse(providers=providers)
 
 
 async def set_provider(agent: AcpAgent, req: SetProviderRequest, ctx: RequestContext) -> dict[str, Any]:
-    if _configured(agent) is None or req.provider_id != PROVIDER_ID:
+    if _configured(agent) is None or req.provider_id not in _ids(agent):
         raise RpcError.invalid_params(f"invalid params: providerId: unknown provider {req.provider_id!r}")
     if req.api_type not in _PROTOCOLS:
         raise RpcError.invalid_params(
@@ -185,7 +222,7 @@ async def set_provider(agent: AcpAgent, req: SetProviderRequest, ctx: RequestCon
         )
     if urlsplit(req.base_url).scheme not in ("http", "https") or not urlsplit(req.base_url).hostname:
         raise RpcError.invalid_params("invalid params: baseUrl: an http:// or https:// URL is needed")
-    agent.routes.set(Route(req.api_type, req.base_url, dict(req.headers)))
+    agent.routes.set(Route(req.api_type, req.base_url, dict(req.headers)), req.provider_id)
     return {}
 
 
@@ -196,4 +233,10 @@ async def disable_provider(
         raise RpcError.invalid_params(
             f"invalid params: providerId: {PROVIDER_ID!r} is required: the agent has no other model"
         )
+    if req.provider_id == SMALL_ID and req.provider_id in _ids(agent):
+        agent.routes.disabled.add(SMALL_ID)  # side work runs on main from the next request
     return {}  # an unknown provider: nothing to disable (idempotent, as the RFD says)
+
+
+def _ids(agent: AcpAgent) -> tuple[str, ...]:
+    return (PROVIDER_ID, SMALL_ID) if agent.settings.small_model else (PROVIDER_ID,)

@@ -102,6 +102,10 @@ class Session:
     def id(self) -> str:
         return self.meta.id
 
+    def turn_usage(self) -> dict[str, int] | None:
+        """The last turn's token usage (ACP's unstable ``Usage``), where the factory counts it."""
+        return self.setup.usage.turn_usage() if self.setup.usage is not None else None
+
     @property
     def busy(self) -> bool:
         return self._turn_done is not None
@@ -184,6 +188,8 @@ class Session:
             blocks, image=caps["image"], audio=caps["audio"], embedded=caps["embeddedContext"]
         )
         message = await linked_files(message, blocks, self.env.roots)
+        if self.setup.usage is not None:
+            await self.setup.usage.turn_started()
         self._turn_done = anyio.Event()
         self._cancel_requested = self._cancel_sequence > ctx.sequence  # cancelled before it started
         ctx.on_cancel_request(self.cancel)

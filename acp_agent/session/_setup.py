@@ -26,6 +26,7 @@ __all__ = [
     "SessionHandle",
     "SessionSetup",
     "ToolDisplay",
+    "UsageSource",
     "default_factory",
 ]
 
@@ -155,6 +156,20 @@ class SessionSetup:
     ready: Callable[[], Awaitable[None]] | None = None
     """Awaited at the start of each prompt (cancelled with the turn): the part of the set-up the factory
     left for after the opening answer. What it raises (an ``RpcError``) is the prompt's answer."""
+    usage: UsageSource | None = None
+    """What the session's model requests used (``PromptResponse.usage``), when the factory counts it."""
+    side_model: Callable[[], Awaitable[Model | None]] | None = None
+    """The model for side work (a title, a summary): the configured small model, else the session's
+    (None before its first turn chose it); its requests are counted in the session's usage."""
+
+
+class UsageSource(Protocol):
+    """The session's token usage: ``turn_started`` at each prompt, then ``turn_usage``, ACP's unstable
+    ``Usage`` of the turn's model requests (every one: side requests too), None when none reported any."""
+
+    async def turn_started(self) -> None: ...
+
+    def turn_usage(self) -> dict[str, int] | None: ...
 
 
 class SessionFactory(Protocol):

@@ -24,6 +24,7 @@ from ..model import (
     ToolStart,
     UsageChunk,
 )
+from ._cache import EPHEMERAL_META, anthropic_breakpoints
 from ._common import FALLBACK, continued_text, count, obj, parse_input, stream_record
 from ._http import Endpoint, HttpModel, classify_error_body, truncated
 from ._sse import SseEvent
@@ -124,10 +125,13 @@ class Messages(HttpModel):
             history.pop()
             if text:  # the API rejects a prefill ending in whitespace; an empty one is no prefill at all
                 tail = {"role": "assistant", "content": [{"type": "text", "text": text}]}
-        messages = [_message(m) for m in history]
-        messages = [m for m in messages if m["content"]]
+        built = [(_message(m), bool(m.meta.get(EPHEMERAL_META))) for m in history]
+        built = [(m, e) for m, e in built if m["content"]]
+        messages = [m for m, _ in built]
+        ephemeral = [e for _, e in built]
         if tail is not None:
             messages.append(tail)
+            ephemeral.append(True)  # the prefill is this request's alone
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": prompt.options.max_output_tokens or self.max_tokens,
@@ -143,6 +147,8 @@ class Messages(HttpModel):
         if prompt.options.temperature is not None and not thinking_on:
             body["temperature"] = prompt.options.temperature  # thinking requires the default temperature
         body["stream"] = True
+        if prompt.options.cache_ttl is not None:
+            anthropic_breakpoints(body, ephemeral, prompt.options.cache_ttl)
         body.update(knobs)
         return body
 

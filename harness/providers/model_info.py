@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from .._errors import ModelError
-from ..model_info import SERVERS, ModelInfo, positive
+from ..model_info import SERVERS, ModelInfo, per_token_prices, positive
 from ._common import obj
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ def _entry(e: Mapping[str, Any]) -> ModelInfo:
             ("image" in modalities) if isinstance(modalities, list) else None,
             source=f"{'OpenRouter ' if is_router else ''}context_length",
             server="openrouter" if is_router else None,
+            prices=_openrouter_prices(obj(e.get("pricing"))),
         )
     if positive(e.get("max_input_tokens")) is not None:
         return ModelInfo(
@@ -90,6 +91,18 @@ def _entry(e: Mapping[str, Any]) -> ModelInfo:
         if positive(e.get(key)) is not None:
             return ModelInfo(ident, positive(e[key]), source=key)
     return ModelInfo(ident, server="ollama" if owned == "library" else None)
+
+
+def _openrouter_prices(
+    pricing: Mapping[str, Any],
+) -> tuple[float | None, float | None, float | None, float | None] | None:
+    """OpenRouter's ``pricing`` (USD per token, as strings): prompt, completion, cache read and write."""
+    return per_token_prices(
+        pricing.get("prompt"),
+        pricing.get("completion"),
+        pricing.get("input_cache_read"),
+        pricing.get("input_cache_write"),
+    )
 
 
 def parse_model_list(body: Any) -> list[ModelInfo]:
@@ -225,6 +238,12 @@ def _litellm(body: Any, infos: list[ModelInfo]) -> list[ModelInfo] | None:
                 flag(mi, "supports_vision"),
                 source="LiteLLM model_info.max_input_tokens" if window else "",
                 server="litellm",
+                prices=per_token_prices(
+                    mi.get("input_cost_per_token"),
+                    mi.get("output_cost_per_token"),
+                    mi.get("cache_read_input_token_cost"),
+                    mi.get("cache_creation_input_token_cost"),
+                ),
             )
         )
     return out

@@ -75,7 +75,7 @@ def chat_usage(raw: Mapping[str, Any]) -> UsageChunk:
     if output is not None and prompt is not None and reasoning and total == prompt + output + reasoning:
         output += reasoning  # xAI counts reasoning outside completion_tokens
     inp = None if prompt is None else max(0, prompt - cache_read - cache_write)
-    return UsageChunk(inp, output, cache_read, cache_write)
+    return UsageChunk(inp, output, cache_read, cache_write, reasoning or None)
 
 
 def _host(url: str) -> str:
@@ -174,6 +174,8 @@ class ChatCompletions(HttpModel):
             body["max_completion_tokens" if self._openai else "max_tokens"] = opts.max_output_tokens
         if opts.temperature is not None:
             body["temperature"] = opts.temperature
+        if self._openai and opts.cache_key is not None and opts.cache_ttl is not None:
+            body["prompt_cache_key"] = opts.cache_key  # OpenAI's own: one key, one cache machine
         body.update(prompt.provider_options(self.provider_key))
         return body
 

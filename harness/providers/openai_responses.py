@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._errors import UnsupportedOptionError
 from .._kinds import FinishReason, Role
@@ -32,13 +33,18 @@ __all__ = ["Responses", "responses_usage"]
 log = logging.getLogger("harness.providers.openai")
 
 
+def _is_openai(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
+
+
 def responses_usage(raw: Mapping[str, Any]) -> UsageChunk:
     prompt = count(raw.get("input_tokens"))
     details = obj(raw.get("input_tokens_details"))
     cache_read = count(details.get("cached_tokens")) or 0
     cache_write = count(details.get("cache_write_tokens")) or 0
     inp = None if prompt is None else max(0, prompt - cache_read - cache_write)
-    return UsageChunk(inp, count(raw.get("output_tokens")), cache_read, cache_write)
+    reasoning = count(obj(raw.get("output_tokens_details")).get("reasoning_tokens")) or None
+    return UsageChunk(inp, count(raw.get("output_tokens")), cache_read, cache_write, reasoning)
 
 
 _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -83,6 +89,9 @@ class Responses(HttpModel):
             body["max_output_tokens"] = prompt.options.max_output_tokens
         if prompt.options.temperature is not None:
             body["temperature"] = prompt.options.temperature
+        opts = prompt.options
+        if _is_openai(self._ep.base_url) and opts.cache_key is not None and opts.cache_ttl is not None:
+            body["prompt_cache_key"] = opts.cache_key  # OpenAI's own: one key, one cache machine
         body.update(prompt.provider_options(self.provider_key))
         return body
 

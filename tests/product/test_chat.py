@@ -213,6 +213,11 @@ def test_plans_and_usage_render() -> None:
         }
     )
     assert r.usage_line() == "context 500/1000 tokens (50%), cost 0.2500 USD"
+    turn = {"totalTokens": 12420, "inputTokens": 12300, "outputTokens": 120, "cachedReadTokens": 11000}
+    assert (
+        r.usage_line(turn)
+        == "turn 12.3k in (11.0k cached), 120 out; context 500/1000 tokens (50%), cost 0.2500 USD"
+    )
 
 
 def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(tmp_path: Path) -> None:

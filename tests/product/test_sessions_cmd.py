@@ -68,16 +68,23 @@ def test_list_show_and_delete_sessions(tmp_path: Path) -> None:
             {"role": "assistant", "content": [{"type": "text", "text": "fixed"}]},
         ],
     )
+    usage = {
+        "usage": {"input": 1200, "output": 300, "cacheRead": 9000, "cacheWrite": 500},
+        "costUsd": 0.01234,
+    }
+    (tmp_path / "sessions" / "sess_new" / "usage.json").write_text(json.dumps(usage))
     listed = run(tmp_path, "list")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
-    assert lines[0].split() == ["ID", "UPDATED", "TITLE", "CWD"]
+    assert lines[0].split() == ["ID", "UPDATED", "TOKENS", "/", "COST", "TITLE", "CWD"]
     assert lines[1].startswith("sess_new") and "fix the bug" in lines[1]
-    assert lines[2].startswith("sess_old")
+    assert "11.0k tokens (9.0k cached), $0.0123" in lines[1]
+    assert lines[2].startswith("sess_old") and " - " in lines[2], "no usage kept: a dash"
 
     shown = run(tmp_path, "show", "sess_new")
     assert shown.returncode == 0, shown.stderr
     assert "user: fix it" in shown.stdout
+    assert "usage 11.0k tokens (9.0k cached), $0.0123" in shown.stdout
     assert "assistant (thinking): look first" in shown.stdout
     assert 'assistant calls read {"path": "a"}' in shown.stdout
     assert "result: x=1" in shown.stdout

@@ -102,7 +102,15 @@ async def test_chat_completions_runs_a_tool_round_trip_through_the_agent(tmp_pat
             ACP_AGENT_API_KEY=KEY,
         )
         answer, updates = await _prompt(tmp_path / "home", project, env, "What is in the project?")
-        assert answer["result"] == {"stopReason": "end_turn"}
+        # The turn's usage: what the server reported (the tool call's reply reported none).
+        usage = {
+            "totalTokens": 25,
+            "inputTokens": 20,
+            "outputTokens": 5,
+            "cachedReadTokens": 0,
+            "cachedWriteTokens": 0,
+        }
+        assert answer["result"] == {"stopReason": "end_turn", "usage": usage}
         assert _text(updates) == "The project holds a.txt."
         calls = [u for u in updates if u.get("sessionUpdate") == "tool_call"]
         assert calls and calls[0]["toolCallId"] == "call_ls"
@@ -137,7 +145,15 @@ async def test_the_responses_api_streams_a_reply_through_the_agent(tmp_path: Pat
             ACP_AGENT_API_KEY=KEY,
         )
         answer, updates = await _prompt(tmp_path / "home", project, env, "Say hello.")
-        assert answer["result"] == {"stopReason": "end_turn"}
+        # Responses' input_tokens include the cached ones, which PromptResponse.usage names apart.
+        usage = {
+            "totalTokens": 103,
+            "inputTokens": 100,
+            "outputTokens": 3,
+            "cachedReadTokens": 64,
+            "cachedWriteTokens": 0,
+        }
+        assert answer["result"] == {"stopReason": "end_turn", "usage": usage}
         assert _text(updates)
         posts = [r for r in server.requests if r.method == "POST"]
         assert posts[0].json["model"] == "gpt-test"
@@ -156,7 +172,14 @@ async def test_anthropic_messages_streams_a_reply_through_the_agent(tmp_path: Pa
             ACP_AGENT_API_KEY=KEY,
         )
         answer, updates = await _prompt(tmp_path / "home", project, env, "Say hello.")
-        assert answer["result"] == {"stopReason": "end_turn"}
+        usage = {
+            "totalTokens": 17,
+            "inputTokens": 11,
+            "outputTokens": 6,
+            "cachedReadTokens": 0,
+            "cachedWriteTokens": 0,
+        }
+        assert answer["result"] == {"stopReason": "end_turn", "usage": usage}
         assert _text(updates) == "Hello there!"
         posts = [r for r in server.requests if r.method == "POST"]
         assert posts[0].headers["x-api-key"] == KEY

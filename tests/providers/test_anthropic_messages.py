@@ -179,7 +179,7 @@ async def test_request_sends_thinking_back_unchanged_tool_results_with_is_error_
             prompt(
                 *msgs,
                 tools=[weather_tool()],
-                options=Options(max_output_tokens=4096, temperature=0.5, provider=knobs),
+                options=Options(max_output_tokens=4096, temperature=0.5, provider=knobs, cache_ttl=None),
             ),
         )
     req = server.requests[0]

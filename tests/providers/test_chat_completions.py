@@ -131,7 +131,7 @@ async def test_deepseek_usage_on_the_finish_chunk(server: FakeServer) -> None:
         ReasoningChunk("We"),
         ReasoningChunk(" add."),
         TextChunk("5"),
-        UsageChunk(18, 219, 0, 0),
+        UsageChunk(18, 219, 0, 0, 205),  # 205 of the 219 were reasoning
         Finish(FinishReason.STOP),
     ]
 

@@ -47,6 +47,7 @@ async def test_a_run_retries_overload_calls_the_tool_and_sends_the_result_back(s
                 "type": "tool_result",
                 "tool_use_id": "toolu_01NRLabsLyVHZPKxbKvkfSMn",
                 "content": [{"type": "text", "text": "15°C in Paris"}],
+                "cache_control": {"type": "ephemeral"},  # the last message: where the cache is written
             }
         ],
     }

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.anyio
 
 def _texts(messages: list[dict[str, Any]]) -> list[str]:
     texts = [str(m.get("content")) for m in messages if m["role"] in ("user", "assistant")]
-    return [t for t in texts if not t.startswith("<reminder>")]  # the agent's own per-turn note
+    # The agent's own notes: a per-request reminder, the context told in front of a prompt.
+    texts = [t.split("\n</context>\n\n", 1)[-1] for t in texts]
+    return [t for t in texts if not t.startswith("<reminder>")]
 
 
 async def test_a_fork_sends_the_shared_history_to_the_model_and_leaves_the_source_unchanged(

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import FakeModel, Turn
+from acp_conformance.fake_model.turn import ToolCall
 
 from ._frontier_support import KEY, check_wire, frontier_agent, validate
 
@@ -58,7 +59,11 @@ async def test_providers_set_routes_the_next_request_to_the_clients_endpoint_wit
                 second = (await agent.new_session())["sessionId"]
                 await agent.prompt(second, "three")
                 assert len(agent.model.model_requests) == 1, "nothing more went to the configured endpoint"
-                last = [str(m["content"]) for m in other.model_requests[-1].json["messages"]]
+                # Each message's own words (without the context the agent tells in front of a prompt).
+                last = [
+                    str(m["content"]).split("\n</context>\n\n", 1)[-1]
+                    for m in other.model_requests[-1].json["messages"]
+                ]
                 assert "three" in last and "one" not in last, "the second session's request went there"
                 for request in other.model_requests:
                     assert request.headers["x-gateway-token"] == SECRET
@@ -114,3 +119,53 @@ async def test_providers_set_refuses_what_it_cannot_route_without_echoing_header
                 assert SECRET not in json.dumps(answer)
             listed = await client.call("providers/list", {})
             assert listed["providers"][0]["current"]["baseUrl"] == agent.model.url + "/v1"
+
+
+def _explore(i: int) -> Turn:
+    return Turn(tool_calls=(ToolCall("explore", {"prompt": "Where is the config read?"}, f"call_x{i}"),))
+
+
+async def test_the_small_provider_routes_side_work_and_once_disabled_side_work_runs_on_main(
+    tmp_path: Path,
+) -> None:
+    turns = [
+        _explore(1), Turn(text="found"), Turn(text="ok"),  # explore on the small model, main's endpoint
+        _explore(2), Turn(text="ok"),  # its sub-agent's request goes to the client's route for small
+        _explore(3), Turn(text="found on main"), Turn(text="ok"),  # small disabled: on the main model
+    ]  # fmt: skip
+    environ = {"ACP_AGENT_SMALL_MODEL": "small-model", "ACP_AGENT_EXPLORE_MODEL": "small"}
+    with FakeModel([Turn(text="found elsewhere")], model="small-model") as other:
+        async with frontier_agent(tmp_path, turns, environ=environ) as agent:
+            client, main = agent.client, agent.model
+            with anyio.fail_after(60):
+                listed = await client.call("providers/list", {})
+                validate("ListProvidersResponse", listed)
+                small = listed["providers"][1]
+                assert small == {
+                    "providerId": "small",
+                    "supported": ["openai", "anthropic"],
+                    "required": False,
+                    "current": {"apiType": "openai", "baseUrl": main.url + "/v1"},
+                }
+                sid = (await agent.new_session())["sessionId"]
+                await agent.prompt(sid, "one")
+                assert [r.json["model"] for r in main.model_requests] == [
+                    "local-model",
+                    "small-model",
+                    "local-model",
+                ]
+
+                route = {"providerId": "small", "apiType": "openai", "baseUrl": other.url + "/v1"}
+                assert await client.call("providers/set", route) == {}
+                await agent.prompt(sid, "two")
+                assert [r.json["model"] for r in other.model_requests] == ["small-model"]
+                assert len(main.model_requests) == 5, "main's requests stay on main's endpoint"
+
+                assert await client.call("providers/disable", {"providerId": "small"}) == {}
+                listed = await client.call("providers/list", {})
+                validate("ListProvidersResponse", listed)
+                assert listed["providers"][1].get("current") is None, "disabled"
+                await agent.prompt(sid, "three")
+                assert [r.json["model"] for r in main.model_requests[5:]] == ["local-model"] * 3
+                assert len(other.model_requests) == 1
+            check_wire(client)

@@ -19,7 +19,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from acp_conformance.fake_model import FakeServer, Reply
 from tests.reliability._reliability_support import AgentProcess, agent_env, agent_process, initialized
 
-__all__ = ["Project", "calls", "project_agent", "text"]
+__all__ = ["Project", "calls", "project_agent", "text", "told", "user_messages"]
 
 KEY = "sk-test-instructions-0123456789"
 LIMIT_S = 30
@@ -125,8 +125,26 @@ def tool_messages(body: dict[str, Any]) -> list[str]:
     return [str(m["content"]) for m in body["messages"] if m["role"] == "tool"]
 
 
+def _without_context(content: Any) -> Any:
+    if isinstance(content, str) and content.startswith("<context>\n"):
+        return content.split("\n</context>\n\n", 1)[1]
+    return content
+
+
 def user_messages(body: dict[str, Any]) -> list[Any]:
-    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+    """The user messages' content, without the context the agent tells in front of a prompt."""
+    return [_without_context(m["content"]) for m in body["messages"] if m["role"] == "user"]
+
+
+def told(body: dict[str, Any]) -> str:
+    """Everything the request tells of the session's context: the system prompt, then each context part
+    in front of a prompt (the environment, what changed since)."""
+    contexts = [
+        str(m["content"]).split("\n</context>\n\n", 1)[0]
+        for m in body["messages"]
+        if m["role"] == "user" and str(m["content"]).startswith("<context>\n")
+    ]
+    return "\n\n".join([system_of(body), *contexts])
 
 
 @asynccontextmanager

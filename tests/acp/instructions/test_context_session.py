@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_agent.session._content import user_text
 from harness.testing import FakeModel, Reply
 from tests.acp.coding._support import calls, editor_agent, fake, final, prompt, select, text_of
 
@@ -39,7 +40,8 @@ def _system(model: FakeModel, i: int = 0) -> str:
 
 
 def _user_texts(model: FakeModel, i: int = 0) -> list[str]:
-    return [m.text for m in model.prompts[i].messages if m.role == "user"]
+    """The user messages' words (without the context the agent tells in front of a prompt)."""
+    return [user_text(m) for m in model.prompts[i].messages if m.role == "user"]
 
 
 def _hook_entries(editor: Any) -> list[dict[str, Any]]:
@@ -146,7 +148,8 @@ async def test_the_users_prompt_file_replaces_the_default_prompt(tmp_path: Path)
     async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
         await prompt(editor, sid, "hi")
     system = _system(model)
-    assert system.startswith("You are a pirate.\n\n# Environment") and "You are acp-agent" not in system
+    assert system == "You are a pirate.", "the environment goes in front of the first prompt, not here"
+    assert model.prompts[0].messages[0].text.startswith("<context>\n")
 
 
 async def test_an_unreadable_prompt_file_fails_session_new_with_a_clear_error(tmp_path: Path) -> None:

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.acp.instructions._support import calls, git, project_agent, system_of, text, tool_messages
+from tests.acp.instructions._support import (
+    calls,
+    git,
+    project_agent,
+    system_of,
+    text,
+    told,
+    tool_messages,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -89,7 +97,13 @@ async def test_instructions_changed_between_turns_are_read_again(tmp_path: Path)
         await p.prompt("second")
         first, second = p.bodies()
     assert "Version one." in system_of(first)
-    assert "Version two, longer." in system_of(second) and "Version one." not in system_of(second)
+    # Told as a message in front of the second prompt, never as an edit of the system prompt (which
+    # would start the prompt cache anew): the second request extends the first.
+    assert system_of(second) == system_of(first)
+    assert second["messages"][: len(first["messages"])] == first["messages"]
+    update = second["messages"][-1]["content"]
+    assert update.startswith("<context>\n") and "Version two, longer." in update
+    assert "Version one." not in update and update.endswith("second")
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -114,7 +128,11 @@ async def test_the_environment_block_names_the_date_the_branch_and_uncommitted_c
         await p.prompt("first")
         (repo / "a.txt").write_text("changed\n")
         await p.prompt("second")
-        first, second = (system_of(b) for b in p.bodies())
+        bodies = p.bodies()
+        first, second = (told(b) for b in bodies)
+    # The environment is a message: the second request extends the first, whose system is unchanged.
+    assert bodies[1]["messages"][: len(bodies[0]["messages"])] == bodies[0]["messages"]
+    assert system_of(bodies[1]) == system_of(bodies[0]) and "# Environment" not in system_of(bodies[0])
     today = datetime.date.today()
     assert f"Today's date: {today.isoformat()} ({today.strftime('%A')})" in first
     assert f"- {repo}: a git repository (root {repo}), branch feature-x, no uncommitted changes" in first
