@@ -37,7 +37,7 @@ async def _one_call(tmp_path: Path, call: bytes, *, provider: str = "openai") ->
             (agent.project / "a.py").write_text(PY)
             with anyio.fail_after(30):
                 answer = await agent.prompt("Fix it.")
-            assert answer["result"] == {"stopReason": "end_turn"}, answer
+            assert answer["result"]["stopReason"] == "end_turn", answer
             bodies = posts(server)
             assert len(bodies) == 2
             return sent_tool_results(bodies[1]), agent.text()
@@ -141,7 +141,7 @@ async def test_a_tool_call_written_as_text_runs_and_the_user_is_told_how_to_turn
             (agent.project / "a.py").write_text(PY)
             with anyio.fail_after(30):
                 answer = await agent.prompt("Read a.py.")
-            assert answer["result"] == {"stopReason": "end_turn"}
+            assert answer["result"]["stopReason"] == "end_turn"
             second = posts(server)[1]
             [assistant] = [m for m in second["messages"] if m["role"] == "assistant"]
             assert assistant["tool_calls"][0]["function"]["name"] == "read_file"
@@ -171,7 +171,7 @@ async def test_a_look_alike_of_a_text_call_stays_text(tmp_path: Path, reply: str
         async with robust_agent(tmp_path, server) as agent:
             with anyio.fail_after(30):
                 answer = await agent.prompt("Explain.")
-            assert answer["result"] == {"stopReason": "end_turn"}
+            assert answer["result"]["stopReason"] == "end_turn"
             assert len(posts(server)) == 1, "nothing ran"
             assert agent.text().strip() == reply.strip()
             assert agent.updates("tool_call") == []
@@ -200,9 +200,9 @@ async def test_a_context_overflow_compacts_once_and_the_step_is_sent_again(tmp_p
         )
         async with robust_agent(tmp_path, server) as agent:
             with anyio.fail_after(30):
-                assert (await agent.prompt("Hi."))["result"] == {"stopReason": "end_turn"}
+                assert (await agent.prompt("Hi."))["result"]["stopReason"] == "end_turn"
                 answer = await agent.prompt("Now the big task.")
-            assert answer["result"] == {"stopReason": "end_turn"}, answer
+            assert answer["result"]["stopReason"] == "end_turn", answer
             bodies = posts(server)
             assert len(bodies) == 4
             summary_request, retried = bodies[2], bodies[3]
@@ -241,7 +241,7 @@ async def test_a_model_repeating_a_failing_edit_is_told_once_then_stopped_for_th
             (agent.project / "a.py").write_text(PY)
             with anyio.fail_after(60):
                 answer = await agent.prompt("Fix it.")
-            assert answer["result"] == {"stopReason": "max_turn_requests"}, answer
+            assert answer["result"]["stopReason"] == "max_turn_requests", answer
             bodies = posts(server)
             assert len(bodies) == 4, "three failures, then the repeat that is not run ends the turn"
             third = sent_tool_results(bodies[3])[-1]
@@ -275,7 +275,7 @@ async def test_a_two_megabyte_output_is_cut_and_the_model_reads_its_middle_back_
         async with robust_agent(tmp_path, server) as agent:
             with anyio.fail_after(60):
                 answer = await agent.prompt("Count.")
-            assert answer["result"] == {"stopReason": "end_turn"}, answer
+            assert answer["result"]["stopReason"] == "end_turn", answer
             bodies = posts(server)
             assert len(bodies) == 3
             first = sent_tool_results(bodies[1])[-1]
