@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
-from harness.atomic import write_text_atomic
+from harness.atomic import private_dir, write_text_atomic
 
 __all__ = [
     "TRUST_FILE",
@@ -223,7 +223,7 @@ class TrustStore:
         """Read, let the caller change, write back atomically: under a lock, so processes do not race."""
         import fcntl
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         lock_fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
