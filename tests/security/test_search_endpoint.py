@@ -32,7 +32,7 @@ def _resolves_to(*addresses: str) -> Callable[[str], Awaitable[list[str]]]:
 
 def _search(
     url: str, *, allow_private: bool, resolver: Callable[[str], Awaitable[list[str]]], status: int = 200
-):
+) -> tuple[WebSearch, list[httpx2.Request]]:
     sent: list[httpx2.Request] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
