@@ -18,7 +18,7 @@ never echoed (``providers/list`` says the protocol and a base URL without creden
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -63,14 +63,32 @@ class Route:
     headers: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
 
 
+def route_secrets(route: Route) -> list[str]:
+    """The credentials a route carries, by value: every header value, the user name and password of its
+    URL and every query and fragment value (``?token=``, ``key=``), each also percent-decoded."""
+    from urllib.parse import parse_qsl, unquote
+
+    parts = urlsplit(route.base_url)
+    raw = [*route.headers.values(), *parts.netloc.rpartition("@")[0].split(":", 1)]
+    for part in (parts.query, parts.fragment):
+        raw += [value for _name, value in parse_qsl(part, keep_blank_values=False)]
+        raw += [piece.partition("=")[2] for piece in part.split("&")]
+    return [form for value in raw if value for form in {value, unquote(value)}]
+
+
 class ProviderRoutes:
-    """The connection's route for ``main`` (None: as configured); ``version`` counts the changes."""
+    """The connection's route for ``main`` (None: as configured); ``version`` counts the changes.
+    ``learn`` (the process's ``Secrets.add`` values, set by ``serve_stdio``) is told each route's
+    credentials before anything can log them."""
 
     def __init__(self) -> None:
         self.route: Route | None = None
         self.version = 0
+        self.learn: Callable[[list[str]], None] | None = None
 
     def set(self, route: Route) -> None:
+        if self.learn is not None:
+            self.learn(route_secrets(route))
         self.route = route
         self.version += 1
 
