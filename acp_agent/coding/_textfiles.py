@@ -53,11 +53,15 @@ def read_bounded(path: Path, limit: int, *, inside: Path | None = None) -> TextF
         return None
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # unreadable, a symlink loop: said once per change (callers re-read on change)
+        log.warning("skipping %s: it cannot be read (%s)", path, exc.strerror)
         return None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
+            log.warning("skipping %s: it is not a regular file", path)
             return None
         data = os.read(fd, limit + 1) if limit > 0 else b""
         while len(data) <= limit:

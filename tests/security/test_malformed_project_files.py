@@ -167,6 +167,9 @@ async def test_a_malformed_project_file_leaves_a_working_agent(tmp_path: Path, n
         seen = json.dumps([p.updates(), p.asked])  # what the editor was shown and asked
     log = p.agent.stderr_text()
     assert "Traceback" not in log
+    logged = LOGGED.get(name)
+    if logged is not None:
+        assert logged in log, f"the log does not name {logged}"
     named = SHOWN.get(name)
     if named is not None:
         assert named in seen, f"the editor was not told about {named}"
@@ -180,3 +183,10 @@ SHOWN: dict[str, str] = {
     **{n: "mcp.json" for n in VARIANTS if n.startswith("mcp.json")},
 }
 """The file each variant must be named in the log and shown (or asked about) in the session."""
+
+LOGGED: dict[str, str] = {
+    "AGENTS.md: a FIFO": "AGENTS.md",
+    "AGENTS.md: a directory": "AGENTS.md",
+    "skill: a FIFO": "SKILL.md",
+}
+"""Files skipped without a word to the editor (they only add context): the log names them."""
