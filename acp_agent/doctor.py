@@ -316,7 +316,9 @@ async def _check_mcp(entry: McpServerEntry, cwd: Path) -> Check:
 
 def _check_home(home: Path) -> Check:
     try:
-        (home / "sessions").mkdir(parents=True, exist_ok=True)
+        from harness.atomic import private_dir
+
+        private_dir(home / "sessions")
         with tempfile.NamedTemporaryFile(dir=home / "sessions", prefix=".doctor-"):
             pass
     except OSError as exc:
@@ -336,9 +338,10 @@ def _check_log(home: Path, env: Mapping[str, str]) -> Check:
     if path is None:
         return Check("log file", None, "disabled by ACP_AGENT_LOG; logs go to stderr only.")
     try:
+        from harness.atomic import open_private_append
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8"):
-            pass
+        os.close(open_private_append(path))  # as the log itself is made: 0600
     except OSError as exc:
         return Check(
             "log file",

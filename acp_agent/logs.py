@@ -6,6 +6,7 @@ it carries the protocol.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
@@ -27,6 +28,16 @@ def log_file_path(home: Path, environ: dict[str, str] | None = None) -> Path | N
     if override is not None:
         return None if override in ("", "-") else Path(override).expanduser()
     return home / "logs" / "acp-agent.log"
+
+
+class _PrivateRotatingFileHandler(RotatingFileHandler):
+    """A log file only the user can read (0600), the first and each one a rollover starts."""
+
+    def _open(self) -> io.TextIOWrapper:
+        from harness.atomic import open_private_append
+
+        fd = open_private_append(Path(self.baseFilename))
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)  # the handler owns and closes it
 
 
 class _Redacting(logging.Filter):
@@ -79,8 +90,13 @@ def configure_logging(
     if path is None:
         return None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        file_handler = RotatingFileHandler(
+        from harness.atomic import private_dir
+
+        if path.parent == home / "logs":  # the agent's own folder: 0700 (a folder the user named: as is)
+            private_dir(path.parent)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        file_handler = _PrivateRotatingFileHandler(
             path, maxBytes=_MAX_BYTES, backupCount=_BACKUPS, encoding="utf-8", delay=True
         )
     except OSError as exc:

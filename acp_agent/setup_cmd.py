@@ -222,9 +222,11 @@ def save_choice(directory: Path, choice: Choice) -> Path:
     """Write the choice into ``directory/config.toml`` (a typed key into ``directory/api-key``, readable by
     the user only); every other line of the file is kept, comments included. Problems elsewhere in the file
     do not stop it (``main`` reports them after); a file that is not TOML does (``ConfigError``)."""
+    from harness.atomic import private_dir
+
     from .config import write_user_config
 
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dir(directory)  # 0700: it holds the key file
     values: dict[str, str | None] = {
         "provider": choice.provider,
         "model": choice.model,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
-from harness.atomic import write_text_atomic
+from harness.atomic import private_dir, write_text_atomic
 
 __all__ = [
     "TRUST_FILE",
@@ -44,6 +44,7 @@ __all__ = [
 
 TRUST_FILE: Final = "trust.json"
 _VERSION: Final = 1
+_LISTED: Final = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,10 @@ class ProjectTrust:
 
     def summary(self) -> str:
         """The items as a bulleted list (the trust request and ``acp-agent trust`` show it)."""
-        return "\n".join(f"- {item.text}" for item in self.items)
+        lines = [f"- {item.text}" for item in self.items[:_LISTED]]
+        if len(self.items) > _LISTED:  # a file of thousands of rules must not make a dialog of thousands
+            lines.append(f"- … and {len(self.items) - _LISTED} more")
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +105,20 @@ def settings_digest(items: Sequence[TrustItem]) -> str:
     """``sha256:<hex>`` of the items' keys and values (their texts do not count)."""
     import hashlib  # here: the resolver runs before initialize is answered, and most projects need none
 
-    data = sorted([item.key, canonical(item.value)] for item in items)
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    # Each item as its own canonical JSON text, the texts sorted: values of any JSON type (two rules are two
+    # dicts, which do not order) give one order, and one digest, whatever order they were found in.
+    texts = sorted(_json([item.key, canonical(item.value)]) for item in items)
+    return "sha256:" + hashlib.sha256(("[" + ",".join(texts) + "]").encode()).hexdigest()
+
+
+def _json(value: Any) -> str:
+    """Canonical JSON text; what JSON cannot hold (a non-finite number, an object of no JSON type) as its
+    ``repr``, so that no value read from a project file can make the digest raise."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
 
 
 def rule_key(rule: Any) -> str:
-    return json.dumps(canonical(rule), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _json(canonical(rule))
 
 
 class TrustStore:
@@ -212,7 +223,7 @@ class TrustStore:
         """Read, let the caller change, write back atomically: under a lock, so processes do not race."""
         import fcntl
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         lock_fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
@@ -230,5 +241,5 @@ def _root_key(root: Path | str) -> str:
     path = Path(root)
     try:
         return str(path.resolve())
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11/3.12)
         return str(path.absolute())

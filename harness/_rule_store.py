@@ -8,6 +8,7 @@ import logging
 import os
 import stat
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -84,70 +85,105 @@ class PermissionStore:
             await self._write([r for r in rules if r != rule])
             return True
 
+    def _lines(self) -> tuple[list[tuple[int, dict[str, Any]]], list[int]] | None:
+        """The file's JSON-object lines (numbered) and the numbers of its other lines; None when it is
+        absent. Raises ``PermissionFileError`` for a file that cannot be used as a whole. (A subclass may
+        read the file through another reader: the project's store reads it as the trust check does.)"""
+        text = self._text()
+        if text is None:
+            return None
+        objects: list[tuple[int, dict[str, Any]]] = []
+        foreign: list[int] = []
+        for n, line in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            try:
+                data: Any = json.loads(line)
+            except (ValueError, RecursionError):
+                foreign.append(n)
+                continue
+            if isinstance(data, dict):
+                objects.append((n, cast("dict[str, Any]", data)))
+            else:
+                foreign.append(n)
+        return objects, foreign
+
     def _text(self) -> str | None:
         """The file's text; None when it is absent. Raises ``PermissionFileError`` for what is not a
-        regular file of a sensible size (opened non-blocking: a FIFO must not hang the session)."""
+        regular UTF-8 file of a sensible size (opened non-blocking: a FIFO must not hang the session)."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
             return None
         except OSError as e:
             raise PermissionFileError(f"{self.path} cannot be opened as a rule file: {e.strerror}") from None
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
+        try:
+            info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise PermissionFileError(f"{self.path} is not a regular file")
             if info.st_size > _MAX_RULES_BYTES:
                 raise PermissionFileError(f"{self.path} is too big to be a rule file")
-            return f.read(_MAX_RULES_BYTES + 1).decode("utf-8", "replace")
+            with os.fdopen(fd, "rb") as f:
+                fd = -1
+                data = f.read(_MAX_RULES_BYTES + 1)
+        except OSError as e:
+            raise PermissionFileError(f"{self.path} cannot be read: {e.strerror or e}") from None
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if len(data) > _MAX_RULES_BYTES:
+            raise PermissionFileError(f"{self.path} is too big to be a rule file")
+        try:
+            # Strict: a rule file that does not decode is not read at all (never "leniently", with
+            # replacement characters, which is how one reader once saw rules another did not).
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PermissionFileError(f"{self.path} is not UTF-8 text (byte {e.start})") from None
 
-    def _parse(self, text: str) -> tuple[list[Rule], list[int]]:
-        """The readable rules, and the numbers of the lines that are not JSON objects at all."""
-        out: list[Rule] = []
-        foreign: list[int] = []
-        for n, line in enumerate(text.splitlines(), 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
+    def _entries(self) -> tuple[list[tuple[dict[str, Any], Rule]], list[int]] | None:
+        """The rules with the objects they were read from, and the numbers of the foreign lines."""
+        lines = self._lines()
+        if lines is None:
+            return None
+        objects, foreign = lines
+        out: list[tuple[dict[str, Any], Rule]] = []
+        for n, data in objects:
             try:
-                data = json.loads(line)
-            except ValueError:
-                foreign.append(n)
-                continue
-            if not isinstance(data, dict):
-                foreign.append(n)
-                continue
-            try:
-                out.append(_rule_from_dict(data))  # pyright: ignore[reportUnknownArgumentType]
-            except (ValueError, KeyError, TypeError, HarnessUsageError) as e:
+                out.append((data, _rule_from_dict(data)))
+            except (ValueError, KeyError, TypeError, AttributeError, HarnessUsageError) as e:
                 log.warning("%s:%d: skipped a rule that cannot be read: %s", self.path, n, e)
         return out, foreign
 
+    def _applies(self, data: dict[str, Any], rule: Rule) -> bool:
+        """Whether a rule read (from ``data``) applies; every one does here (see the project's store)."""
+        return True
+
     def _read(self) -> list[Rule]:
         try:
-            text = self._text()
+            entries = self._entries()
         except PermissionFileError as e:
             log.warning("%s; its rules are not used", e)
             return []
-        if text is None:
+        if entries is None:
             return []
-        rules, foreign = self._parse(text)
+        found, foreign = entries
         for n in foreign:
             log.warning("%s:%d: skipped a line that is not a rule", self.path, n)
-        return rules
+        return [rule for data, rule in found if self._applies(data, rule)]
 
     def _read_own(self) -> list[Rule]:
         """The rules, before a write: raises ``PermissionFileError`` when the file is not the store's."""
-        text = self._text()
-        if text is None:
+        entries = self._entries()
+        if entries is None:
             return []
-        rules, foreign = self._parse(text)
+        found, foreign = entries
         if foreign:
             raise PermissionFileError(
                 f"{self.path} is not a rule file (line {foreign[0]} is not a JSON rule); "
                 "it is left as it is: fix that line or point the configuration at another file"
             )
-        return rules
+        return [rule for _data, rule in found]
 
     async def _write(self, rules: list[Rule]) -> None:
         text = _HEADER + "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rules)
@@ -175,5 +211,5 @@ def _same_subject(a: Rule, b: Rule) -> bool:
     )
 
 
-def _rule_from_dict(data: dict[str, object]) -> Rule:
+def _rule_from_dict(data: dict[str, Any]) -> Rule:
     return Rule.from_dict(data)

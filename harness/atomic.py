@@ -1,14 +1,47 @@
 """``write_text_atomic``: replace a file so a reader (or a crash) sees the old content or the new, never
-half of it. Blocking: call it in a worker thread."""
+half of it. ``private_dir`` and ``open_private_append``: the agent's own data (sessions, transcripts, logs,
+caches, keys) in folders only the user can enter (0700) and files only the user can read (0600), whatever
+the umask. Blocking: call them in a worker thread."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_text_atomic"]
+__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "open_private_append", "private_dir", "write_text_atomic"]
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder only the user can enter: made 0700 when missing (missing parents too), and
+    tightened when it is the user's and open to others (a folder an older version made 0755)."""
+    missing = [p for p in (path, *path.parents) if not os.path.lexists(p)]
+    for folder in reversed(missing):  # ``mkdir(parents=True)`` would make the parents 0777 & ~umask
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=PRIVATE_DIR_MODE)
+    with contextlib.suppress(OSError):
+        info = path.stat()
+        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+            path.chmod(stat.S_IMODE(info.st_mode) & PRIVATE_DIR_MODE)
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is not a folder")
+    return path
+
+
+def open_private_append(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
+    """A descriptor of ``path`` opened with ``flags`` (created 0600; an existing file the user owns that
+    others can read is tightened to 0600)."""
+    fd = os.open(path, flags | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE_MODE)
+    with contextlib.suppress(OSError):
+        info = os.fstat(fd)
+        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+    return fd
 
 
 def write_text_atomic(path: Path, text: str, *, sync: bool = True) -> None:

@@ -28,12 +28,25 @@ from ._messages import ToolCall
 from ._tools import Result, Text
 from .middleware import NextTool
 
-__all__ = ["DEFAULT_SECRET_ENV", "REDACTED", "Secrets", "StreamRedactor"]
+__all__ = ["DEFAULT_SECRET_ENV", "REDACTED", "Secrets", "StreamRedactor", "encoded_forms"]
 
 DEFAULT_SECRET_ENV: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 """The providers' own key variables: secrets for every application."""
 REDACTED: Final = "[redacted]"
 MIN_SECRET_LEN: Final = 8
+
+
+def encoded_forms(value: str) -> set[str]:
+    """``value`` as it is, percent-encoded (as a URL component, as a form, either hex case) and as the
+    inside of a JSON string (ASCII-escaped or not)."""
+    import json
+    import re
+    from urllib.parse import quote, quote_plus
+
+    forms = {value, quote(value, safe=""), quote_plus(value, safe=""), quote(value, safe="/:@+")}
+    forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), f) for f in list(forms)}
+    forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    return forms
 
 
 class Secrets:
@@ -56,8 +69,12 @@ class Secrets:
         return secrets
 
     def add(self, names: Iterable[str] = (), values: Iterable[str | None] = ()) -> None:
+        """More secret names and values; each value with the forms it takes in a URL and in JSON (a log
+        line that holds it percent-encoded or escaped is masked too)."""
         self._names.update(names)
-        self._values.update(v for v in values if v and len(v) >= MIN_SECRET_LEN)
+        for v in values:
+            if v and len(v) >= MIN_SECRET_LEN:
+                self._values.update(f for f in encoded_forms(v) if len(f) >= MIN_SECRET_LEN)
 
     @property
     def names(self) -> frozenset[str]:

@@ -30,6 +30,7 @@ import anyio
 import anyio.to_thread
 
 from ._messages import Message
+from .atomic import open_private_append
 from .events import Event
 from .events import from_dict as event_from_dict
 
@@ -69,7 +70,7 @@ class _JsonlFile:
 
 def _append(path: Path, data: bytes, sync: bool = True) -> None:
     created = not path.exists()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_private_append(path, os.O_RDWR)  # 0600: a transcript holds the whole conversation
     with os.fdopen(fd, "r+b") as f:
         end = f.seek(0, os.SEEK_END)
         if end > 0:

@@ -132,7 +132,11 @@ async def _describe(provider: str, base_url: str | None, api_key: str | None) ->
 
 
 def _write(path: Path, key: str, models: list[str], facts: dict[str, ModelInfo]) -> None:
+    from harness.atomic import private_dir
+
     from ..session._store import write_json_atomic
+
+    private_dir(path.parent)  # 0700, as every folder of the agent's own data
 
     stored: dict[str, Any] = {
         k: {"models": names, "facts": [i.to_dict() for i in known.values()]}

@@ -29,7 +29,7 @@ from harness.model import Finish, FinishReason, TextChunk, ToolStart
 from ._commands import SlashCommand
 from ._context_updates import changed_sections, known_sections, with_context
 from ._custom_commands import Commands, prompt_text
-from ._environment import environment_section, find_repository
+from ._environment import Repository, environment_section, find_repository
 from ._hook_calls import prompt_hooks, session_start_hooks, stop_hooks
 from ._hooks import Hooks
 from ._instructions import Instructions
@@ -111,6 +111,7 @@ class ProjectContext:
         self._environ = environ
         self._link = link
         self._secrets = secrets
+        self._support = support
         self._user_dir = user_dir
         self._prompt_file = config.system_prompt_file
         self._base = base_prompt(self._prompt_file)
@@ -223,7 +224,7 @@ class ProjectContext:
         thread hop for the files and the roots' repositories, then ``git status`` where there is one)."""
         roots = self._env.roots
 
-        def rescan() -> tuple[bool, list[Path | None]]:
+        def rescan() -> tuple[bool, list[Repository | None]]:
             repos = [find_repository(r) for r in roots]
             try:
                 return self._rescan(), repos
@@ -232,7 +233,9 @@ class ProjectContext:
                 return False, repos
 
         commands_changed, repos = await anyio.to_thread.run_sync(rescan)
-        environment = await environment_section(roots, self._environ, secrets=self._secrets, repos=repos)
+        environment = await environment_section(
+            roots, self._environ, secrets=self._secrets, repos=repos, support=self._support
+        )
         found = self._parts
         sections = {"environment": environment, "mode": _PLAN_NOTE.strip() if self._mode() == "plan" else ""}
         if found is not None:

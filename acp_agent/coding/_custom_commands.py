@@ -99,9 +99,13 @@ def _listing(folder: _Folder) -> list[tuple[str, Path]]:
             if len(out) >= MAX_COMMANDS or entry.name.startswith("."):
                 continue
             depth = len(prefix) - len(folder.prefix)
-            if entry.is_dir() and depth < _MAX_DEPTH - 1 and _SEGMENT.fullmatch(entry.name):
+            try:  # a symlink loop raises here (ELOOP): such an entry is no command
+                is_dir, is_file = entry.is_dir(), entry.is_file()
+            except OSError:
+                continue
+            if is_dir and depth < _MAX_DEPTH - 1 and _SEGMENT.fullmatch(entry.name):
                 walk(Path(entry.path), (*prefix, entry.name))
-            elif entry.name.endswith(".md") and entry.is_file():
+            elif entry.name.endswith(".md") and is_file:
                 stem = entry.name[: -len(".md")]
                 if _SEGMENT.fullmatch(stem):
                     out.append((":".join((*prefix, stem)), Path(entry.path)))

@@ -1,10 +1,10 @@
 """The environment block of the system prompt: today's date, the OS, the shell, the project directories
 and, for each, whether it is a git repository, its branch and whether the tree has uncommitted changes.
 
-Cheap and bounded: no network; one ``git status`` per directory, all at once, each killed after
-``GIT_TIMEOUT_S`` (then the branch is read from ``.git/HEAD`` and the state said to be unknown). git runs
-without the agent's credentials or any ``GIT_*`` variable, with ``core.fsmonitor`` off (a repository's own
-setting cannot start a program) and without taking the index lock (``--no-optional-locks``).
+Cheap and bounded: no network; the repository and its branch are read from the files (``_git``), then one
+``git status`` per repository, all at once, each killed after ``GIT_TIMEOUT_S`` (the state is then said to be
+unknown). That git cannot run anything the repository configures, and runs sandboxed where it can
+(``_git``'s docstring says how).
 """
 
 from __future__ import annotations
@@ -20,25 +20,22 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.to_thread
 
-from ._instructions import repository_root
+from ._git import Repository, find_repository, head_branch, run_git
 
 if TYPE_CHECKING:
+    from harness.sandbox import Support
     from harness.secrets import Secrets
-from ._process import run_bounded
 
-__all__ = ["GIT_TIMEOUT_S", "GitState", "environment_section", "find_repository", "git_state"]
+__all__ = ["GIT_TIMEOUT_S", "GitState", "Repository", "environment_section", "find_repository", "git_state"]
 
 GIT_TIMEOUT_S: Final = 2.0
 SHELL_TOOL: Final = "bash"
-_GIT_ARGV: Final = (
-    "git",
-    "--no-optional-locks",
-    "-c",
-    "core.fsmonitor=false",
+_STATUS_ARGS: Final = (
     "status",
     "--porcelain=v1",
     "--branch",
     "--untracked-files=normal",
+    "--ignore-submodules=all",
 )
 
 
@@ -65,24 +62,6 @@ class GitState:
         return ", ".join(parts)
 
 
-def _head_branch(repo: Path) -> str | None:
-    """The branch from ``.git/HEAD`` (following a worktree's ``gitdir:`` file). Blocking."""
-    git = repo / ".git"
-    try:
-        if git.is_file():
-            line = git.read_text(encoding="utf-8", errors="replace").strip()
-            if not line.startswith("gitdir:"):
-                return None
-            target = Path(line.removeprefix("gitdir:").strip())
-            git = target if target.is_absolute() else repo / target
-        head = (git / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-    if head.startswith("ref: refs/heads/"):
-        return "branch " + head.removeprefix("ref: refs/heads/")
-    return f"detached HEAD at {head[:12]}" if head else None
-
-
 def _parse_status(out: str) -> tuple[str | None, bool]:
     lines = [line for line in out.split("\n") if line]
     branch: str | None = None
@@ -97,27 +76,22 @@ def _parse_status(out: str) -> tuple[str | None, bool]:
     return branch, bool(lines)
 
 
-def find_repository(directory: Path) -> Path | None:
-    """The git repository ``directory`` is in (blocking: a stat per parent), None outside one."""
-    repo = repository_root(directory)
-    return repo if (repo / ".git").exists() else None
-
-
 async def git_state(
-    directory: Path, repo: Path, environ: Mapping[str, str], secrets: Secrets | None = None
+    repo: Repository,
+    environ: Mapping[str, str],
+    secrets: Secrets | None = None,
+    support: Support | None = None,
 ) -> GitState:
-    """``directory``'s state in ``repo`` (``find_repository(directory)``): a bounded ``git status``."""
-    base = secrets.child_env(environ) if secrets is not None else dict(environ)
-    env = {k: v for k, v in base.items() if not k.startswith("GIT_")}
-    env |= {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    done = await run_bounded(
-        _GIT_ARGV, cwd=directory, env=env, timeout_s=GIT_TIMEOUT_S, limit=16 * 1024, stop_at_limit=True
+    """``repo``'s state (``find_repository(directory)``): the branch from ``HEAD``, a bounded ``git status``
+    for the rest."""
+    done = await run_git(
+        repo, _STATUS_ARGS, environ, secrets=secrets, support=support, timeout_s=GIT_TIMEOUT_S
     )
     if done.code == 0 or (done.cut and done.stdout.startswith("## ")):
         branch, dirty = _parse_status(done.stdout)
         if branch is not None:
-            return GitState(repo, branch, dirty)
-    return GitState(repo, await anyio.to_thread.run_sync(_head_branch, repo), None)
+            return GitState(repo.work_tree, branch, dirty)
+    return GitState(repo.work_tree, await anyio.to_thread.run_sync(head_branch, repo.git_dir), None)
 
 
 @cache
@@ -140,7 +114,8 @@ async def environment_section(
     *,
     secrets: Secrets | None = None,
     today: datetime.date | None = None,
-    repos: Sequence[Path | None],
+    repos: Sequence[Repository | None],
+    support: Support | None = None,
 ) -> str:
     """The ``# Environment`` part of the system prompt. ``repos``: ``find_repository`` of each root (the
     caller looks them up in a worker-thread hop it makes anyway)."""
@@ -149,7 +124,7 @@ async def environment_section(
     async def one(i: int, root: Path) -> None:
         repo = repos[i]
         if repo is not None:  # outside a repository there is nothing to run
-            states[i] = await git_state(root, repo, environ, secrets)
+            states[i] = await git_state(repo, environ, secrets, support)
 
     async with anyio.create_task_group() as tg:
         for i, root in enumerate(roots):

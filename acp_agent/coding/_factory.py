@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..session._setup import SessionEnvironment
+    from ._context import ProjectContext
 
 __all__ = ["CodingFactory"]
 
@@ -224,7 +225,7 @@ class CodingFactory:
             toggles=toggles,
             command_sources=[context],
             served=p.served,
-            after_open=context.later.attempt,  # the set-up after the answer, started once answered
+            after_open=partial(_after_open, context, config, tell),  # started once answered
         )
         link.controls = controls
         explore_model = ExploreModel(lambda: controls, small=config.explore_model == "small")
@@ -388,6 +389,19 @@ def _retry(provider: str | None) -> list[RetryModel]:
     if provider in ("openai", "openai-responses", "anthropic"):
         return [RetryModel(max_tries=3, max_delay=30.0)]
     return []
+
+
+async def _after_open(context: ProjectContext, config: Config, tell: _Tell) -> None:
+    """The set-up after the opening answer; and the problems of the project's files, shown (a cloned
+    project's malformed files leave the session working, with its bad values skipped)."""
+    if config.problems:
+        listed = "\n".join(f"- {p}" for p in config.problems[:20])
+        more = f"\n- … and {len(config.problems) - 20} more" if len(config.problems) > 20 else ""
+        await tell.advise(
+            "The project's configuration has problems",
+            f"These were skipped; the session works without them:\n{listed}{more}",
+        )
+    await context.later.attempt()
 
 
 class _Tell:

@@ -24,7 +24,7 @@ from harness.tools import Root
 
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session._store import SessionStore
-from ..trust import TrustStore
+from ..trust import TrustStore, rule_key
 from ._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
 from ._compact import CHECKPOINTS_FILE, read_checkpoints
 from ._context import ProjectContext, PromptFileError
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..session._setup import SessionEnvironment
 
-__all__ = ["Prepared", "RuleFiles", "load_config_sync", "prepare_session", "rule_stores"]
+__all__ = ["Prepared", "RuleFiles", "load_config_sync", "prepare_session", "rule_stores", "trusted_rule_keys"]
 
 
 @dataclass(slots=True)
@@ -78,15 +78,25 @@ def load_config_sync(
         ) from exc
 
 
+def trusted_rule_keys(config: Config) -> frozenset[str]:
+    """The project's allow rules the user's trust covers: exactly those the trust decision listed (not
+    "every allow rule, once trusted": a rule written to the file after the decision needs trust again)."""
+    project = config.project
+    decided = project.items if project is not None and project.trusted else ()
+    return frozenset(rule_key(item.value) for item in decided if item.key == "rules")
+
+
 def rule_stores(
     config: Config, env: SessionEnvironment, environ: Mapping[str, str], trust: TrustStore
 ) -> list[PermissionStore]:
     """The project's rule file (its own allow rules only when trusted) and the user's (blocking: the
     project's path is resolved)."""
     project_file, user_file = store_paths(config, env.cwd, environ)
-    trusted = config.project is None or config.project.trusted
     root = config.project_root or env.cwd
-    return [ProjectRuleStore(project_file, trust, trusted=trusted, root=root), PermissionStore(user_file)]
+    return [
+        ProjectRuleStore(project_file, trust, trusted_rules=trusted_rule_keys(config), root=root),
+        PermissionStore(user_file),
+    ]
 
 
 @dataclass(frozen=True, slots=True)

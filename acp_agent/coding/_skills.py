@@ -108,7 +108,7 @@ class Skills:
             except OSError:
                 continue
             candidates += [
-                (Path(e.path), folder) for e in entries if not e.name.startswith(".") and e.is_dir()
+                (Path(e.path), folder) for e in entries if not e.name.startswith(".") and _is_dir(e)
             ]
         sig: list[tuple[str, int, int]] = []
         for directory, _ in candidates:
@@ -257,3 +257,11 @@ def _read_file(skill: Skill, file: str) -> Result:
     return Result.text(
         text, value={"path": str(Path(os.path.realpath(target))), "line": 1, "skill": skill.name}
     )
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """``entry.is_dir()``, False for what cannot be told (a symlink loop raises ELOOP)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

@@ -61,7 +61,10 @@ def read_bounded(path: Path, limit: int, *, inside: Path | None = None) -> TextF
         with open_regular(Place.of(real, [top])) as f:
             size = os.fstat(f.fileno()).st_size
             data = f.read(limit + 1) if limit > 0 else b""
-    except OSError:
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # not a regular file, unreadable, a symlink loop: said once per change
+        log.warning("skipping %s: it cannot be read (%s)", path, exc.strerror or exc)
         return None
     if len(data) > limit:
         data = data[:limit]

@@ -113,9 +113,12 @@ def _search_title(tool_input: Mapping[str, Any]) -> str:
 
 def web_tools(config: Config) -> list[Dressed]:
     """``web_fetch`` (kind ``fetch``), and ``web_search`` (kind ``search``) when SearXNG is configured."""
-    from harness.tools.web import WebFetch, WebSearch
+    from harness.tools.web import SearXng, WebFetch, WebSearch
 
     tools = [Dressed(WebFetch(), kind="fetch", title=_fetch_title)]
     if config.searxng_url:
-        tools.append(Dressed(WebSearch(config.searxng_url), kind="search", title=_search_title))
+        # Guarded as web_fetch is, but a SearXNG of one's own on loopback or the LAN is the usual case (the
+        # URL is the user's or a trusted project's): only metadata, multicast and unspecified are refused.
+        backend = SearXng(config.searxng_url, allow_private=True)
+        tools.append(Dressed(WebSearch(backend), kind="search", title=_search_title))
     return tools

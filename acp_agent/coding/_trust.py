@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from harness.policy import PermissionStore, Rule, Verdict
+from harness.policy import PermissionFileError, PermissionStore, Rule, Verdict
 
+from ..rule_lines import read_rule_lines
 from ..trust import ProjectTrust, TrustStore, rule_key
 
 if TYPE_CHECKING:
@@ -51,25 +52,46 @@ def trust_notice(project: ProjectTrust) -> str:
 
 
 class ProjectRuleStore(PermissionStore):
-    """The project's rule file: in an untrusted project, only deny rules and the allow rules the user gave
-    apply. ``trusted`` may be switched on later in the session (the user trusted the project)."""
+    """The project's rule file, read by the trust check's reader (``acp_agent.rule_lines``). Deny rules
+    always apply; an allow rule applies when the user gave it (vouched), or when the user trusted the
+    project with that very rule listed (``trusted_rules``: the ``rule_key`` of each rule the trust decision
+    showed; an allow rule added to the file since needs trust again). A file outside the project (the
+    user's own configuration put it there) applies whole."""
 
-    def __init__(self, path: Path | str, trust: TrustStore, *, trusted: bool, root: Path | None) -> None:
+    def __init__(
+        self, path: Path | str, trust: TrustStore, *, trusted_rules: frozenset[str], root: Path | None
+    ) -> None:
         super().__init__(path)
         self.trust = trust
-        self.trusted = trusted
-        inside = root is not None and self.path.resolve().is_relative_to(root.resolve())
+        self.trusted_rules = trusted_rules
+        try:
+            inside = root is not None and self.path.resolve().is_relative_to(root.resolve())
+        except (OSError, RuntimeError):  # a symlink loop: judged as the project's own (the stricter)
+            inside = True
         self._checked = inside  # a file outside the project did not come with it
+        self._vouched: frozenset[str] = frozenset()
+
+    def _lines(self) -> tuple[list[tuple[int, dict[str, Any]]], list[int]] | None:
+        read = read_rule_lines(self.path)
+        if read.error is not None:
+            raise PermissionFileError(f"{self.path} {read.error}")
+        if not read.exists:
+            return None
+        return list(read.objects), list(read.foreign)
 
     def rules_sync(self) -> list[Rule]:
-        rules = super().rules_sync()
-        if self.trusted or not self._checked:
-            return rules
-        vouched = self.trust.vouched(self.path)
-        kept = [r for r in rules if r.verdict is Verdict.DENY or rule_key(r.to_dict()) in vouched]
-        if len(kept) != len(rules):
-            log.info("%s: %d allow rules ignored (untrusted project)", self.path, len(rules) - len(kept))
-        return kept
+        self._vouched = self.trust.vouched(self.path) if self._checked else frozenset()
+        return super().rules_sync()
+
+    def _applies(self, data: dict[str, Any], rule: Rule) -> bool:
+        if not self._checked or rule.verdict is not Verdict.ALLOW:
+            return True
+        if rule_key(data) in self.trusted_rules or rule_key(rule.to_dict()) in self._vouched:
+            return True
+        log.info(
+            "%s: an allow rule is ignored (not given by you, not trusted): %s", self.path, rule_key(data)
+        )
+        return False
 
     async def add(self, rule: Rule) -> bool:
         added = await super().add(rule)

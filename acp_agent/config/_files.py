@@ -24,6 +24,7 @@ __all__ = [
     "find_project_config",
     "home_dir",
     "read_dir",
+    "read_config_text",
     "read_values",
     "resolve_path",
     "user_config_dir",
@@ -78,20 +79,56 @@ def find_project_config(cwd: Path) -> Path | None:
     return None
 
 
-def _load_toml(path: Path, out: Problems) -> dict[str, Any]:
-    import tomllib  # only when there is a file to read (start-up budget)
+CONFIG_FILE_LIMIT: Final = 1024 * 1024
+"""A configuration file is small: a bigger one is reported, not read (a cloned project may ship anything)."""
+
+
+def read_config_text(path: Path, out: Problems) -> str | None:
+    """``path``'s text (None, with its problem reported, when it cannot be read as a UTF-8 regular file of
+    at most ``CONFIG_FILE_LIMIT``; None, unreported, when it does not exist). Never blocks on a FIFO."""
+    import stat
 
     source = str(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        return {}
+        return None
     except OSError as exc:
         out.add(source, "(file)", f"cannot be read ({exc.strerror}); fix its permissions or remove it.")
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            out.add(source, "(file)", "is not a regular file; make it one or remove it.")
+            return None
+        if info.st_size > CONFIG_FILE_LIMIT:
+            out.add(source, "(file)", f"is larger than {CONFIG_FILE_LIMIT // 1024} KiB; it is not read.")
+            return None
+        data = os.read(fd, CONFIG_FILE_LIMIT + 1)
+    except OSError as exc:
+        out.add(source, "(file)", f"cannot be read ({exc.strerror}); fix its permissions or remove it.")
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         out.add(source, "(file)", "is not UTF-8 text; save it as UTF-8.")
+        return None
+
+
+def _load_toml(path: Path, out: Problems) -> dict[str, Any]:
+    import tomllib  # only when there is a file to read (start-up budget)
+
+    text = read_config_text(path, out)
+    if text is None:
+        return {}
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        out.add(source, "(file)", f"is not valid TOML ({exc}); fix the syntax.")
+        out.add(str(path), "(file)", f"is not valid TOML ({exc}); fix the syntax.")
+    except RecursionError:
+        out.add(str(path), "(file)", "is nested too deeply to be a configuration file.")
     return {}
 
 
@@ -143,6 +180,9 @@ def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -
     present = tuple(p for p in (toml_path, json_path) if p.is_file())
     if not present and not (kind == "project" and directory.is_dir()):
         return None
+    for path in (toml_path, json_path):  # a FIFO, a folder or a symlink loop where a file should be
+        if path not in present and os.path.lexists(path):
+            out.add(str(path), "(file)", "is not a readable regular file; it is not read. Fix or remove it.")
     layer = Layer(kind, directory, str(present[0] if present else directory), files=present)
     if toml_path.is_file():
         layer.values = read_values(_load_toml(toml_path, out), str(toml_path), out)

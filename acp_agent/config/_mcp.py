@@ -164,15 +164,15 @@ def check_mcp_servers(value: Any, at: At) -> dict[str, McpServerEntry] | None:
 
 def read_mcp_json(path: Path, out: Problems) -> dict[str, McpServerEntry]:
     """The servers of an ``mcp.json`` (``{}`` when it does not exist)."""
+    from ._files import read_config_text
+
     source = str(path)
+    text = read_config_text(path, out)
+    if text is None:
+        return {}
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        out.add(source, "(file)", f"cannot be read ({exc.strerror}); fix its permissions or remove it.")
-        return {}
-    except ValueError as exc:
+        data: Any = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         out.add(source, "(file)", f"is not valid JSON ({exc}); fix the syntax.")
         return {}
     top: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]

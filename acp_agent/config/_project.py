@@ -8,7 +8,6 @@ leads out (``~/.bashrc``, ``../x``, a symlink out) is refused whether or not the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,12 @@ from ._table import SETTINGS, describe
 __all__ = ["describe_rule", "project_rules", "project_trust"]
 
 
-def _inside(path: Path, root: Path) -> bool:
+def _inside(path: Path, root: Path, *, unresolvable: bool = False) -> bool:
+    """Whether ``path`` resolves inside ``root``; ``unresolvable`` when it cannot be resolved (a loop)."""
     try:
         return path.resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError):
-        return False
+        return unresolvable
 
 
 def _confine(project: Layer, root: Path, env: Mapping[str, str], out: Problems) -> None:
@@ -58,26 +58,16 @@ def describe_rule(rule: Mapping[str, Any]) -> str:
     return "every tool" if tool == "*" else f"tool {tool}"
 
 
-def project_rules(path: Path) -> list[dict[str, Any]]:
-    """The allow rules of a permission file, as written (unreadable lines and other files: none)."""
-    try:
-        if not path.is_file():
-            return []
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    found: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            rule: Any = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rule, dict) and rule.get("verdict") == "allow":  # pyright: ignore[reportUnknownMemberType]
-            found.append(rule)  # pyright: ignore[reportUnknownArgumentType]
-    return found
+def project_rules(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+    """The allow rules of a permission file as written, read as the project's rule store reads it
+    (``acp_agent.rule_lines``), and why the file cannot be used when it cannot (then: no rules)."""
+    from ..rule_lines import read_rule_lines
+
+    read = read_rule_lines(path)
+    if read.error is not None:
+        return [], read.error
+    # ``str()`` as the store's ``Verdict(str(...))``: what it takes for "allow" is listed here.
+    return [rule for _n, rule in read.objects if str(rule.get("verdict")) == "allow"], None
 
 
 def _rule_file(project: Layer, user: Layer | None, root: Path, env: Mapping[str, str]) -> Path:
@@ -86,6 +76,28 @@ def _rule_file(project: Layer, user: Layer | None, root: Path, env: Mapping[str,
         if layer is not None and key in layer.values:
             return resolve_path(str(layer.values[key]), root, env)
     return resolve_path(str(SETTINGS[key].default), root, env)
+
+
+def _rule_items(rule_file: Path, root: Path, store: TrustStore, out: Problems) -> list[TrustItem]:
+    """The permission file's allow rules the user did not give; a file that cannot be read is one item
+    (it needs trust, never reads as empty), and is reported."""
+    import shlex
+
+    where = shlex.quote(
+        str(rule_file.relative_to(root)) if rule_file.is_relative_to(root) else str(rule_file)
+    )
+    rules, error = project_rules(rule_file)
+    if error is not None:
+        out.add(str(rule_file), "(file)", f"{error}; none of its rules are used. Fix or remove it.")
+        text = f"ships {where}, which {error} (none of its rules are used until it can be read)"
+        return [TrustItem("rules", text, {"unreadable": error})]
+    vouched = store.vouched(rule_file)
+    items: list[TrustItem] = []
+    for rule in rules:
+        if rule_key(rule) not in vouched:
+            text = f"allows {describe_rule(rule)} without asking (a rule in {where} you did not give)"
+            items.append(TrustItem("rules", text, rule))
+    return items
 
 
 def project_trust(
@@ -114,17 +126,8 @@ def project_trust(
             items.append(TrustItem(key, describe(s, value), value))
     store = TrustStore(home)
     rule_file = _rule_file(project, user, root, env)
-    if _inside(rule_file, root):
-        vouched = store.vouched(rule_file)
-        for rule in project_rules(rule_file):
-            if rule_key(rule) not in vouched:
-                import shlex
-
-                where = shlex.quote(
-                    str(rule_file.relative_to(root)) if rule_file.is_relative_to(root) else str(rule_file)
-                )
-                text = f"allows {describe_rule(rule)} without asking (a rule in {where} you did not give)"
-                items.append(TrustItem("rules", text, rule))
+    if _inside(rule_file, root, unresolvable=True):  # a loop: the project's (it reads as unreadable)
+        items.extend(_rule_items(rule_file, root, store, out))
     digest = settings_digest(items)
     if not items:
         trusted = True

@@ -250,16 +250,20 @@ def load_config(
     not given). ``trust``: None looks the project up in the trust store under the home; True applies the
     project's settings that need trust (the user said yes for now); False ignores them. ``strict``: raise
     ``ConfigError`` listing every problem; otherwise skip bad values and list them in ``Config.problems``.
+    A project's files never make it raise, however malformed (a cloned repository must not stop the agent
+    from working): their bad values are skipped and their problems listed in ``Config.problems`` (the
+    session shows them).
     """
     # The whole resolution in one place, in its order (home first: the trust store is there; then trust;
     # then every setting from the table): the order is what makes a project unable to widen anything.
     out = Problems()
+    project_out = Problems()  # the project files' problems: reported, never fatal
     cwd_path = Path(cwd)
     user = read_dir(user_config_dir(env), "user", out)
     project_dir = find_project_config(cwd_path)
     project: Layer | None = None
     if project_dir is not None and (user is None or project_dir.resolve() != user.directory.resolve()):
-        project = read_dir(project_dir, "project", out)
+        project = read_dir(project_dir, "project", project_out)
     root = project.directory.parent if project is not None else None
     layers = [layer for layer in (project, user) if layer is not None]
 
@@ -293,7 +297,7 @@ def load_config(
         narrowing.update(_narrowing(project, user, flags, env))
         from ._project import project_trust  # only with a project directory (start-up budget)
 
-        trust_state = project_trust(project, user, root, env, home, trust, out)
+        trust_state = project_trust(project, user, root, env, home, trust, project_out)
         if not trust_state.trusted:
             project.values = {k: v for k, v in project.values.items() if not SETTINGS[k].trust}
     for s in SETTINGS.values():
@@ -304,7 +308,7 @@ def load_config(
     values.setdefault("permissions.user_file", user_config_dir(env) / "permissions.jsonl")
     _read_api_key(values, origins, out)
     if strict and out.items:
-        raise ConfigError(out.items)
+        raise ConfigError([*out.items, *project_out.items])
     return Config(
         values=values,
         origins=origins,
@@ -312,7 +316,7 @@ def load_config(
         project_root=root.resolve() if root is not None else None,
         files=tuple(p for layer in (project, user) if layer is not None for p in layer.files),
         project=trust_state,
-        problems=tuple(out.items),
+        problems=(*out.items, *project_out.items),
     )
 
 

@@ -275,6 +275,8 @@ SETTINGS: Final[dict[str, Setting]] = {
             check_url,
             "SearXNG instance for web_search (each search still asks)",
             env=(Env("ACP_AGENT_SEARXNG_URL"), Env("SEARXNG_URL", fallback=True)),
+            trust=True,  # a project's endpoint would receive every search the user approves
+            describe=lambda v: f"sends your approved web searches to {v}",
         ),
         Setting(
             "permissions.project_file",

@@ -281,20 +281,22 @@ class Connection:
     async def _handle_line(self, line: bytes) -> None:
         if not line or line.isspace():
             return
-        if _log.isEnabledFor(logging.DEBUG):
-            if b'"headers"' in line:  # providers/set, an MCP server's: their values are secrets
-                _log.debug("<- (%d bytes holding headers, not logged)", len(line))
-            else:
-                _log.debug("<- %s", clip(line[: _LOG_LIMIT + 1].decode("utf-8", "replace")))
         try:
             if len(line) > _THREAD_PARSE_BYTES:
                 decoded: Any = await anyio.to_thread.run_sync(json.loads, line)
             else:
                 decoded = json.loads(line)
         except (ValueError, RecursionError) as exc:
-            _log.debug("unparsable input line: %s", exc)
+            _log.debug("<- (%d bytes, not JSON: %s; not logged)", len(line), exc)
             await self._write_message(error_message(None, RpcError.parse_error()))
             return
+        if _log.isEnabledFor(logging.DEBUG):
+            # Judged on the decoded message (an escaped key name, "h\u0065aders", is still "headers"):
+            # providers/set's and an MCP server's headers and env are secrets the log never holds.
+            if _holds_secrets(decoded):
+                _log.debug("<- (%d bytes holding headers, not logged)", len(line))
+            else:
+                _log.debug("<- %s", clip(line[: _LOG_LIMIT + 1].decode("utf-8", "replace")))
         if isinstance(decoded, list):
             await self._handle_batch(cast(list[Any], decoded))
             return
@@ -487,3 +489,20 @@ class Connection:
                 self._active,
                 self._shutdown_grace,
             )
+
+
+_SECRET_KEYS: Final = frozenset({"headers", "env", "authorization", "apikey", "api_key", "token"})
+
+
+def _holds_secrets(value: Any, depth: int = 0) -> bool:
+    """Whether a decoded message carries credentials: providers/set, or a key named for them anywhere."""
+    if depth > 32:
+        return True  # too deep to look through: not logged
+    if isinstance(value, dict):
+        items = cast(dict[Any, Any], value)
+        if items.get("method") == "providers/set":
+            return True
+        return any(str(k).lower() in _SECRET_KEYS or _holds_secrets(v, depth + 1) for k, v in items.items())
+    if isinstance(value, list):
+        return any(_holds_secrets(v, depth + 1) for v in cast(list[Any], value))
+    return False

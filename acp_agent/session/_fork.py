@@ -70,7 +70,10 @@ async def fork_session(agent: AcpAgent, req: ForkSessionRequest, ctx: RequestCon
 
 def _copy_files(source: Path, target: Path) -> None:
     """The source's files but its metadata into a new directory (blocking: run in a worker thread)."""
-    target.mkdir(parents=True, exist_ok=False)
+    from harness.atomic import private_dir  # (the session layer loads no harness at import)
+
+    target.mkdir(parents=True, exist_ok=False, mode=0o700)
+    private_dir(target)
     try:
         entries = list(source.iterdir())
     except FileNotFoundError:

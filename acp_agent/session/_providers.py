@@ -20,10 +20,10 @@ never echoed (``providers/list`` says the protocol and a base URL without creden
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import anyio.to_thread
 
@@ -68,14 +68,28 @@ class Route:
     headers: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
 
 
+def route_secrets(route: Route) -> list[str]:
+    """The credentials a route carries, by value: every header value, the user name and password of its
+    URL and every query and fragment value (``?token=``, ``key=``), each also percent-decoded."""
+    parts = urlsplit(route.base_url)
+    raw = [*route.headers.values(), *parts.netloc.rpartition("@")[0].split(":", 1)]
+    for part in (parts.query, parts.fragment):
+        raw += [value for _name, value in parse_qsl(part, keep_blank_values=False)]
+        raw += [piece.partition("=")[2] for piece in part.split("&")]
+    return [form for value in raw if value for form in {value, unquote(value)}]
+
+
 class ProviderRoutes:
     """The connection's routes by provider id (absent: as configured); ``versions`` count the changes;
-    ``disabled``: the optional providers the client turned off (``small``: side work on ``main``)."""
+    ``disabled``: the optional providers the client turned off (``small``: side work on ``main``).
+    ``learn`` (the process's ``Secrets.add`` values, set by ``serve_stdio``) is told each route's
+    credentials before anything can log them."""
 
     def __init__(self) -> None:
         self.routes: dict[str, Route] = {}
         self.versions: dict[str, int] = {}
         self.disabled: set[str] = set()
+        self.learn: Callable[[list[str]], None] | None = None
 
     @property
     def route(self) -> Route | None:
@@ -87,6 +101,8 @@ class ProviderRoutes:
         return self.versions.get(PROVIDER_ID, 0)
 
     def set(self, route: Route, provider_id: str = PROVIDER_ID) -> None:
+        if self.learn is not None:
+            self.learn(route_secrets(route))
         self.routes[provider_id] = route
         self.versions[provider_id] = self.versions.get(provider_id, 0) + 1
         self.disabled.discard(provider_id)

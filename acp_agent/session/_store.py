@@ -81,6 +81,7 @@ class SessionStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._private = False
 
     def directory(self, session_id: str) -> Path:
         return self.root / session_id
@@ -127,9 +128,15 @@ class SessionStore:
             return []
 
     async def save_meta(self, meta: SessionMeta) -> None:
-        await anyio.to_thread.run_sync(
-            write_json_atomic, self.directory(meta.id) / "meta.json", meta.to_dict()
-        )
+        await anyio.to_thread.run_sync(self._save_meta_sync, meta)
+
+    def _save_meta_sync(self, meta: SessionMeta) -> None:
+        if not self._private:  # once a process: the sessions folder an older version made 0755, tightened
+            from harness.atomic import private_dir  # (the session layer loads no harness at import)
+
+            private_dir(self.root)
+            self._private = True
+        write_json_atomic(self.directory(meta.id) / "meta.json", meta.to_dict())
 
     def create_sync(self, meta: SessionMeta) -> None:
         """Write a brand-new session's meta (blocking: ``session/new`` calls it in its one worker-thread
@@ -138,8 +145,11 @@ class SessionStore:
         and its first complete step is fsync'd with the meta again (``save_meta``). Written in place, not
         through a temporary file and a rename: nobody knows the id before this returns, and a kill in the
         middle leaves an unreadable file in a folder no answer named, which listing skips."""
+        from harness.atomic import private_dir  # not at import: the session layer loads no harness
+
         directory = self.directory(meta.id)
-        directory.mkdir(parents=True, exist_ok=True)
+        for folder in (self.root, directory):  # 0700: a session holds the whole conversation
+            private_dir(folder)  # (the sessions folder too: one an older version made 0755 is tightened)
         data = json.dumps(meta.to_dict(), ensure_ascii=False, indent=1).encode()
         fd = os.open(directory / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
@@ -210,8 +220,9 @@ def _objects(value: Any) -> list[dict[str, Any]]:
 def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1, sync: bool = True) -> None:
     """Write ``data`` as JSON so a reader sees the old file or the new one, never half of it (blocking:
     call it in a worker thread; ``sync=False``: no fsync, see ``harness.atomic``)."""
-    from harness.atomic import write_text_atomic  # not at import: the session layer loads no harness
+    from harness.atomic import private_dir, write_text_atomic  # (the session layer loads no harness)
 
+    private_dir(path.parent)  # the agent's own data (a session, the model cache): 0700, the file 0600
     write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent), sync=sync)
 
 
@@ -227,9 +238,11 @@ def _read_meta(path: Path) -> SessionMeta | None:
 
 
 def _append_lines(path: Path, records: list[dict[str, Any]], sync: bool = True) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from harness.atomic import open_private_append, private_dir  # (the session layer loads no harness)
+
+    private_dir(path.parent)
     data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
-    with open(path, "a", encoding="utf-8") as f:
+    with os.fdopen(open_private_append(path), "a", encoding="utf-8") as f:
         f.write(data)
         f.flush()
         if sync:

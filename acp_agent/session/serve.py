@@ -127,6 +127,7 @@ def serve_stdio(
     for problem in config.problems:
         log.warning("configuration: %s", problem)
     agent = AcpAgent(home=config.home, settings=settings, factory=factory)
+    agent.routes.learn = lambda values: secrets.add((), values)  # providers/set's credentials: masked
     if early is not None and early.initialized is not None:
         agent.mark_initialized(early.initialized)
     if early is not None and early.opened is not None:

@@ -58,10 +58,30 @@ _QUOTA = frozenset({"insufficient_quota", "billing_error", "billing_hard_limit_r
 _DRAIN_S = 0.25
 
 
+def shown_url(url: str) -> str:
+    """``url`` without credentials, query or fragment: what a message, a log or the editor may show."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _url_credentials(url: str) -> list[str]:
+    """A URL's user, password and query values, as written and percent-decoded (longest first)."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    raw = [*parts.netloc.rpartition("@")[0].split(":", 1)]
+    for part in (parts.query, parts.fragment):
+        raw += [piece.partition("=")[2] for piece in part.split("&")]
+    return sorted({form for value in raw if value for form in (value, unquote(value))}, key=len, reverse=True)
+
+
 class Endpoint:
     """A model endpoint: base URL, how the user sets it (``url_hint``, for messages), the API key (never shown)."""
 
-    __slots__ = ("_key", "base_url", "http", "url_hint")
+    __slots__ = ("_key", "base_url", "http", "shown_url", "url_hint")
 
     def __init__(self, base_url: str, url_hint: str, api_key: str | None, http: HttpConfig) -> None:
         if not base_url.startswith(("http://", "https://")):
@@ -69,6 +89,8 @@ class Endpoint:
                 f"model base URL {base_url!r} must start with http:// or https:// (e.g. http://127.0.0.1:8080/v1)"
             )
         self.base_url = base_url.rstrip("/")
+        self.shown_url = shown_url(self.base_url)
+        """The base URL as messages show it: without a user, password, query or fragment."""
         self.url_hint = url_hint
         self._key = api_key
         self.http = http
@@ -78,12 +100,14 @@ class Endpoint:
         return self._key
 
     def __repr__(self) -> str:
-        return f"Endpoint({self.base_url!r}, key={'set' if self._key else 'unset'})"
+        return f"Endpoint({self.shown_url!r}, key={'set' if self._key else 'unset'})"
 
     def scrub(self, text: str) -> str:
-        """Remove the API key from text that may echo it (a server's error message)."""
-        if self._key and len(self._key) >= 4:
-            text = text.replace(self._key, "***")
+        """Remove the API key, and the credentials the base URL holds, from text that may echo them (a
+        server's error message)."""
+        for secret in (self._key, *_url_credentials(self.base_url)):
+            if secret and len(secret) >= 4:
+                text = text.replace(secret, "***")
         return text
 
     async def get_json(self, path: str, headers: Mapping[str, str]) -> Any:
@@ -100,7 +124,7 @@ class Endpoint:
             return response.json()
         except ValueError:
             raise ModelError(
-                f"model endpoint {self.base_url} answered {path} with something that is not JSON",
+                f"model endpoint {self.shown_url} answered {path} with something that is not JSON",
                 ErrorKind.MODEL_ERROR,
             ) from None
 
@@ -135,7 +159,7 @@ class Endpoint:
                     if b'"error"' in raw:
                         raise err
                     raise ModelError(
-                        f"model endpoint {self.base_url} answered {path} with plain JSON, not an event stream; "
+                        f"model endpoint {self.shown_url} answered {path} with plain JSON, not an event stream; "
                         "check that the server supports streaming and that the base URL is right",
                         ErrorKind.MODEL_ERROR,
                     )
@@ -164,7 +188,7 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 def transport_error(exc: httpx2.RequestError, ep: Endpoint) -> ModelError:
     import httpx2
 
-    base = ep.base_url
+    base = ep.shown_url
     if isinstance(exc, httpx2.ConnectTimeout):
         msg = f"model endpoint {base} did not accept the connection in time; check the server is running and reachable or set {ep.url_hint}"
     elif isinstance(exc, httpx2.ConnectError):
@@ -184,7 +208,7 @@ def transport_error(exc: httpx2.RequestError, ep: Endpoint) -> ModelError:
 
 def truncated(ep: Endpoint, what: str) -> ModelError:
     return ModelError(
-        f"model endpoint {ep.base_url} ended the stream without {what}; the server may have crashed or dropped the connection, try again",
+        f"model endpoint {ep.shown_url} ended the stream without {what}; the server may have crashed or dropped the connection, try again",
         ErrorKind.TRANSPORT_ERROR,
     )
 
@@ -234,7 +258,7 @@ def classify_error_body(
     message = ep.scrub(str(err.get("message") or err.get("detail") or "").strip())
     if not message and obj(err_body).get("detail"):
         message = ep.scrub(str(obj(err_body)["detail"]))
-    where = f"model endpoint {ep.base_url}"
+    where = f"model endpoint {ep.shown_url}"
     shown = message or (f"HTTP {status}" if status else "an error")
     after = retry_after(headers) if headers is not None else None
     should_retry = (headers or {}).get("x-should-retry")

@@ -161,7 +161,7 @@ class Messages(HttpModel):
         reply = _MessagesReply(ep)
         finish: FinishReason | None = None
         async for event in ep.sse("/v1/messages", self._auth(), body, _is_stop):
-            ev = stream_record(event.data, ep.base_url)
+            ev = stream_record(event.data, ep.shown_url)
             match ev.get("type") or event.event:
                 case "content_block_delta":
                     d = reply.block_delta(ev)
@@ -269,7 +269,7 @@ class _MessagesReply:
         return anthropic_usage(usage) if usage else None
 
     def message_stop(self) -> FinishReason:
-        stop_reason, base_url = self.stop_reason, self.ep.base_url
+        stop_reason, base_url = self.stop_reason, self.ep.shown_url
         if stop_reason == "model_context_window_exceeded":
             raise ModelError(
                 f"model endpoint {base_url}: the reply stopped at the model's context window "

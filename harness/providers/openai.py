@@ -146,7 +146,7 @@ class ChatCompletions(HttpModel):
         if prompt.continue_:
             if self.continuation == "unsupported":
                 raise UnsupportedOptionError(
-                    f"Chat Completions at {self._ep.base_url} cannot continue an assistant message; {FALLBACK}"
+                    f"Chat Completions at {self._ep.shown_url} cannot continue an assistant message; {FALLBACK}"
                 )
             text = continued_text(prompt, "Chat Completions", FALLBACK)
             history.pop()
@@ -210,7 +210,7 @@ class ChatCompletions(HttpModel):
         ep = self._ep
         reply = _ChatReply(ep, ThinkSplitter() if self.think_tags else None)
         done = False
-        on_chunk, base_url = reply.on_chunk, ep.base_url
+        on_chunk, base_url = reply.on_chunk, ep.shown_url
         async for event in ep.sse("/chat/completions", self._auth(), body, _is_done):
             data = event.data
             if data == "[DONE]":
@@ -326,7 +326,7 @@ class _ChatReply:
     def _finish(self, reason: Any) -> FinishReason:
         if reason in ("error", "abort"):
             raise ModelError(
-                f"model endpoint {self.ep.base_url} aborted the reply (finish_reason {reason!r}); try again",
+                f"model endpoint {self.ep.shown_url} aborted the reply (finish_reason {reason!r}); try again",
                 ErrorKind.TRANSPORT_ERROR,
             )
         finish = _FINISH.get(reason)

@@ -105,7 +105,7 @@ class Responses(HttpModel):
         async for event in ep.sse("/responses", self._auth(), body, _is_final):
             if event.data == "[DONE]":
                 continue
-            for d in reply.on_event(stream_record(event.data, ep.base_url)):
+            for d in reply.on_event(stream_record(event.data, ep.shown_url)):
                 yield d
             if reply.done:
                 return

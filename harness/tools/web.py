@@ -306,23 +306,55 @@ class Search(Protocol):
 @dataclass
 class SearXng:
     """A SearXNG instance (``/search?format=json``; its settings must list ``json`` in
-    ``search.formats``). ``params`` adds query parameters (``categories``, ``language``, ...)."""
+    ``search.formats``). ``params`` adds query parameters (``categories``, ``language``, ...).
+
+    The endpoint is guarded as ``web_fetch`` is: http(s) only, no credentials in the URL, every address
+    its name resolves to checked (``allow_private``: loopback and private addresses too, for a SearXNG of
+    one's own; cloud metadata, multicast and the unspecified address never), the connection pinned to the
+    checked address (a rebinding name cannot move it), no redirect followed, no environment proxy."""
 
     base_url: str
     params: Mapping[str, str] = field(default_factory=dict[str, str])
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     timeout: float = 20.0
     transport: httpx2.AsyncBaseTransport | None = None
+    allow_private: bool = False
+    resolver: Resolver = system_resolver
+
+    async def _request(self, client: httpx2.AsyncClient, query: str) -> httpx2.Request:
+        import httpx2
+
+        try:
+            url = httpx2.URL(self.base_url.rstrip("/") + "/search")
+        except (httpx2.InvalidURL, ValueError, TypeError) as e:
+            raise Blocked(f"the search endpoint is not a valid URL ({e})") from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise Blocked("the search endpoint must be an http:// or https:// URL with a host")
+        if url.userinfo:
+            raise Blocked("the search endpoint's URL holds credentials; they are not sent")
+        host = url.raw_host.decode("ascii")
+        address = await resolve_checked(host, self.resolver, allow_private=self.allow_private)
+        host_header = (host if ":" not in host else f"[{host}]") + (f":{url.port}" if url.port else "")
+        extensions: dict[str, Any] = {"sni_hostname": host} if url.scheme == "https" else {}
+        return client.build_request(
+            "GET",
+            url.copy_with(host=address),
+            params={**self.params, "q": query, "format": "json"},
+            headers={**self.headers, "Host": host_header},
+            extensions=extensions,
+        )
 
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
         import httpx2
 
-        url = self.base_url.rstrip("/") + "/search"
-        params = {**self.params, "q": query, "format": "json"}
         try:
             with anyio.fail_after(self.timeout):
-                async with httpx2.AsyncClient(transport=self.transport, timeout=self.timeout) as client:
-                    response = await client.get(url, params=params, headers=dict(self.headers))
+                async with httpx2.AsyncClient(
+                    transport=self.transport, timeout=self.timeout, trust_env=False, follow_redirects=False
+                ) as client:
+                    response = await client.send(await self._request(client, query))
+        except Blocked as e:
+            raise FetchError(f"the search endpoint is refused: {e}") from None
         except TimeoutError:
             raise FetchError(f"the search timed out after {self.timeout:g} s") from None
         except httpx2.HTTPError as e:

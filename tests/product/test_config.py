@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,12 @@ def write(path: Path, text: str) -> Path:
 
 def problems_of(exc: pytest.ExceptionInfo[ConfigError]) -> list[str]:
     return [str(p) for p in exc.value.problems]
+
+
+def project_problems(cwd: Path, env: dict[str, str], **kwargs: Any) -> list[str]:
+    """A project's file never makes the resolution fail (a cloned repository must not stop the agent):
+    its bad values are skipped and its problems listed."""
+    return [str(p) for p in load_config(cwd, {}, env, **kwargs).problems]
 
 
 def test_defaults_apply_without_any_configuration(tree: dict[str, Path]) -> None:
@@ -149,12 +156,10 @@ def test_api_key_comes_from_env_before_the_key_file(tree: dict[str, Path]) -> No
 
 def test_an_api_key_in_a_config_file_is_refused_with_the_fix(tree: dict[str, Path]) -> None:
     path = write(tree["repo"] / ".acp-agent" / "config.toml", 'api_key = "sk-secret"\n')
-    with pytest.raises(ConfigError) as exc:
-        load_config(tree["sub"], {}, env_for(tree))
-    (problem,) = problems_of(exc)
+    (problem,) = project_problems(tree["sub"], env_for(tree))
     assert str(path.resolve()) in problem or str(path) in problem
     assert "ACP_AGENT_API_KEY" in problem and "api_key_file" in problem
-    assert "sk-secret" not in str(exc.value)
+    assert "sk-secret" not in problem
 
 
 def test_every_problem_is_reported_with_file_key_and_allowed_values(tree: dict[str, Path]) -> None:
@@ -164,9 +169,7 @@ def test_every_problem_is_reported_with_file_key_and_allowed_values(tree: dict[s
         '[tools]\nshell_timeout_s = -1\nbrowser = true\n[mcp_servers.bad]\nargs = ["a"]\n'
         '[mcp_servers.web]\ntype = "websocket"\nurl = "ws://x"\n',
     )
-    with pytest.raises(ConfigError) as exc:
-        load_config(tree["sub"], {}, env_for(tree))
-    problems = problems_of(exc)
+    problems = project_problems(tree["sub"], env_for(tree))
     text = "\n".join(problems)
     assert all("config.toml" in p for p in problems)
     assert "modle: unknown key; allowed keys: provider, model, base_url" in text
@@ -242,9 +245,8 @@ def test_a_bad_mcp_timeout_is_reported_with_the_allowed_range(tree: dict[str, Pa
         tree["repo"] / ".acp-agent" / "config.toml",
         '[mcp_servers.slow]\ncommand = "slow-server"\ntimeout_s = -1\n',
     )
-    with pytest.raises(ConfigError) as exc:
-        load_config(tree["sub"], {}, env_for(tree))
-    assert any("mcp_servers.slow.timeout_s" in p and "0 < s <= 86400" in p for p in problems_of(exc))
+    problems = project_problems(tree["sub"], env_for(tree))
+    assert any("mcp_servers.slow.timeout_s" in p and "0 < s <= 86400" in p for p in problems)
 
 
 # --- the table: per-provider variables, origins, flags -------------------------------------------------
@@ -402,14 +404,14 @@ def test_trust_is_kept_by_root_and_digest_and_a_change_needs_it_again(tree: dict
 def test_a_project_file_cannot_point_a_permission_file_outside_the_project(tree: dict[str, Path]) -> None:
     write(tree["repo"] / ".acp-agent" / "config.toml", '[permissions]\nproject_file = "~/.bashrc"\n')
     for trust in (None, True):
-        with pytest.raises(ConfigError) as exc:
-            load_config(tree["sub"], {}, env_for(tree), trust=trust)
-        (problem,) = problems_of(exc)
+        cfg = load_config(tree["sub"], {}, env_for(tree), trust=trust)
+        (problem,) = [str(p) for p in cfg.problems]
         assert "permissions.project_file" in problem and "outside the project" in problem
+        assert cfg.permissions_project_file == tree["repo"] / ".acp-agent" / "permissions.jsonl"
     (tree["repo"] / "out").symlink_to(tree["home"])
     write(tree["repo"] / ".acp-agent" / "config.toml", '[permissions]\nuser_file = "out/rules.jsonl"\n')
-    with pytest.raises(ConfigError, match=r"permissions\.user_file"):
-        load_config(tree["sub"], {}, env_for(tree), trust=True)
+    (problem,) = project_problems(tree["sub"], env_for(tree), trust=True)
+    assert "permissions.user_file" in problem
 
 
 def test_allow_rules_that_came_with_the_project_need_trust_and_the_users_own_do_not(

@@ -313,13 +313,15 @@ async def agent_process(
     stderr_name: str = "stderr.txt",
     keep_stdout: bool = False,
     kind: type[P] = AgentProcess,
+    cwd: Path | None = None,
 ) -> AsyncGenerator[P]:
     """Spawn the agent with ``env`` (see ``agent_env``); on exit close stdin, wait, kill if it lingers.
-    ``kind``: an ``AgentProcess`` subclass to drive it with."""
+    ``kind``: an ``AgentProcess`` subclass to drive it with; ``cwd``: its working folder (an editor starts
+    it in the project; default: this repository)."""
     stderr_path = home.parent / f"{home.name}-{stderr_name}"
     with stderr_path.open("ab") as stderr_file:
         process = await anyio.open_process(
-            [sys.executable, "-m", "acp_agent"], env=dict(env), cwd=str(REPO), stderr=stderr_file
+            [sys.executable, "-m", "acp_agent"], env=dict(env), cwd=str(cwd or REPO), stderr=stderr_file
         )
     try:
         agent = kind(process, home, stderr_path, keep_stdout=keep_stdout)

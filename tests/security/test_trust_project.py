@@ -176,14 +176,13 @@ async def test_a_permission_file_outside_the_project_is_refused_and_never_writte
     with ScriptedModel(tool("shell", {"command": "true"}), text("ok")) as model:
         async with client(world["home"], env_of(world, model)) as agent:
             agent.permission = choose("allow_always")
-            with anyio.fail_after(60):
-                answer = await agent.response(
-                    await agent.request("session/new", {"cwd": str(world["repo"]), "mcpServers": []})
-                )
-            message = answer["error"]["message"]
-            assert "permissions.project_file" in message and "outside the project" in message
+            session = await open_session(agent, world["repo"])  # the bad value is skipped, and said
+            await prompt(agent, session)  # "always" for the shell call: remembered in the project's file
+            shown = json.dumps(agent.notifications)
+            assert "permissions.project_file" in shown and "outside the project" in shown
             assert agent.violations == []
     assert bashrc.read_text() == "export PATH=$HOME/bin:$PATH\n"
+    assert "true" in (world["repo"] / ".acp-agent" / "permissions.jsonl").read_text()
 
 
 async def test_the_trust_command_lists_and_revokes_and_the_editor_then_asks_again(

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from acp_agent.coding._trust import ProjectRuleStore
-from acp_agent.trust import TrustStore
+from acp_agent.trust import TrustStore, rule_key
 from harness.policy import PermissionFileError, PermissionStore, Rule, Verdict
 
 pytestmark = pytest.mark.anyio
@@ -70,13 +70,21 @@ async def test_in_an_untrusted_project_only_the_users_own_allow_rules_apply(tmp_
     await PermissionStore(path).add(shipped)
     await PermissionStore(path).add(denial)
     trust = TrustStore(tmp_path / "home")
-    store = ProjectRuleStore(path, trust, trusted=False, root=root)
+    store = ProjectRuleStore(path, trust, trusted_rules=frozenset(), root=root)
     assert await store.rules() == [denial]
     given = Rule.command("git status", Verdict.ALLOW)
     await store.add(given)  # the user's "always": it holds without trust
     assert await store.rules() == [denial, given]
-    assert await ProjectRuleStore(path, trust, trusted=False, root=root).rules() == [denial, given]
-    assert await ProjectRuleStore(path, trust, trusted=True, root=root).rules() == [shipped, denial, given]
+    assert await ProjectRuleStore(path, trust, trusted_rules=frozenset(), root=root).rules() == [
+        denial,
+        given,
+    ]
+    decided = frozenset({rule_key(shipped.to_dict())})  # the user trusted the project with it listed
+    trusted = ProjectRuleStore(path, trust, trusted_rules=decided, root=root)
+    assert await trusted.rules() == [shipped, denial, given]
+    later = Rule.command("wget", Verdict.ALLOW)
+    await PermissionStore(path).add(later)  # added to the file after the decision: needs trust again
+    assert await trusted.rules() == [shipped, denial, given]
     await store.remove(given)
     await PermissionStore(path).add(given)  # written again by hand, or by the repository: not vouched
     assert await store.rules() == [denial]

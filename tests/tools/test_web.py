@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -309,6 +309,13 @@ SEARX = {
 }
 
 
+def _resolves_to(*addresses: str) -> Callable[[str], Awaitable[list[str]]]:
+    async def resolve(host: str) -> list[str]:
+        return list(addresses)
+
+    return resolve
+
+
 async def test_web_search_queries_searxng_and_lists_results() -> None:
     requests: list[httpx2.Request] = []
 
@@ -316,9 +323,13 @@ async def test_web_search_queries_searxng_and_lists_results() -> None:
         requests.append(request)
         return httpx2.Response(200, json=SEARX)
 
-    tool = WebSearch(
-        SearXng("http://searx.local:8080/", transport=httpx2.MockTransport(handler)), max_results=2
+    backend = SearXng(
+        "http://searx.local:8080/",
+        transport=httpx2.MockTransport(handler),
+        allow_private=True,
+        resolver=_resolves_to("10.1.2.3"),
     )
+    tool = WebSearch(backend, max_results=2)
     with anyio.fail_after(10):
         out = await call_tool(tool, {"query": "seine river"})
     assert not out.result.error
@@ -327,13 +338,19 @@ async def test_web_search_queries_searxng_and_lists_results() -> None:
         "2. Paris\n   https://example.org/paris"
     )
     (req,) = requests
+    assert req.url.host == "10.1.2.3" and req.headers["host"] == "searx.local:8080"  # pinned, as checked
     assert req.url.path == "/search"
     assert req.url.params["q"] == "seine river" and req.url.params["format"] == "json"
 
 
 async def test_web_search_failures_are_error_results() -> None:
     tool = WebSearch(
-        SearXng("http://searx.local", transport=httpx2.MockTransport(lambda r: httpx2.Response(403)))
+        SearXng(
+            "http://searx.local",
+            transport=httpx2.MockTransport(lambda r: httpx2.Response(403)),
+            allow_private=True,
+            resolver=_resolves_to("10.1.2.3"),
+        )
     )
     with anyio.fail_after(10):
         out = await call_tool(tool, {"query": "x"})

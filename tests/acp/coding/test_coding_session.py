@@ -92,16 +92,26 @@ async def test_set_mode_sends_current_mode_update_and_rejects_unknown_modes(tmp_
         )
 
 
-async def test_config_error_fails_session_new_but_initialize_answers(tmp_path: Path) -> None:
-    cfg = tmp_path / "project" / ".acp-agent"
+async def test_an_error_in_the_users_config_fails_session_new_but_initialize_answers(tmp_path: Path) -> None:
+    cfg = tmp_path / "user" / ".config" / "acp-agent"
     cfg.mkdir(parents=True)
     (cfg / "config.toml").write_text('default_mode = "yolo"\nbogus = 1\n')
+    (tmp_path / "project").mkdir()
     (tmp_path / "project" / ".git").mkdir()
     with pytest.raises(BaseExceptionGroup) as failure:
         async with editor_agent(tmp_path, fake()):
             pass
     text = str(_first_leaf(failure.value))
     assert "default_mode" in text and "bogus" in text and "configuration_error" in text
+
+
+async def test_an_error_in_a_projects_config_skips_its_values_and_the_session_works(tmp_path: Path) -> None:
+    cfg = tmp_path / "project" / ".acp-agent"
+    cfg.mkdir(parents=True)
+    (cfg / "config.toml").write_text('default_mode = "yolo"\nbogus = 1\n')
+    (tmp_path / "project" / ".git").mkdir()
+    async with editor_agent(tmp_path, fake()) as (_editor, sid, _project):
+        assert sid
 
 
 def _first_leaf(error: BaseException) -> BaseException:

@@ -155,9 +155,11 @@ async def project_agent(
     cwd: Path | None = None,
     mode: str | None = None,
     environ: dict[str, str] | None = None,
+    started_in_project: bool = False,
 ) -> AsyncGenerator[Project]:
     """The agent (a real process) with its model at the fake server, ``HOME`` and ``XDG_CONFIG_HOME``
-    in ``tmp/user``, and a session in ``cwd`` (default ``tmp/project``)."""
+    in ``tmp/user``, and a session in ``cwd`` (default ``tmp/project``); ``started_in_project``: the process
+    starts in that folder too (as an editor starts it: the start-up configuration is the project's)."""
     project = cwd or tmp / "project"
     project.mkdir(parents=True, exist_ok=True)
     user = tmp / "user"
@@ -176,7 +178,12 @@ async def project_agent(
         }
         home = tmp / "agent-home"
         async with (
-            agent_process(home, agent_env(home, None, **extra), kind=_Answered) as agent,
+            agent_process(
+                home,
+                agent_env(home, None, **extra),
+                kind=_Answered,
+                cwd=project if started_in_project else None,
+            ) as agent,
             anyio.create_task_group() as tg,
         ):
             sent, requests = _answering(agent)
