@@ -149,8 +149,17 @@ class ProtectedPaths:
         return None
 
     def why_real(self, path: Path | str) -> str | None:
-        """``why`` for the path as written and for where it really leads (a symlink to ``.git``). Blocking."""
-        return self.why(path) or self.why(os.path.realpath(path))
+        """``why`` for the path as written and for where it really leads (a symlink to ``.git``). Blocking.
+
+        A link on the way swapped while it is read makes ``realpath`` fail (``EINVAL``): then where it
+        leads cannot be told, and the path is treated as protected (asked about), never as a crash."""
+        if why := self.why(path):
+            return why
+        try:
+            real = os.path.realpath(path)
+        except OSError:
+            return "a symbolic link on its way changed while it was checked"
+        return self.why(real)
 
 
 def _spellings(path: Path | str) -> tuple[Path, Path]:

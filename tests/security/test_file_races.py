@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from harness.protected import ProtectedPaths
 from tests.security._attack import Project, calls, reply, victim_agent
 from tests.security._flip import flipping
 
@@ -107,3 +108,14 @@ async def test_a_thread_flipping_a_folder_to_a_symlink_out_never_gets_a_read_out
     assert len(results) == 4 * rounds
     assert not any(SECRET in r or "more.txt" in r for r in results), [r for r in results if SECRET in r]
     assert _outside_state(project) == before
+
+
+def test_a_link_swapped_while_the_protected_check_reads_it_is_treated_as_protected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def swapped(path: object, *args: object, **kwargs: object) -> str:
+        raise OSError(22, "Invalid argument")  # readlink's EINVAL when a link became a folder mid-lookup
+
+    guard = ProtectedPaths.of([Path("/project")])
+    monkeypatch.setattr("harness.protected.os.path.realpath", swapped)
+    assert guard.why_real("/project/src/app.py") is not None
