@@ -6,6 +6,7 @@ included."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 from acp_agent.coding import _git
 from acp_agent.coding._environment import GitState, find_repository, git_state
 from harness.sandbox import Support, probe, unavailable
-from tests.acp.instructions._support import project_agent, system_of, text
+from tests.acp.instructions._support import project_agent, text
 
 pytestmark = [
     pytest.mark.anyio,
@@ -357,8 +358,8 @@ async def test_through_the_real_process_a_hostile_repository_runs_nothing_at_any
         await p.prompt("first")
         os.utime(repo / "a.txt", (1_100_000_000, 1_100_000_000))
         await p.prompt("second")
-        systems = [system_of(b) for b in p.bodies()]
+        bodies = [json.dumps(b) for b in p.bodies()]
     assert not marker.exists()
-    assert len(systems) == 2
-    for system in systems:
-        assert f"- {repo}: a git repository (root {repo}), branch main" in system
+    assert len(bodies) == 2
+    for body in bodies:  # the environment block travels in front of the first prompt (kept in the history)
+        assert f"- {repo}: a git repository (root {repo}), branch main" in body
