@@ -255,7 +255,7 @@ async def run_git(
             # Landlock without the user+network namespace: in it every file's owner reads as "nobody", so
             # git finds each index entry's stat changed and hashes the whole tree again (3-10x slower, and
             # past the timeout in a big repository). TCP stays closed by Landlock (ABI 4+); see the notes.
-            landlock_only = dataclasses.replace(found, netns=False, unshare=None)
+            landlock_only = dataclasses.replace(found, netns=False)
             return await _run_sandboxed(command, repo, env, landlock_only, timeout_s, limit)
         return await run_bounded(
             command, cwd=repo.work_tree, env=env, timeout_s=timeout_s, limit=limit, stop_at_limit=True
