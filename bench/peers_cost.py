@@ -142,21 +142,23 @@ def _claude(action: Action, repo: Path) -> tuple[str, dict[str, Any]]:
 
 
 def _fast(action: Action, repo: Path) -> tuple[str, dict[str, Any]]:
-    """fast-agent in ACP mode with its shell (``-x``): ``execute`` runs a command; files go through it too
-    (it has no file tools of its own unless the client offers ``fs/*``, which this client does not)."""
+    """fast-agent with its local shell and file runtime (``--shell``): ``read_text_file``, ``edit_file``
+    (which also creates a file, from an empty ``old_string``) and ``bash``; it has no search tool, so the
+    grep is a command, as its model would run it."""
     kind, a = action
     match kind:
         case "read":
-            command = f"cat {a['path']}"
+            return "read_text_file", {"path": a["path"]}
         case "grep":
-            command = f"grep -rn {a['pattern']} ."
+            return "bash", {
+                "command": f"grep -rn --exclude-dir=.git --exclude-dir=.fast-agent {a['pattern']} ."
+            }
         case "edit":
-            command = f"sed -i 's/{a['old']}/{a['new']}/' {a['path']}"
+            return "edit_file", {"path": a["path"], "old_string": a["old"], "new_string": a["new"]}
         case "write":
-            command = f"cat > {a['path']} <<'EOF'\n{a['content']}EOF"
+            return "edit_file", {"path": a["path"], "old_string": "", "new_string": a["content"]}
         case _:
-            command = a["command"]
-    return "execute", {"command": command}
+            return "bash", {"command": a["command"]}
 
 
 # --- the server: the reply follows from the conversation ------------------------------------------------
@@ -278,12 +280,15 @@ def _fast_cmd(root: Path, url: str) -> tuple[list[str], dict[str, str]] | str:
     exe = PEERS / "fast-agent" / "bin" / "fast-agent"
     if not exe.exists():
         return f"fast-agent is not installed ({exe}): run bench/peers-install.sh"
-    config = root / "fastagent.config.yaml"
-    config.write_text(
-        f"default_model: sonnet\nanthropic:\n  base_url: {url}\n  api_key: sk-ant-bench-0123456789\n"
-    )
-    env = {"ANTHROPIC_API_KEY": "sk-ant-bench-peers-0123456789", "HOME": str(root)}
-    return [str(exe), "serve", "--transport", "acp", "--shell", "--config-path", str(config)], env
+    # Its settings from the environment (``SECTION__KEY``): a config file would make its directory the
+    # agent's working directory.
+    env = {
+        "ANTHROPIC__BASE_URL": url,
+        "ANTHROPIC__API_KEY": "sk-ant-bench-peers-0123456789",
+        "ANTHROPIC_API_KEY": "sk-ant-bench-peers-0123456789",
+        "HOME": str(root),
+    }
+    return [str(exe), "serve", "--transport", "acp", "--shell", "--model", "sonnet"], env
 
 
 AGENTS = (
@@ -395,7 +400,7 @@ def _rows(run: Run) -> list[dict[str, Any]]:
         figure(BENCH, f"{name}_base_request_tokens", run.base, None, **extra),
         figure(BENCH, f"{name}_input_tokens", sum(b.prompt for b in run.billed), None, **extra),
         figure(BENCH, f"{name}_cached_share_pct", _share(run.billed) * 100, None, **extra),
-        figure(BENCH, f"{name}_billed_usd", billed_cost(run.billed, run.models), None, **extra),
+        figure(BENCH, f"{name}_billed_cents", billed_cost(run.billed, run.models) * 100, None, **extra),
     ]
 
 
@@ -421,6 +426,9 @@ async def run(quick: bool) -> list[dict[str, Any]]:
             )
             key = peer.replace("-", "_")
             rows.append(
-                figure(BENCH, f"ratio_to_{key}", mine / theirs, target, baseline=theirs, turns=len(SESSION))
+                # baseline: the peer's billed cost, in cents
+                figure(
+                    BENCH, f"ratio_to_{key}", mine / theirs, target, baseline=theirs * 100, turns=len(SESSION)
+                )
             )
     return rows
