@@ -27,6 +27,7 @@ BENCHES = [
     "sandbox",
     "context",
     "cost",
+    "peers_cost",
 ]
 
 
