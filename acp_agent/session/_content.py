@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,12 +18,27 @@ if TYPE_CHECKING:
 
     from ..protocol.models import ContentBlock
 
-__all__ = ["ACP_META_KEY", "content_adapter", "linked_files", "prompt_to_message", "title_from_prompt"]
+__all__ = [
+    "ACP_META_KEY",
+    "content_adapter",
+    "linked_files",
+    "new_message_id",
+    "prompt_to_message",
+    "title_from_prompt",
+]
 
 ACP_META_KEY = "acp"
 """``Message.meta[ACP_META_KEY]["prompt"]`` keeps the prompt's original blocks, replayed as sent."""
 
 _TITLE_MAX = 80
+
+
+def new_message_id() -> str:
+    """A fresh ``messageId`` for a message this agent makes up (a prompt, a command's reply): the same form
+    as the harness's model message ids."""
+    return "msg_" + os.urandom(8).hex()
+
+
 _LINK_MAX_BYTES = 256 * 1024
 
 

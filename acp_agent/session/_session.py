@@ -27,7 +27,7 @@ import anyio
 
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
-from ._content import linked_files, prompt_to_message, title_from_prompt
+from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_message, title_from_prompt
 from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
 from ._frontier import ClientFrontier
@@ -118,6 +118,13 @@ class Session:
             await self.opened.wait()
         if self._threads is not None:
             self._threads.mark(update)  # an agent call's updates from the tools' middleware too
+        from ..protocol.models import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
+
+        match update:
+            case AgentMessageChunk() | AgentThoughtChunk() | UserMessageChunk() if update.message_id is None:
+                update.message_id = new_message_id()  # a message of one chunk (a command's reply, news)
+            case _:
+                pass
         await self.send_replay_update(update)
 
     async def send_replay_update(self, update: SessionUpdate | dict[str, Any]) -> None:
@@ -143,14 +150,6 @@ class Session:
         """Advisory news: a ``notice`` for a client that takes them, else ``fallback`` as the agent's
         message (after the opening response, as every update)."""
         await self.send_update(self.frontier.notice(notice, fallback))
-
-    async def send_text_chunk(self, text: str) -> None:
-        """The hot path of a streamed reply: an ``agent_message_chunk`` of text, built as the wire dict it
-        is (``agent_text``'s shape, written out here: no model to build and dump; the schema tests check the
-        shape), after the opening response."""
-        if not self.opened.is_set():
-            await self.opened.wait()
-        await self._conn.notify_text_chunk(self.id, text)
 
     async def replay(self) -> None:
         """Send the whole conversation as the client saw it (``session/load``, before its response), then
@@ -184,6 +183,7 @@ class Session:
             blocks, image=caps["image"], audio=caps["audio"], embedded=caps["embeddedContext"]
         )
         message = await linked_files(message, blocks, self.env.roots)
+        message.meta.setdefault(ACP_META_KEY, {})["messageId"] = new_message_id()  # replayed with it
         self._turn_done = anyio.Event()
         self._cancel_requested = self._cancel_sequence > ctx.sequence  # cancelled before it started
         ctx.on_cancel_request(self.cancel)
@@ -268,7 +268,8 @@ class Session:
         from harness import HarnessUsageError
         from harness.events import StepEnded, StepStarted, TextDelta, TurnStarted
 
-        unsaved = self._shown.text
+        shown = self._shown
+        unsaved = shown.text
         # The hot path of a streamed reply (``send_text_chunk`` inlined: one coroutine less per delta).
         opened, text_chunk, session_id = self.opened, self._conn.notify_text_chunk, self.id
         misuse: HarnessUsageError | None = None
@@ -278,9 +279,10 @@ class Session:
                     if type(event) is TextDelta and event.parent is None:
                         if event.text:
                             unsaved.append(event.text)
+                            shown.message_id = event.id
                             if not opened.is_set():
                                 await opened.wait()
-                            await text_chunk(session_id, event.text)
+                            await text_chunk(session_id, event.text, event.id)
                         continue
                     if isinstance(event, TurnStarted) and event.parent is None and self._cancel_requested:
                         run.cancel()

@@ -52,9 +52,13 @@ PARENT_META_KEY: Final = "parentToolCallId"
 """The ``_meta`` key on a nested call's updates naming the tool call (a sub-agent's) it belongs to."""
 
 
-def agent_text(text: str) -> dict[str, Any]:
-    """The ``agent_message_chunk`` of a text, as the wire dict it is (the streamed reply's hot path)."""
-    return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+def agent_text(text: str, message_id: str) -> dict[str, Any]:
+    """The ``agent_message_chunk`` of a text of the message ``message_id``, as the wire dict it is."""
+    return {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": text},
+        "messageId": message_id,
+    }
 
 
 @dataclass(slots=True, eq=False)
@@ -89,6 +93,7 @@ class _Call:
         update = ToolCallStart(
             tool_call_id=self.acp_id,
             title=self.title,
+            name=self.name,
             kind=self.kind,
             status=self.status if self.status in ("completed", "failed") else "failed",
             raw_input=self.raw_input,
@@ -162,10 +167,13 @@ class EventMapper:
         if event.parent is not None:
             return self._nested(event)
         match event:
-            case TextDelta(text=text):
-                return [AgentMessageChunk(content=TextContent(text=text))] if text else []
-            case ReasoningDelta(text=text):
-                return [AgentThoughtChunk(content=TextContent(text=text))] if text else []
+            case TextDelta(id=message_id, text=text):
+                return (
+                    [AgentMessageChunk(content=TextContent(text=text), message_id=message_id)] if text else []
+                )
+            case ReasoningDelta(id=message_id, text=text):
+                chunk = AgentThoughtChunk(content=TextContent(text=text), message_id=message_id)
+                return [chunk] if text else []
             case MessageEnded(usage=usage):
                 used = usage.input + usage.cache_read + usage.cache_write + usage.output
                 if self._context_window is None or used <= 0:
@@ -446,6 +454,7 @@ class EventMapper:
         return self._meta(call, update)
 
     def _meta(self, call: _Call, update: Any) -> SessionUpdate:
+        update.name = call.name  # every update of a call names its tool (clients key renderers on it)
         if call.parent is not None:
             update.field_meta = {**(update.field_meta or {}), PARENT_META_KEY: call.parent}
         thread = self.threads.meta(call.acp_id) if self.threads is not None else None

@@ -49,9 +49,10 @@ def test_every_cited_schema_definition_exists_in_the_shipped_schema() -> None:
     assert cited and cited <= set(defs), sorted(cited - set(defs))
 
 
-def test_the_shipped_schema_is_the_spec_file() -> None:
-    shared = require_shared(SHARED / "acp-spec" / "schema.json")
-    shipped = Path(sys.modules["acp_conformance"].__file__ or "").parent / "schema" / "schema.json"
+@pytest.mark.parametrize("name", ["schema.json", "schema.unstable.json"])
+def test_the_shipped_schemas_are_the_spec_files(name: str) -> None:
+    shared = require_shared(SHARED / "acp-spec" / "next" / "v1" / name)
+    shipped = Path(sys.modules["acp_conformance"].__file__ or "").parent / "schema" / name
     assert shipped.read_bytes() == shared.read_bytes()
 
 

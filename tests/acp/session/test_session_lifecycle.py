@@ -139,9 +139,11 @@ async def test_tools_from_the_session_factory_show_as_tool_calls_with_their_meta
             "sessionUpdate": "tool_call",
             "toolCallId": "call_a",
             "title": "read_file",
+            "name": "read_file",
             "kind": "read",
             "status": "pending",
         }
+        assert all(c["name"] == "read_file" for c in calls)  # every update names the tool
         assert calls[1]["status"] == "in_progress" and calls[1]["rawInput"] == {"path": "/a.txt"}
         assert calls[1]["title"] == "Read /a.txt"
         assert calls[-1]["status"] == "completed"
@@ -158,6 +160,7 @@ async def test_tools_from_the_session_factory_show_as_tool_calls_with_their_meta
             if u["sessionUpdate"] == "tool_call"
         ]
         assert replayed[-1]["status"] == "completed" and replayed[-1]["title"] == "Read /a.txt"
+        assert replayed[-1]["name"] == "read_file"
 
 
 async def test_cancel_during_streaming_answers_cancelled_and_keeps_only_the_user_message(
