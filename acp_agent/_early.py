@@ -155,6 +155,8 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
         },
         "authMethods": auth_methods,
         "agentInfo": {"name": "acp-agent", "title": "ACP Agent", "version": __version__},
+        # ``_session/steering`` (``acp_agent.session._steering``), advertised as claude-agent-acp does.
+        "_meta": {"steering": {"supported": True}},
     }
 
 

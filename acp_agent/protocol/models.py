@@ -131,6 +131,10 @@ from ._models_unstable import (
     ProviderCurrentConfig,
     ProviderInfo,
     SetProviderRequest,
+    SetSessionTitleRequest,
+    SteeringOutcome,
+    SteeringRequest,
+    SteeringResponse,
 )
 from ._models_updates import (
     AgentMessageChunk,
@@ -282,6 +286,10 @@ __all__ = [
     "SessionNotification",
     "SessionUpdate",
     "SetProviderRequest",
+    "SetSessionTitleRequest",
+    "SteeringOutcome",
+    "SteeringRequest",
+    "SteeringResponse",
     "SetSessionConfigOptionRequest",
     "SetSessionConfigOptionResponse",
     "SetSessionModeRequest",

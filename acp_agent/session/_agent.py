@@ -30,6 +30,7 @@ from ..model_setup import ModelConfigError, how_to_configure
 from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
+from ._closing import close_session, delete_session
 from ._creating import completed, new_session_setup
 from ._first_run import needs_setup, terminal_auth
 from ._fork import fork_session
@@ -40,6 +41,7 @@ from ._providers import ProviderRoutes, disable_provider, list_providers, set_pr
 from ._roots import checked_roots
 from ._session import Session
 from ._setup import SessionEnvironment, SessionFactory, SessionSetup, default_factory
+from ._steering import steer_session
 from ._store import SessionMeta, SessionStore
 from ._threads import replay_thread
 from ._warm import WarmsUp, warm_imports
@@ -103,7 +105,8 @@ class AcpAgent:
         self.sessions: dict[str, Session] = {}
         self._store: SessionStore | None = None
         self._opening: dict[Any, Callable[[], None]] = {}
-        self._closing: dict[str, anyio.Event] = {}
+        self.closing: dict[str, anyio.Event] = {}
+        """Sessions being closed, by id: set once closed and on disk (``_closing``)."""
         self._warm_when_attached = False
         self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self.early = EarlySession()  # a session/new answered before the event loop (acp_agent._early)
@@ -222,7 +225,7 @@ class AcpAgent:
 
     # --- opening sessions -------------------------------------------------------------------------
 
-    def _session(self, session_id: str) -> Session:
+    def live_session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None and (reason := self.early.failed(session_id)) is not None:
             raise RpcError(INTERNAL_ERROR, f"this session could not be set up: {reason}")
@@ -348,7 +351,7 @@ class AcpAgent:
     # --- the other session methods ----------------------------------------------------------------
 
     async def prompt(self, req: m.PromptRequest, ctx: RequestContext) -> m.PromptResponse:
-        session = self._session(req.session_id)
+        session = self.live_session(req.session_id)
         try:
             stop = await session.prompt(req.prompt, ctx)
         finally:
@@ -357,7 +360,7 @@ class AcpAgent:
         return m.PromptResponse(stop_reason=stop)  # pyright: ignore[reportArgumentType]
 
     async def set_mode(self, req: m.SetSessionModeRequest, ctx: RequestContext) -> dict[str, Any]:
-        controls = self._session(req.session_id).setup.controls
+        controls = self.live_session(req.session_id).setup.controls
         if controls is None:
             raise RpcError.invalid_params("invalid params: this session has no modes")
         await controls.set_mode(req.mode_id)
@@ -367,7 +370,7 @@ class AcpAgent:
     async def set_config_option(
         self, req: m.SetSessionConfigOptionRequest, ctx: RequestContext
     ) -> dict[str, Any]:
-        controls = self._session(req.session_id).setup.controls
+        controls = self.live_session(req.session_id).setup.controls
         if controls is None:
             raise RpcError.invalid_params("invalid params: this session has no config options")
         options = await controls.set_config_option(req.config_id, req.value)
@@ -389,40 +392,6 @@ class AcpAgent:
                 log.exception("work after the response to request %r failed", ctx.request_id)
 
         self._opening[ctx.request_id] = lambda: spawn(run)
-
-    async def close_session(self, req: m.CloseSessionRequest, ctx: RequestContext) -> dict[str, Any]:
-        session = self.sessions.pop(req.session_id, None)
-        if session is None:
-            await self._closed_fully(req.session_id)
-            if await self.store.load_meta(req.session_id) is None:
-                raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
-            return {}
-        await self._close_live(session)
-        return {}
-
-    async def _close_live(self, session: Session) -> None:
-        """Close a session that left the live table; until its turn has ended and its last step is on
-        disk, a delete (or load) of the same id waits for it."""
-        done = anyio.Event()
-        self._closing[session.id] = done
-        try:
-            await session.close()
-        finally:
-            self._closing.pop(session.id, None)
-            done.set()
-
-    async def _closed_fully(self, session_id: str) -> None:
-        done = self._closing.get(session_id)
-        if done is not None:
-            await done.wait()
-
-    async def delete_session(self, req: m.DeleteSessionRequest, ctx: RequestContext) -> dict[str, Any]:
-        session = self.sessions.pop(req.session_id, None)
-        if session is not None:
-            await self._close_live(session)
-        await self._closed_fully(req.session_id)
-        await self.store.delete(req.session_id)
-        return {}
 
     # --- the model --------------------------------------------------------------------------------
 
@@ -472,18 +441,21 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
     ),
     "session/close": Route(
         m.CloseSessionRequest.model_validate,
-        AcpAgent.close_session,
+        close_session,
         capability=("sessionCapabilities", "close"),
     ),
     "session/delete": Route(
         m.DeleteSessionRequest.model_validate,
-        AcpAgent.delete_session,
+        delete_session,
         capability=("sessionCapabilities", "delete"),
     ),
     "session/fork": Route(
         m.ForkSessionRequest.model_validate, fork_session, capability=("sessionCapabilities", "fork")
     ),
     "session/prompt": Route(m.PromptRequest.model_validate, AcpAgent.prompt, cancellable=True),
+    "_session/steering": Route(
+        m.SteeringRequest.model_validate, steer_session, capability=("_meta", "steering", "supported")
+    ),
     "providers/list": Route(_params, list_providers, capability=("providers",)),
     "mcp/message": Route(_params, mcp_message, capability=("mcpCapabilities", "acp")),
     "providers/set": Route(m.SetProviderRequest.model_validate, set_provider, capability=("providers",)),

@@ -31,18 +31,20 @@ from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_mess
 from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
 from ._frontier import ClientFrontier
+from ._outcome import kind_of, replace_text, stop_reason, unfinished
 from ._present import Presenter
+from ._queue import TurnQueue
 from ._replay import ShownLog
 from ._store import SessionMeta, SessionStore
 from ._threads import SubagentThreads
 from ._updates import EventMapper
 
 if TYPE_CHECKING:
-    from harness import Ended, Message, Model, Run
+    from harness import Message, Model, Run
     from harness.transcript import JsonlTranscript
 
     from ..protocol.connection import Connection, RequestContext
-    from ..protocol.models import ContentBlock, Notice, SessionUpdate
+    from ..protocol.models import ContentBlock, Notice, SessionUpdate, SteeringOutcome
     from ._setup import SessionEnvironment, SessionSetup
 
 __all__ = ["Session", "failure_message"]
@@ -85,7 +87,9 @@ class Session:
         self.presenter = Presenter(setup.tools, setup.views)
         self.opened = anyio.Event()
         """Set once the response that opened the session was written: updates wait for it."""
-        self._turn_done: anyio.Event | None = None
+        self._turns = TurnQueue()
+        self._steering: list[Message] = []
+        """Steering messages that came while the turn was being prepared: they land once it runs."""
         self._cancel_requested = False
         self._cancel_sequence = 0
         self._preparing: anyio.CancelScope | None = None
@@ -104,7 +108,7 @@ class Session:
 
     @property
     def busy(self) -> bool:
-        return self._turn_done is not None
+        return self._turns.busy
 
     def messages(self) -> list[Message]:
         return self._run.messages() if self._run is not None else list(self._history)
@@ -173,28 +177,76 @@ class Session:
     # --- prompt turns ---------------------------------------------------------------------------
 
     async def prompt(self, blocks: Sequence[ContentBlock], ctx: RequestContext) -> str:
-        """Run one turn; returns the stop reason, or raises ``RpcError`` for a failed turn."""
+        """Run one turn, after the turns before it (``_queue``); returns the stop reason, or raises
+        ``RpcError`` for a failed turn."""
+        message = await self._message(blocks)
+        fresh = not self._turns.busy
+        if not await self._turns.enter(ctx.on_cancel_request):
+            return "cancelled"  # it left the queue without running
+        # A cancel read before a prompt that had not started yet ends it (a queued prompt was handed the
+        # session by the turn before it: a cancel meanwhile was that turn's).
+        cancelled = fresh and self._cancel_sequence > ctx.sequence
+        ctx.on_cancel_request(self.cancel)
+        try:
+            return await self._turn(message, cancelled)
+        finally:
+            ctx.on_cancel_request(None)
+
+    async def _message(self, blocks: Sequence[ContentBlock]) -> Message:
+        """The user message of a prompt (or a steering message), with its ``messageId``."""
         if self._closed:
             raise RpcError.not_found(f"session not found: {self.id}", uri=self.id)
-        if self._turn_done is not None:
-            raise RpcError.invalid_request("invalid request: a prompt is already running on this session")
         caps = PROMPT_CAPABILITIES
         message = prompt_to_message(
             blocks, image=caps["image"], audio=caps["audio"], embedded=caps["embeddedContext"]
         )
         message = await linked_files(message, blocks, self.env.roots)
         message.meta.setdefault(ACP_META_KEY, {})["messageId"] = new_message_id()  # replayed with it
-        self._turn_done = anyio.Event()
-        self._cancel_requested = self._cancel_sequence > ctx.sequence  # cancelled before it started
-        ctx.on_cancel_request(self.cancel)
-        if not self.opened.is_set():
-            self.opened.set()  # the client saw the opening response: it is prompting
+        return message
+
+    async def _turn(self, message: Message, cancelled: bool) -> str:
+        """The turn of ``message``, the session being this turn's (``_turns.enter``)."""
         try:
+            if self._closed:
+                return "cancelled"
+            self._cancel_requested = cancelled
+            if not self.opened.is_set():
+                self.opened.set()  # the client saw the opening response: it is prompting
             return await self._prompt(message)
         finally:
-            ctx.on_cancel_request(None)
-            done, self._turn_done = self._turn_done, None
-            done.set()
+            self._turns.turn_ended()
+
+    async def steer(self, blocks: Sequence[ContentBlock], *, prompt_required: bool) -> SteeringOutcome:
+        """``_session/steering``: ``blocks`` land in the running turn at its next step boundary; when idle,
+        they start a turn of their own in the background (its updates stream as a prompt's; its end has
+        no answer), or, ``prompt_required``, nothing happens and the client is to send a prompt."""
+        message = await self._message(blocks)
+        if self._turns.busy:
+            run = self._run
+            if run is not None and run.is_running():
+                run.interject(message)
+            else:  # the turn is still being prepared (hooks, MCP servers): it lands once it runs
+                self._steering.append(message)
+            return "injected"
+        if prompt_required:
+            return "promptRequired"
+        spawn = self.env.spawn
+        if spawn is None:
+            raise RpcError(INTERNAL_ERROR, "this session cannot start a turn in the background")
+        await self._turns.enter()  # idle: entered at once, so a prompt sent next waits for this turn
+
+        async def background() -> None:
+            try:
+                stop = await self._turn(message, False)
+                log.info("session %s: the steered turn ended (%s)", self.id, stop)
+            except RpcError as exc:
+                log.warning("session %s: the steered turn failed: %s", self.id, exc.message)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.sync_writes()
+
+        spawn(background)
+        return "startedNewTurn"
 
     async def _prompt(self, message: Message) -> str:
         # One turn's phases in order (command, hooks, title, run, mapping, persistence): kept in one
@@ -214,7 +266,7 @@ class Session:
                     await self._store.append_shown(self.id, self._shown.take())  # a compaction's record
                     return "end_turn"
                 if outcome is not None and outcome.prompt is not None:
-                    message = _replace_text(message, outcome.prompt)
+                    message = replace_text(message, outcome.prompt)
             await controls.turn_starting()
         if self.setup.before_prompt is not None:
             prepared = await self._before_prompt(message)
@@ -250,13 +302,16 @@ class Session:
                 await self._send_threads()
             self._shown.calls_ended(mapper.take_records())
             self._mapper = None
-            outcome = _unfinished(run, misuse)
+            outcome = unfinished(run, misuse)
             if outcome is not None:  # a replay shows the partial reply and a marker
                 self._shown.turn_ended(len(run.messages()), *outcome)
             if outcome is not None and outcome[0] == "failed" and misuse is None:  # (misuse: logged)
                 # The log's filter redacts the process's secrets; the providers scrub their key too.
                 log.warning(
-                    "session %s: turn failed (%s): %s", self.id, _kind(run.ended(), "model_error"), outcome[1]
+                    "session %s: turn failed (%s): %s",
+                    self.id,
+                    kind_of(run.ended(), "model_error"),
+                    outcome[1],
                 )
             with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
                 await self._persist(run, final=True)
@@ -284,8 +339,11 @@ class Session:
                                 await opened.wait()
                             await text_chunk(session_id, event.text, event.id)
                         continue
-                    if isinstance(event, TurnStarted) and event.parent is None and self._cancel_requested:
-                        run.cancel()
+                    if isinstance(event, TurnStarted) and event.parent is None:
+                        if self._cancel_requested:
+                            run.cancel()
+                        while self._steering:
+                            run.interject(self._steering.pop(0))
                     if isinstance(event, StepStarted) and event.parent is None:
                         await self.presenter.refresh()
                     for update in mapper.map(event):
@@ -406,7 +464,7 @@ class Session:
     def cancel(self, sequence: int | None = None) -> None:
         """``session/cancel``: end the running turn as ``cancelled``. When idle, remember where the cancel
         came (``sequence``): a prompt read before it, whose handler had not started, ends cancelled."""
-        if self._turn_done is None:
+        if not self._turns.busy:
             if sequence is not None:
                 self._cancel_sequence = max(self._cancel_sequence, sequence)
             return
@@ -419,13 +477,12 @@ class Session:
             self._run.cancel()
 
     async def wait_idle(self) -> None:
-        done = self._turn_done
-        if done is not None:
-            await done.wait()
+        await self._turns.wait_idle()
 
     async def close(self) -> None:
         """Cancel the running turn, wait for its answer, free the factory's resources."""
         self._closed = True
+        self._turns.leave_all()
         self.cancel()
         with anyio.move_on_after(10):
             await self.wait_idle()
@@ -436,58 +493,3 @@ class Session:
                     await self.setup.aclose()
                 except Exception:
                     log.exception("session %s: closing its resources failed", self.id)
-
-
-def _unfinished(run: Run, misuse: BaseException | None) -> tuple[str, str | None] | None:
-    """``("cancelled", None)`` or ``("failed", message)`` for a turn that did not end normally."""
-    from harness import EndReason
-
-    ended = run.ended()
-    if misuse is not None:
-        return "failed", f"internal error: {misuse}"
-    if ended is None or ended.reason in (EndReason.CANCELLED, EndReason.INTERRUPTED):
-        return "cancelled", None
-    if ended.reason is EndReason.FAILED:
-        return "failed", failure_message(_kind(ended, "model_error"), ended.error)
-    return None
-
-
-def _replace_text(message: Message, text: str) -> Message:
-    """The prompt with its text replaced by ``text`` (an expanded prompt command); images kept."""
-    from harness import Message as HMessage
-    from harness import Text
-
-    kept = [p for p in message.parts if not isinstance(p, Text)]
-    return HMessage(message.role, (Text(text), *kept), meta=message.meta)
-
-
-def stop_reason(ended: Ended | None, misuse: BaseException | None = None) -> str:
-    from harness import EndReason, ErrorKind, FinishReason
-
-    if misuse is not None and (ended is None or ended.reason is not EndReason.CANCELLED):
-        raise RpcError(
-            INTERNAL_ERROR, f"internal error: {misuse}", {"errorKind": _kind(ended, ErrorKind.MODEL_ERROR)}
-        )
-    if ended is None:
-        return "cancelled"
-    reason = ended.reason
-    if reason is EndReason.DONE:
-        if ended.finish is FinishReason.LENGTH:
-            return "max_tokens"
-        if ended.finish is FinishReason.REFUSAL:
-            return "refusal"
-        return "end_turn"
-    if reason is EndReason.STOPPED:
-        return "max_turn_requests"
-    if reason in (EndReason.CANCELLED, EndReason.INTERRUPTED):
-        return "cancelled"
-    if reason is EndReason.FAILED:
-        kind = _kind(ended, ErrorKind.MODEL_ERROR)
-        raise RpcError(INTERNAL_ERROR, failure_message(kind, ended.error), {"errorKind": kind})
-    log.warning("turn ended %s, which this agent does not handle yet; answering end_turn", reason)
-    return "end_turn"
-
-
-def _kind(ended: Ended | None, default: Any) -> str:
-    kind = ended.error_kind if ended is not None and ended.error_kind is not None else default
-    return str(getattr(kind, "value", kind))
