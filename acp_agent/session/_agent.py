@@ -35,7 +35,7 @@ from ._creating import completed, new_session_setup
 from ._first_run import needs_setup, terminal_auth
 from ._fork import fork_session
 from ._listing import list_sessions
-from ._mcp_acp import McpAcpBridge, mcp_message
+from ._mcp_acp import McpAcpBridge
 from ._opening import EarlySession, controls_state, kept_servers
 from ._providers import ProviderRoutes, disable_provider, list_providers, set_provider
 from ._roots import checked_roots
@@ -457,7 +457,6 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
         m.SteeringRequest.model_validate, steer_session, capability=("_meta", "steering", "supported")
     ),
     "providers/list": Route(_params, list_providers, capability=("providers",)),
-    "mcp/message": Route(_params, mcp_message, capability=("mcpCapabilities", "acp")),
     "providers/set": Route(m.SetProviderRequest.model_validate, set_provider, capability=("providers",)),
     "providers/disable": Route(
         m.DisableProviderRequest.model_validate, disable_provider, capability=("providers",)

@@ -88,6 +88,8 @@ class Session:
         self.opened = anyio.Event()
         """Set once the response that opened the session was written: updates wait for it."""
         self._turns = TurnQueue()
+        self._tool_names: dict[str, str] = {}
+        """The tool of each call shown (``EventMapper`` names them; a tool middleware's updates don't)."""
         self._steering: list[Message] = []
         """Steering messages that came while the turn was being prepared: they land once it runs."""
         self._cancel_requested = False
@@ -122,11 +124,21 @@ class Session:
             await self.opened.wait()
         if self._threads is not None:
             self._threads.mark(update)  # an agent call's updates from the tools' middleware too
-        from ..protocol.models import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
+        from ..protocol.models import (
+            AgentMessageChunk,
+            AgentThoughtChunk,
+            ToolCallProgress,
+            ToolCallStart,
+            UserMessageChunk,
+        )
 
         match update:
             case AgentMessageChunk() | AgentThoughtChunk() | UserMessageChunk() if update.message_id is None:
                 update.message_id = new_message_id()  # a message of one chunk (a command's reply, news)
+            case ToolCallStart() | ToolCallProgress() if update.name is None:  # from a tool middleware
+                update.name = self._tool_names.get(update.tool_call_id)
+            case ToolCallStart(name=str(name)) | ToolCallProgress(name=str(name)):
+                self._tool_names[update.tool_call_id] = name
             case _:
                 pass
         await self.send_replay_update(update)
@@ -302,6 +314,7 @@ class Session:
                 await self._send_threads()
             self._shown.calls_ended(mapper.take_records())
             self._mapper = None
+            self._tool_names.clear()
             outcome = unfinished(run, misuse)
             if outcome is not None:  # a replay shows the partial reply and a marker
                 self._shown.turn_ended(len(run.messages()), *outcome)

@@ -240,8 +240,8 @@ async def test_each_step_is_on_disk_before_the_next_step_begins_and_the_prompt_w
     assert len(lines) == 4 and lines[0]["role"] == "user"
 
 
-async def test_second_prompt_while_one_runs_is_rejected_and_the_first_completes(tmp_path: Path) -> None:
-    model = FakeModel([Reply(text="slow answer", chunks=5, delay_s=0.05)])
+async def test_closing_a_session_answers_its_running_and_its_queued_prompts_cancelled(tmp_path: Path) -> None:
+    model = FakeModel([Reply(text="slow answer", hang=True)])
     async with running_agent(tmp_path, model) as (client, _agent, _tg):
         await client.initialize()
         sid = await client.new_session(str(tmp_path))
@@ -252,11 +252,10 @@ async def test_second_prompt_while_one_runs_is_rejected_and_the_first_completes(
                 and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
             )
         )
-        second = await client.response(
-            await client.send_request("session/prompt", client.prompt_params(sid, "two"))
-        )
-        assert second["error"]["code"] == -32600
-        assert (await client.response(first))["result"] == {"stopReason": "end_turn"}
+        second = await client.send_request("session/prompt", client.prompt_params(sid, "two"))
+        await client.call("session/close", {"sessionId": sid})
+        assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
+        assert (await client.response(second))["result"] == {"stopReason": "cancelled"}
         assert model.calls == 1
 
 
