@@ -150,6 +150,7 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
                 "delete": {},
                 "additionalDirectories": {},
                 "fork": {},
+                "title": {},
             },
             "providers": {},
         },

@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PLACEHOLDER: Final = "{{default}}"
 PROMPT_FILE_LIMIT: Final = 128 * 1024
 WATCH_S: Final = 3.0
-RESERVED_COMMANDS: Final = ("mode", "model", "undo", "compact")
+RESERVED_COMMANDS: Final = ("mode", "model", "undo", "compact", "rename")
 
 
 class PromptFileError(Exception):

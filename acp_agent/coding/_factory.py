@@ -54,6 +54,7 @@ from ._model_notes import ModelNotes
 from ._modes import ModeState, PolicyMiddleware
 from ._plan_mode import ModeNote, PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
+from ._rename import RENAME_DESCRIPTION, RenameCommand, title_model_of
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
 from ._shell_view import ShellView
 from ._terminal import EditorTerminalRunner, EditorTerminals
@@ -196,6 +197,7 @@ class CodingFactory:
             mcp=mcp,
             extra_commands={
                 "undo": (UNDO_DESCRIPTION, None, UndoCommand(journal, gate, modes)),
+                "rename": (RENAME_DESCRIPTION, "new title", RenameCommand(link)),
                 "compact": (
                     "Summarise the conversation so far to free the model's context",
                     None,
@@ -279,6 +281,7 @@ class CodingFactory:
             display=ToolDisplay(marks_running=True),
             controls=controls,
             views=views,
+            title_model=title_model_of(LateModel(current_model)),
         )
 
     async def _apply_trusted(

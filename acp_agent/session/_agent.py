@@ -44,6 +44,7 @@ from ._setup import SessionEnvironment, SessionFactory, SessionSetup, default_fa
 from ._steering import steer_session
 from ._store import SessionMeta, SessionStore
 from ._threads import replay_thread
+from ._titles import set_session_title
 from ._warm import WarmsUp, warm_imports
 
 if TYPE_CHECKING:
@@ -451,6 +452,11 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
     ),
     "session/fork": Route(
         m.ForkSessionRequest.model_validate, fork_session, capability=("sessionCapabilities", "fork")
+    ),
+    "session/set_title": Route(
+        m.SetSessionTitleRequest.model_validate,
+        set_session_title,
+        capability=("sessionCapabilities", "title"),
     ),
     "session/prompt": Route(m.PromptRequest.model_validate, AcpAgent.prompt, cancellable=True),
     "_session/steering": Route(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from harness import Message, ToolCall, ToolResult
 
     from ._present import Presenter
+    from ._session import Session
 
 __all__ = [
     "DIFF_KEEP_CHARS",
@@ -30,6 +31,7 @@ __all__ = [
     "ShownLog",
     "compact_record",
     "message_id",
+    "replay_session",
     "replay_updates",
     "turn_record",
 ]
@@ -175,6 +177,26 @@ def _compact_diff(item: dict[str, Any]) -> dict[str, Any]:
     old_part = "".join(a[start : len(a) - keep])[:DIFF_KEEP_CHARS]
     new_part = "".join(b[start : len(b) - keep])[:DIFF_KEEP_CHARS]
     return {**item, "oldText": old_part, "newText": new_part}
+
+
+async def replay_session(session: Session, shown: Sequence[dict[str, Any]]) -> None:
+    """Send ``session``'s whole conversation as the client saw it (``shown``: its records), then the title
+    and the plan."""
+    from ..protocol.models import SessionInfoUpdate
+
+    await session.presenter.refresh()
+    records = SessionRecords.read(shown)
+    frontier = session.frontier
+    for update in replay_updates(
+        session.messages(), session.presenter, records, compactions=frontier.compaction
+    ):
+        await session.send_replay_update(update)
+    meta = session.meta
+    if meta.title:
+        await session.send_replay_update(SessionInfoUpdate(title=meta.title, updated_at=meta.updated_at))
+    if records.plan:
+        plan = frontier.plan(records.plan) or {"sessionUpdate": "plan", "entries": records.plan}
+        await session.send_replay_update(plan)
 
 
 def replay_updates(

@@ -37,15 +37,17 @@ from ._queue import TurnQueue
 from ._replay import ShownLog
 from ._store import SessionMeta, SessionStore
 from ._threads import SubagentThreads
-from ._updates import EventMapper
+from ._titles import title_after_exchange
+from ._updates import EventMapper, complete_update
 
 if TYPE_CHECKING:
     from harness import Message, Model, Run
     from harness.transcript import JsonlTranscript
 
     from ..protocol.connection import Connection, RequestContext
-    from ..protocol.models import ContentBlock, Notice, SessionUpdate, SteeringOutcome
+    from ..protocol.models import ContentBlock, Notice, SessionUpdate
     from ._setup import SessionEnvironment, SessionSetup
+    from ._titles import TitleSource
 
 __all__ = ["Session", "failure_message"]
 
@@ -88,6 +90,8 @@ class Session:
         self.opened = anyio.Event()
         """Set once the response that opened the session was written: updates wait for it."""
         self._turns = TurnQueue()
+        self.titling = False
+        """A model-written title was asked for (once a session; ``_titles``)."""
         self._tool_names: dict[str, str] = {}
         """The tool of each call shown (``EventMapper`` names them; a tool middleware's updates don't)."""
         self._steering: list[Message] = []
@@ -124,23 +128,7 @@ class Session:
             await self.opened.wait()
         if self._threads is not None:
             self._threads.mark(update)  # an agent call's updates from the tools' middleware too
-        from ..protocol.models import (
-            AgentMessageChunk,
-            AgentThoughtChunk,
-            ToolCallProgress,
-            ToolCallStart,
-            UserMessageChunk,
-        )
-
-        match update:
-            case AgentMessageChunk() | AgentThoughtChunk() | UserMessageChunk() if update.message_id is None:
-                update.message_id = new_message_id()  # a message of one chunk (a command's reply, news)
-            case ToolCallStart() | ToolCallProgress() if update.name is None:  # from a tool middleware
-                update.name = self._tool_names.get(update.tool_call_id)
-            case ToolCallStart(name=str(name)) | ToolCallProgress(name=str(name)):
-                self._tool_names[update.tool_call_id] = name
-            case _:
-                pass
+        complete_update(update, self._tool_names)
         await self.send_replay_update(update)
 
     async def send_replay_update(self, update: SessionUpdate | dict[str, Any]) -> None:
@@ -168,30 +156,17 @@ class Session:
         await self.send_update(self.frontier.notice(notice, fallback))
 
     async def replay(self) -> None:
-        """Send the whole conversation as the client saw it (``session/load``, before its response), then
-        the title and the plan."""
-        from ..protocol.models import SessionInfoUpdate
-        from ._replay import SessionRecords, replay_updates
+        """Send the whole conversation as the client saw it (``session/load``, before its response)."""
+        from ._replay import replay_session
 
-        await self.presenter.refresh()
-        records = SessionRecords.read(await self._store.load_shown(self.id))
-        compactions = self.frontier.compaction
-        for update in replay_updates(self.messages(), self.presenter, records, compactions=compactions):
-            await self.send_replay_update(update)
-        if self.meta.title:
-            await self.send_replay_update(
-                SessionInfoUpdate(title=self.meta.title, updated_at=self.meta.updated_at)
-            )
-        if records.plan:
-            plan = self.frontier.plan(records.plan) or {"sessionUpdate": "plan", "entries": records.plan}
-            await self._conn.notify("session/update", {"sessionId": self.id, "update": plan})
+        await replay_session(self, await self._store.load_shown(self.id))
 
     # --- prompt turns ---------------------------------------------------------------------------
 
     async def prompt(self, blocks: Sequence[ContentBlock], ctx: RequestContext) -> str:
         """Run one turn, after the turns before it (``_queue``); returns the stop reason, or raises
         ``RpcError`` for a failed turn."""
-        message = await self._message(blocks)
+        message = await self.message_of(blocks)
         fresh = not self._turns.busy
         if not await self._turns.enter(ctx.on_cancel_request):
             return "cancelled"  # it left the queue without running
@@ -204,7 +179,7 @@ class Session:
         finally:
             ctx.on_cancel_request(None)
 
-    async def _message(self, blocks: Sequence[ContentBlock]) -> Message:
+    async def message_of(self, blocks: Sequence[ContentBlock]) -> Message:
         """The user message of a prompt (or a steering message), with its ``messageId``."""
         if self._closed:
             raise RpcError.not_found(f"session not found: {self.id}", uri=self.id)
@@ -228,37 +203,36 @@ class Session:
         finally:
             self._turns.turn_ended()
 
-    async def steer(self, blocks: Sequence[ContentBlock], *, prompt_required: bool) -> SteeringOutcome:
-        """``_session/steering``: ``blocks`` land in the running turn at its next step boundary; when idle,
-        they start a turn of their own in the background (its updates stream as a prompt's; its end has
-        no answer), or, ``prompt_required``, nothing happens and the client is to send a prompt."""
-        message = await self._message(blocks)
-        if self._turns.busy:
-            run = self._run
-            if run is not None and run.is_running():
-                run.interject(message)
-            else:  # the turn is still being prepared (hooks, MCP servers): it lands once it runs
-                self._steering.append(message)
-            return "injected"
-        if prompt_required:
-            return "promptRequired"
+    def inject(self, message: Message) -> bool:
+        """Steer ``message`` into the running turn (its next step boundary; a turn still being prepared
+        takes it once it runs); False when no turn runs."""
+        if not self._turns.busy:
+            return False
+        run = self._run
+        if run is not None and run.is_running():
+            run.interject(message)
+        else:
+            self._steering.append(message)
+        return True
+
+    async def start_turn(self, message: Message) -> None:
+        """Start the turn of ``message`` in the background (no answer ends it; its updates stream as a
+        prompt's). A prompt sent meanwhile waits for it."""
         spawn = self.env.spawn
         if spawn is None:
             raise RpcError(INTERNAL_ERROR, "this session cannot start a turn in the background")
-        await self._turns.enter()  # idle: entered at once, so a prompt sent next waits for this turn
+        await self._turns.enter()
 
         async def background() -> None:
             try:
-                stop = await self._turn(message, False)
-                log.info("session %s: the steered turn ended (%s)", self.id, stop)
+                log.info("session %s: the started turn ended (%s)", self.id, await self._turn(message, False))
             except RpcError as exc:
-                log.warning("session %s: the steered turn failed: %s", self.id, exc.message)
+                log.warning("session %s: the started turn failed: %s", self.id, exc.message)
             finally:
                 with anyio.CancelScope(shield=True):
                     await self.sync_writes()
 
         spawn(background)
-        return "startedNewTurn"
 
     async def _prompt(self, message: Message) -> str:
         # One turn's phases in order (command, hooks, title, run, mapping, persistence): kept in one
@@ -281,7 +255,7 @@ class Session:
                     message = replace_text(message, outcome.prompt)
             await controls.turn_starting()
         if self.setup.before_prompt is not None:
-            prepared = await self._before_prompt(message)
+            prepared = await self._preparing_call(self.setup.before_prompt, message)  # cancel kills hooks
             if prepared is None:
                 return "cancelled"
             message = prepared
@@ -291,7 +265,7 @@ class Session:
         if self.meta.title is None:
             title = title_from_prompt(message)
             if title is not None:
-                self.meta = self.meta.touched(title=title)
+                self.meta = self.meta.touched(title=title, title_source="prompt")
                 await self.send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
         options = self.setup.options
         display = self.setup.display
@@ -328,7 +302,23 @@ class Session:
                 )
             with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
                 await self._persist(run, final=True)
-        return stop_reason(run.ended(), misuse)
+        stop = stop_reason(run.ended(), misuse)
+        if stop == "end_turn":
+            title_after_exchange(self, message, run)
+        return stop
+
+    async def set_title(self, title: str, *, source: TitleSource = "user") -> bool:
+        """Set the title (saved at once) and tell the client; False when ``source`` is the agent's and the
+        user set the title (a user's title is never replaced)."""
+        from ..protocol.models import SessionInfoUpdate
+
+        if source != "user" and self.meta.title_source == "user":
+            return False
+        self.meta = self.meta.touched(title=title, title_source=source)
+        self._saved_title = title
+        await self._store.save_meta(self.meta)
+        await self.send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
+        return True
 
     async def _stream(self, run: Run, message: Message, mapper: EventMapper) -> BaseException | None:
         """The turn's events as updates, each step persisted as it completes; the programming error that
@@ -371,11 +361,6 @@ class Session:
             log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
             misuse = exc
         return misuse
-
-    async def _before_prompt(self, message: Message) -> Message | None:
-        """The factory's ``before_prompt``, cancelled by ``cancel`` (None then): its hooks are killed."""
-        assert self.setup.before_prompt is not None
-        return await self._preparing_call(self.setup.before_prompt, message)
 
     async def _ready(self, ready: Callable[[], Awaitable[None]]) -> bool:
         """The set-up its factory left for after the opening answer (``SessionSetup.ready``), first thing

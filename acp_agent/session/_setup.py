@@ -93,6 +93,10 @@ class SessionHandle(Protocol):
         """The conversation so far (``/compact`` summarises it)."""
         ...
 
+    async def set_title(self, title: str) -> bool:
+        """The user's title for the session (``/rename``), saved and told to the client."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class CommandOutcome:
@@ -155,6 +159,9 @@ class SessionSetup:
     ready: Callable[[], Awaitable[None]] | None = None
     """Awaited at the start of each prompt (cancelled with the turn): the part of the set-up the factory
     left for after the opening answer. What it raises (an ``RpcError``) is the prompt's answer."""
+    title_model: Callable[[], Awaitable[Model]] | None = None
+    """The session's model, for the title it writes after the first exchange (``_titles``); None: the
+    first prompt, cut short, stays the title."""
 
 
 class SessionFactory(Protocol):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..protocol import models as m
     from ..protocol.connection import RequestContext
+    from ..protocol.models import SteeringOutcome
     from ._agent import AcpAgent
 
 __all__ = ["steer_session"]
@@ -22,5 +23,13 @@ __all__ = ["steer_session"]
 
 async def steer_session(agent: AcpAgent, req: m.SteeringRequest, ctx: RequestContext) -> dict[str, Any]:
     session = agent.live_session(req.session_id)
-    outcome = await session.steer(req.prompt, prompt_required=req.prompt_required_when_idle)
+    message = await session.message_of(req.prompt)
+    outcome: SteeringOutcome
+    if session.inject(message):
+        outcome = "injected"
+    elif req.prompt_required_when_idle:
+        outcome = "promptRequired"
+    else:
+        await session.start_turn(message)
+        outcome = "startedNewTurn"
     return {"outcome": outcome}

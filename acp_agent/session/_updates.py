@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ._present import CallView, Presenter, Shown, ToolView
     from ._threads import SubagentThreads
 
-__all__ = ["PARENT_META_KEY", "EventMapper", "agent_text", "partial_json"]
+__all__ = ["PARENT_META_KEY", "EventMapper", "agent_text", "complete_update", "partial_json"]
 
 _INPUT_EVERY_CHARS: Final = 200  # streamed input: an update at most every this many characters
 _AGENT_TEXT_EVERY: Final = 400  # a sub-agent's streamed text: an update at most every this many characters
@@ -59,6 +59,30 @@ def agent_text(text: str, message_id: str) -> dict[str, Any]:
         "content": {"type": "text", "text": text},
         "messageId": message_id,
     }
+
+
+def complete_update(update: SessionUpdate, tool_names: dict[str, str]) -> None:
+    """What an update made outside the mapper lacks: a message chunk's ``messageId`` (a message of one
+    chunk: a command's reply, news), a tool call update's tool ``name`` (a tool middleware's: the name
+    of the call as shown before, from ``tool_names``, which learns each call's)."""
+    from ..protocol.models import (
+        AgentMessageChunk,
+        AgentThoughtChunk,
+        ToolCallProgress,
+        ToolCallStart,
+        UserMessageChunk,
+    )
+    from ._content import new_message_id
+
+    match update:
+        case AgentMessageChunk() | AgentThoughtChunk() | UserMessageChunk() if update.message_id is None:
+            update.message_id = new_message_id()
+        case ToolCallStart() | ToolCallProgress() if update.name is None:
+            update.name = tool_names.get(update.tool_call_id)
+        case ToolCallStart(name=str(name)) | ToolCallProgress(name=str(name)):
+            tool_names[update.tool_call_id] = name
+        case _:
+            pass
 
 
 @dataclass(slots=True, eq=False)
