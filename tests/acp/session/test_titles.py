@@ -3,11 +3,13 @@ path), or the user's (``session/set_title``), which the agent never replaces."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acp_agent.protocol.jsonvalue import as_object
 from acp_agent.session import SessionEnvironment, SessionSetup
 from harness import Model
 from harness.testing import FakeModel, Reply
@@ -32,12 +34,13 @@ def _titles(client: AcpClient, sid: str) -> list[str]:
     return [u["title"] for u in client.updates(sid) if u["sessionUpdate"] == "session_info_update"]
 
 
-def _is_title(title: str) -> Any:
-    return lambda m: (
-        m.get("method") == "session/update"
-        and m["params"]["update"].get("sessionUpdate") == "session_info_update"
-        and m["params"]["update"].get("title") == title
-    )
+def _is_title(title: str) -> Callable[[Any], bool]:
+    def check(message: Any) -> bool:
+        m = as_object(message)
+        update = as_object(as_object(m.get("params")).get("update"))
+        return m.get("method") == "session/update" and update.get("title") == title
+
+    return check
 
 
 async def test_after_the_first_exchange_the_model_writes_the_title(tmp_path: Path) -> None:
@@ -71,7 +74,9 @@ async def test_a_title_the_user_set_is_never_replaced(tmp_path: Path) -> None:
     async with running_agent(tmp_path, model, factory=_factory(titler)) as (client, _agent, _tg):
         await client.initialize()
         sid = await client.new_session(str(tmp_path))
-        assert await client.call("session/set_title", {"sessionId": sid, "title": "  My   session "}) == {"title": "My session"}
+        assert await client.call("session/set_title", {"sessionId": sid, "title": "  My   session "}) == {
+            "title": "My session"
+        }
         await client.call("session/prompt", client.prompt_params(sid, "first prompt"))
         await client.call("session/prompt", client.prompt_params(sid, "second prompt"))
         assert _titles(client, sid) == ["My session"]
