@@ -151,6 +151,8 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
                 "additionalDirectories": {},
                 "fork": {},
                 "title": {},
+                "archive": {},
+                "status": {},
             },
             "providers": {},
         },

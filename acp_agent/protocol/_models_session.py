@@ -221,6 +221,8 @@ class ResumeSessionResponse(WireModel):
 class ListSessionsRequest(WireModel):
     cwd: str | None = None
     cursor: str | None = None
+    archived: str | None = None
+    """UNSTABLE (``sessionCapabilities.archive``): ``exclude`` (the default), ``include`` or ``only``."""
 
 
 class SessionInfo(WireModel):
@@ -230,6 +232,8 @@ class SessionInfo(WireModel):
     title: str | None = None
     updated_at: str | None = None
     """ISO 8601 / RFC 3339."""
+    archived: bool | None = None
+    """UNSTABLE: sent by an agent that advertises ``sessionCapabilities.archive``."""
 
 
 class ListSessionsResponse(WireModel):

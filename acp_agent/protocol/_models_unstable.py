@@ -24,6 +24,7 @@ __all__ = [
     "ProviderCurrentConfig",
     "ProviderInfo",
     "SetProviderRequest",
+    "SessionIdRequest",
     "SetSessionTitleRequest",
     "SteeringOutcome",
     "SteeringRequest",
@@ -114,3 +115,10 @@ class SteeringRequest(WireModel):
 
 class SteeringResponse(WireModel):
     outcome: SteeringOutcome
+
+
+class SessionIdRequest(WireModel):
+    """The params of ``session/archive``, ``session/unarchive`` and ``session/status`` (capabilities
+    ``sessionCapabilities.archive`` and ``.status``): a session id."""
+
+    session_id: str

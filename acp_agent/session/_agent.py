@@ -30,6 +30,7 @@ from ..model_setup import ModelConfigError, how_to_configure
 from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
+from ._archive import archive_session, session_status, unarchive_session
 from ._closing import close_session, delete_session
 from ._creating import completed, new_session_setup
 from ._first_run import needs_setup, terminal_auth
@@ -452,6 +453,15 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
     ),
     "session/fork": Route(
         m.ForkSessionRequest.model_validate, fork_session, capability=("sessionCapabilities", "fork")
+    ),
+    "session/archive": Route(
+        m.SessionIdRequest.model_validate, archive_session, capability=("sessionCapabilities", "archive")
+    ),
+    "session/unarchive": Route(
+        m.SessionIdRequest.model_validate, unarchive_session, capability=("sessionCapabilities", "archive")
+    ),
+    "session/status": Route(
+        m.SessionIdRequest.model_validate, session_status, capability=("sessionCapabilities", "status")
     ),
     "session/set_title": Route(
         m.SetSessionTitleRequest.model_validate,
