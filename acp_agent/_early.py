@@ -153,6 +153,7 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
                 "title": {},
                 "archive": {},
                 "status": {},
+                "systemPrompt": {"mode": {"override": {}}},
             },
             "providers": {},
         },

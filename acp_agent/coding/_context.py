@@ -24,6 +24,7 @@ import anyio.to_thread
 from harness import Message, Role, Text
 from harness.model import Finish, FinishReason, TextChunk, ToolStart
 
+from ..session._setup import with_client_prompt
 from ._commands import SlashCommand
 from ._custom_commands import Commands, prompt_text
 from ._environment import environment_section, find_repository
@@ -190,7 +191,10 @@ class ProjectContext:
     @property
     def system(self) -> str:
         """The system prompt as of the last refresh (the base prompt before the first)."""
-        return self._system if self._system is not None else self._base
+        if self._system is not None:
+            return self._system
+        base, extra = with_client_prompt(self._base, self._env)
+        return "\n\n".join([base, *extra])
 
     def _rescan(self) -> bool:
         """Blocking: re-read what changed; returns whether the command list changed."""
@@ -225,11 +229,13 @@ class ProjectContext:
         commands_changed, repos = await anyio.to_thread.run_sync(rescan)
         environment = await environment_section(roots, self._environ, secrets=self._secrets, repos=repos)
         found = self._parts
-        parts = [self._base, environment]
+        base, client = with_client_prompt(self._base, self._env)  # the client's systemPrompt
+        parts = [base, environment]
         if found is not None:
             parts += [found.instructions.section(), found.skills.section()]
         if self._notes:
             parts.append("# Notes from the session-start hooks\n\n" + "\n\n".join(self._notes))
+        parts += client
         self._system = "\n\n".join(p for p in parts if p)
         if commands_changed:
             await self._commands_changed()

@@ -182,10 +182,19 @@ SessionConfigOption: TypeAlias = Annotated[
 # --- requests and responses --------------------------------------------------------------------
 
 
+class SystemPrompt(WireModel):
+    """UNSTABLE (``sessionCapabilities.systemPrompt``): the client's system-level instructions for a
+    session, ``append``ed to the agent's own or (``override``) replacing its built-in defaults."""
+
+    mode: str
+    content: list[ContentBlock]
+
+
 class NewSessionRequest(WireModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] | None = None
+    system_prompt: SystemPrompt | None = None
 
 
 class NewSessionResponse(WireModel):
@@ -199,6 +208,7 @@ class LoadSessionRequest(WireModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] | None = None
+    system_prompt: SystemPrompt | None = None
 
 
 class LoadSessionResponse(WireModel):
@@ -211,6 +221,7 @@ class ResumeSessionRequest(WireModel):
     cwd: str
     mcp_servers: list[McpServer] | None = None
     additional_directories: list[str] | None = None
+    system_prompt: SystemPrompt | None = None
 
 
 class ResumeSessionResponse(WireModel):

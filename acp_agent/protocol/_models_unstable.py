@@ -12,7 +12,7 @@ from typing import Literal, TypeAlias
 from pydantic import Field, field_validator
 
 from ._models_content import ContentBlock
-from ._models_session import McpServer, SessionConfigOption, SessionModeState
+from ._models_session import McpServer, SessionConfigOption, SessionModeState, SystemPrompt
 from ._wire import WireModel
 from .jsonvalue import as_object
 
@@ -40,6 +40,7 @@ class ForkSessionRequest(WireModel):
     cwd: str
     additional_directories: list[str] | None = None
     mcp_servers: list[McpServer] = Field(default_factory=list[McpServer])
+    system_prompt: SystemPrompt | None = None
 
 
 class ForkSessionResponse(WireModel):

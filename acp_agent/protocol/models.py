@@ -105,6 +105,7 @@ from ._models_session import (
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
     StopReason,
+    SystemPrompt,
 )
 from ._models_tools import (
     CancelledPermissionOutcome,
@@ -296,6 +297,7 @@ __all__ = [
     "SetSessionConfigOptionResponse",
     "SetSessionModeRequest",
     "StopReason",
+    "SystemPrompt",
     "TerminalExitStatus",
     "TerminalOutputRequest",
     "TerminalOutputResponse",

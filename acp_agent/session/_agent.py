@@ -41,7 +41,7 @@ from ._opening import EarlySession, controls_state, kept_servers
 from ._providers import ProviderRoutes, disable_provider, list_providers, set_provider
 from ._roots import checked_roots
 from ._session import Session
-from ._setup import SessionEnvironment, SessionFactory, SessionSetup, default_factory
+from ._setup import SessionEnvironment, SessionFactory, SessionSetup, checked_system_prompt, default_factory
 from ._steering import steer_session
 from ._store import SessionMeta, SessionStore
 from ._threads import replay_thread
@@ -242,7 +242,10 @@ class AcpAgent:
                 # The editor runs `acp-agent setup` (the terminal auth method) before the user types.
                 raise RpcError.auth_required(how_to_configure())
         servers = kept_servers(req.mcp_servers)
-        meta, env, setup = await new_session_setup(req, servers, self._factory, self.store, self._environment)
+        prompt = checked_system_prompt(req.system_prompt)
+        meta, env, setup = await new_session_setup(
+            req, servers, self._factory, self.store, lambda meta: self._environment(meta, prompt)
+        )
         session = self._opened(meta, env, setup, [], ctx)
         log.info("session %s created in %s", session.id, meta.cwd)
         # The wire shape as the early answer sends it (``controls_state``'s dicts are built to the schema,
@@ -261,13 +264,14 @@ class AcpAgent:
         self, req: m.LoadSessionRequest | m.ResumeSessionRequest, ctx: RequestContext, *, replay: bool
     ) -> dict[str, Any]:
         cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
+        prompt = checked_system_prompt(req.system_prompt)
         live = self.sessions.get(req.session_id)
         if live is not None and live.busy:
             raise RpcError.invalid_request("invalid request: a prompt is running on this session")
         meta = await self.store.load_meta(req.session_id)
         if meta is None:
             raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
-        if live is not None and not replay:
+        if live is not None and not replay and prompt == live.env.system_prompt:
             live.opened.set()
             return controls_state(live)
         if live is not None:
@@ -276,7 +280,7 @@ class AcpAgent:
         servers = kept_servers(req.mcp_servers or [])
         meta = meta.touched(cwd=cwd, additional_directories=dirs, mcp_servers=servers)
         history = await self.store.load_messages(meta.id)
-        session = await self.open_session(meta, history, ctx)
+        session = await self.open_session(meta, history, ctx, prompt)
         try:
             await self.store.save_meta(meta)
         except FileNotFoundError:  # deleted meanwhile (a session/delete answered while this opened it)
@@ -290,16 +294,22 @@ class AcpAgent:
         return controls_state(session)
 
     async def open_session(
-        self, meta: SessionMeta, history: list[Any], ctx: RequestContext | None
+        self,
+        meta: SessionMeta,
+        history: list[Any],
+        ctx: RequestContext | None,
+        system_prompt: tuple[str, str] | None = None,
     ) -> Session:
         """A live session of ``meta`` and ``history`` (``session/load``, ``resume``, ``fork``, the early
         ``session/new``; a plain ``session/new`` has its own one-hop path, ``_creating``). Its whole set-up
         is done before the answer: a replay shows its tools, and a set-up failure is the request's error."""
-        env = self._environment(meta)
+        env = self._environment(meta, system_prompt)
         setup = await completed(await self._factory(env))
         return self._opened(meta, env, setup, history, ctx)
 
-    def _environment(self, meta: SessionMeta) -> SessionEnvironment:
+    def _environment(
+        self, meta: SessionMeta, system_prompt: tuple[str, str] | None = None
+    ) -> SessionEnvironment:
         assert self._conn is not None, "attach() the connection first"
         return SessionEnvironment(
             session_id=meta.id,
@@ -313,6 +323,7 @@ class AcpAgent:
             connection=self._conn,
             home=self.home,
             spawn=self._spawn,
+            system_prompt=system_prompt,
         )
 
     def _opened(

@@ -33,6 +33,7 @@ from ..protocol.errors import RpcError
 from ..protocol.jsonvalue import as_object
 from ._opening import controls_state, kept_servers
 from ._roots import checked_roots
+from ._setup import checked_system_prompt
 from ._store import SessionMeta, SessionStore, now_iso
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ async def fork_session(agent: AcpAgent, req: ForkSessionRequest, ctx: RequestCon
     from ..protocol.models import ForkSessionResponse
 
     cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
+    prompt = checked_system_prompt(req.system_prompt)
     source = await agent.store.load_meta(req.session_id)
     if source is None:
         raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
@@ -82,7 +84,7 @@ async def fork_session(agent: AcpAgent, req: ForkSessionRequest, ctx: RequestCon
     if cut is not None:
         await _cut(store, meta.id, cut)
     history = await store.load_messages(meta.id)
-    session = await agent.open_session(meta, history, ctx)
+    session = await agent.open_session(meta, history, ctx, prompt)
     controls = session.setup.controls
     if options and isinstance(controls, AdoptsOptions):
         controls.adopt(options)

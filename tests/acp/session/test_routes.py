@@ -28,7 +28,7 @@ BASELINE = {
     "session/set_mode",
     "session/set_config_option",
 }
-FIELD_CAPABILITIES = {"additionalDirectories"}  # session capabilities that name a field, not a method
+FIELD_CAPABILITIES = {"additionalDirectories", "systemPrompt"}  # capabilities of a field, not a method
 
 
 def _advertised() -> dict[str, Any]:
