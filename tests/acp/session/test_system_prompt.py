@@ -76,7 +76,7 @@ async def test_a_system_prompt_the_agent_cannot_apply_is_refused_and_opens_nothi
 ) -> None:
     async with running_agent(tmp_path, FakeModel([])) as (client, agent, _tg):
         await client.initialize()
-        params = {"cwd": str(tmp_path), "mcpServers": [], "systemPrompt": system_prompt}
+        params: dict[str, Any] = {"cwd": str(tmp_path), "mcpServers": [], "systemPrompt": system_prompt}
         answer = await client.response(await client.send_request("session/new", params))
         assert answer["error"]["code"] == -32602, answer
         assert agent.sessions == {}
