@@ -156,6 +156,7 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
                 "systemPrompt": {"mode": {"override": {}}},
             },
             "providers": {},
+            "auth": {"logout": {}, "status": {}},
         },
         "authMethods": auth_methods,
         "agentInfo": {"name": "acp-agent", "title": "ACP Agent", "version": __version__},

@@ -31,7 +31,9 @@ from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
 from ._archive import archive_session, session_status, unarchive_session
+from ._auth import auth_status, logout
 from ._closing import close_session, delete_session
+from ._controls_routes import set_config_option, set_mode
 from ._creating import completed, new_session_setup
 from ._first_run import needs_setup, terminal_auth
 from ._fork import fork_session
@@ -97,6 +99,8 @@ class AcpAgent:
         self.settings = settings
         self._factory = factory
         self._model = model
+        self.has_model_given = model is not None
+        """A model given to the agent (tests, the scripted model): no key is involved."""
         self._model_lock: anyio.Lock | None = None
         self._conn: Connection | None = None
         self._initialized = False
@@ -220,6 +224,11 @@ class AcpAgent:
         if await needs_setup(self.settings, self._model, self._factory, None):
             raise RpcError.auth_required(how_to_configure())
         return {}
+
+    def forget_model(self) -> None:
+        """Build the model again for the next session (``logout`` forgot the key it was built with)."""
+        if not self.has_model_given:
+            self._model = None
 
     def _require_model(self) -> None:
         if not self.settings.configured and self._model is None:
@@ -369,28 +378,10 @@ class AcpAgent:
             stop = await session.prompt(req.prompt, ctx)
         finally:
             # The turn's last writes are flushed, not fsync'd: that comes once the answer is out.
-            self._after_response(ctx, session.sync_writes)
+            self.after_response(ctx, session.sync_writes)
         return m.PromptResponse(stop_reason=stop)  # pyright: ignore[reportArgumentType]
 
-    async def set_mode(self, req: m.SetSessionModeRequest, ctx: RequestContext) -> dict[str, Any]:
-        controls = self.live_session(req.session_id).setup.controls
-        if controls is None:
-            raise RpcError.invalid_params("invalid params: this session has no modes")
-        await controls.set_mode(req.mode_id)
-        self._after_response(ctx, controls.client_followed_up)
-        return {}
-
-    async def set_config_option(
-        self, req: m.SetSessionConfigOptionRequest, ctx: RequestContext
-    ) -> dict[str, Any]:
-        controls = self.live_session(req.session_id).setup.controls
-        if controls is None:
-            raise RpcError.invalid_params("invalid params: this session has no config options")
-        options = await controls.set_config_option(req.config_id, req.value)
-        self._after_response(ctx, controls.client_followed_up)
-        return {"configOptions": options}
-
-    def _after_response(self, ctx: RequestContext, work: Callable[[], Awaitable[None]]) -> None:
+    def after_response(self, ctx: RequestContext, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work`` once the response to ``ctx``'s request is on the wire (in the background)."""
         spawn = self._spawn
         if spawn is None:
@@ -417,7 +408,7 @@ class AcpAgent:
             if self._model is None:
                 from ..model_setup import build_model
 
-                if self.settings.provider is None:
+                if not self.settings.configured:  # (none, or its key forgotten by logout)
                     raise RpcError.auth_required(how_to_configure())
                 try:
                     # Providers import httpx2 and more: off the event loop.
@@ -438,6 +429,8 @@ class AcpAgent:
 ROUTES: Final[Mapping[str, Route[Any]]] = {
     "initialize": Route(_params, AcpAgent.initialize, needs_initialize=False),
     "authenticate": Route(m.AuthenticateRequest.model_validate, AcpAgent.authenticate),
+    "auth/status": Route(_params, auth_status, capability=("auth", "status")),
+    "logout": Route(_params, logout, capability=("auth", "logout")),
     "session/new": Route(m.NewSessionRequest.model_validate, AcpAgent.new_session),
     "session/load": Route(
         m.LoadSessionRequest.model_validate, AcpAgent.load_session, capability=("loadSession",)
@@ -488,8 +481,6 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
     "providers/disable": Route(
         m.DisableProviderRequest.model_validate, disable_provider, capability=("providers",)
     ),
-    "session/set_mode": Route(m.SetSessionModeRequest.model_validate, AcpAgent.set_mode),
-    "session/set_config_option": Route(
-        m.SetSessionConfigOptionRequest.model_validate, AcpAgent.set_config_option
-    ),
+    "session/set_mode": Route(m.SetSessionModeRequest.model_validate, set_mode),
+    "session/set_config_option": Route(m.SetSessionConfigOptionRequest.model_validate, set_config_option),
 }
