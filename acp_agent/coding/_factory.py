@@ -56,7 +56,7 @@ from ._plan_mode import ModeNote, PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
 from ._rename import RENAME_DESCRIPTION, RenameCommand, title_model_of
 from ._sandboxing import SandboxGate, SessionSandbox, sandbox_support
-from ._shell_view import ShellView
+from ._shell_view import ShellView, terminal_output_key
 from ._terminal import EditorTerminalRunner, EditorTerminals
 from ._toggles import AutoCompactSwitch, Switched, session_switches
 from ._tools import LateModel, explore_tool, web_tools
@@ -154,9 +154,7 @@ class CodingFactory:
         )
         files = file_tools(root, journal, fs)
         views = coding_views(files, paths)
-        views[shell.spec().name] = ShellView(
-            paths, terminals=terminals, terminal_meta=env.client_can("_meta", "terminal_output")
-        )
+        views[shell.spec().name] = ShellView(paths, terminals=terminals, output_key=terminal_output_key(env))
         tell = _Tell(link)
         plan = Plan()
         plan.subscribe(tell.plan)
