@@ -104,7 +104,8 @@ class Session:
         self._shown = ShownLog()
         self.frontier = ClientFrontier.of(env)
         """The unstable updates the client takes (``_frontier``)."""
-        self._threads = SubagentThreads(meta.id) if self.frontier.threads else None
+        frontier = self.frontier
+        self._threads = SubagentThreads(meta.id, announce=frontier.subagents) if frontier.threads else None
         if setup.controls is not None:
             setup.controls.bind(self)
 
@@ -456,6 +457,8 @@ class Session:
             return
         from ..protocol.models import SessionNotification
 
+        for update in self._threads.take_parent_updates():  # a child is announced before its traffic
+            await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
         for thread, update in self._threads.take_updates():
             await self._conn.notify("session/update", SessionNotification(session_id=thread, update=update))
 

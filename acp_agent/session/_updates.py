@@ -318,7 +318,7 @@ class EventMapper:
         updates = self._close_children(call)
         self._forget(call)
         if self.threads is not None:
-            self.threads.ended(call.acp_id)
+            self.threads.ended(call.acp_id, "cancelled" if self.cancelling else "end_turn")
         outcome = event.outcome
         if not isinstance(outcome, Result):
             text = f"{type(outcome).__name__}: {outcome}"
@@ -437,7 +437,7 @@ class EventMapper:
         updates = self._close_children(call)
         self._forget(call)
         if self.threads is not None:
-            self.threads.ended(call.acp_id)
+            self.threads.ended(call.acp_id, "cancelled")
         status = None if self.cancelling else "failed"
         shown = Shown(content=text_block(_CANCELLED_TEXT)) if self.cancelling else Shown()
         updates.append(self._shown(call, ToolCallProgress(tool_call_id=call.acp_id, status=status), shown))
