@@ -100,6 +100,8 @@ class AcpAgent:
         self._factory = factory
         self._model = model
         self.has_model_given = model is not None
+        self.forget_key: Callable[[], object] | None = None
+        """Forgets the key ``acp-agent setup`` stored (``logout``; given by the composition root)."""
         """A model given to the agent (tests, the scripted model): no key is involved."""
         self._model_lock: anyio.Lock | None = None
         self._conn: Connection | None = None

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from acp_agent.model_setup import ModelSettings
-from acp_agent.session._auth import KEY_FILE, forget_stored_key, status_of
-from acp_agent.setup_cmd import Choice, save_choice
+from acp_agent.session._auth import status_of
+from acp_agent.setup_cmd import Choice, forget_stored_key, save_choice
 
 from ._support import running_agent
 
@@ -33,9 +33,9 @@ def test_forgetting_the_stored_key_removes_the_setup_files_key_and_leaves_other_
     env = {"XDG_CONFIG_HOME": str(tmp_path), "HOME": str(tmp_path)}
     directory = tmp_path / "acp-agent"
     save_choice(directory, Choice("openai", "gpt-x", None, SECRET))
-    assert (directory / KEY_FILE).read_text().strip() == SECRET
+    assert (directory / "api-key").read_text().strip() == SECRET
     assert forget_stored_key(env) is True
-    assert not (directory / KEY_FILE).exists()
+    assert not (directory / "api-key").exists()
     config = (directory / "config.toml").read_text()
     assert "api_key_file" not in config and 'model = "gpt-x"' in config
     assert forget_stored_key(env) is False  # nothing left: nothing done
@@ -57,12 +57,16 @@ async def test_logout_forgets_the_key_and_new_sessions_need_a_model_again(
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     settings = ModelSettings("openai", "gpt-x", None, SECRET)
-    async with running_agent(tmp_path, settings=settings) as (client, _agent, _tg):
+    directory = tmp_path / "config" / "acp-agent"
+    save_choice(directory, Choice("openai", "gpt-x", None, SECRET))
+    async with running_agent(tmp_path, settings=settings) as (client, agent, _tg):
+        agent.forget_key = lambda: forget_stored_key({"XDG_CONFIG_HOME": str(tmp_path / "config")})
         caps = (await client.initialize())["agentCapabilities"]
         assert caps["auth"] == {"logout": {}, "status": {}}
         status = await client.call("auth/status", {})
         assert status["state"] == "authenticated" and SECRET not in str(client.messages)
         assert await client.call("logout", {}) == {}
+        assert not (directory / "api-key").exists()  # the stored key is gone
         assert await client.call("auth/status", {}) == {"state": "unauthenticated"}
         sid = await client.new_session(str(tmp_path))
         answer = await client.response(
