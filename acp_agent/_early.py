@@ -150,11 +150,18 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
                 "delete": {},
                 "additionalDirectories": {},
                 "fork": {},
+                "title": {},
+                "archive": {},
+                "status": {},
+                "systemPrompt": {"mode": {"override": {}}},
             },
             "providers": {},
+            "auth": {"logout": {}, "status": {}},
         },
         "authMethods": auth_methods,
         "agentInfo": {"name": "acp-agent", "title": "ACP Agent", "version": __version__},
+        # ``_session/steering`` (``acp_agent.session._steering``), advertised as claude-agent-acp does.
+        "_meta": {"steering": {"supported": True}},
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -136,7 +137,10 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     secrets = Secrets.from_env(os.environ, config.secret_names(), [config.api_key])
     keep_idle_clients()  # one process, one endpoint: the model-list request's connection serves the prompts
     factory = coding_factory(config.flags, secrets=secrets)
-    code = serve_stdio(config, factory, settings, secrets=secrets, early=early)
+    from .setup_cmd import forget_stored_key
+
+    forget = partial(forget_stored_key, os.environ)  # logout forgets the key setup stored
+    code = serve_stdio(config, factory, settings, secrets=secrets, early=early, forget_key=forget)
     if fast_exit and "coverage" not in sys.modules:  # (coverage writes its data at interpreter exit)
         _exit_now(code)
     return code

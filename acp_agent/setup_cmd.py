@@ -242,6 +242,35 @@ def save_choice(directory: Path, choice: Choice) -> Path:
     return write_user_config(values, os.environ, path=directory / "config.toml", check=False)
 
 
+def forget_stored_key(env: Mapping[str, str]) -> bool:
+    """Delete the key ``acp-agent setup`` stored and its ``api_key_file`` line (blocking: a worker
+    thread); False when there was none. A key file the user wrote themselves elsewhere is left alone."""
+    from .config import user_config_dir, user_config_file, write_user_config
+
+    directory = user_config_dir(env)
+    key = directory / _KEY_FILE
+    config = user_config_file(env)
+    named = _named_key_file(config)
+    if named is not None and Path(named).expanduser() == key:
+        write_user_config({"api_key_file": None}, env, check=False)
+    try:
+        key.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _named_key_file(config: Path) -> str | None:
+    import tomllib
+
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    value = data.get("api_key_file")
+    return value if isinstance(value, str) else None
+
+
 def _register() -> None:
     try:
         from .cli import register_command

@@ -4,6 +4,7 @@ A scenario is a JSON file::
 
     {"id": "prompt.end-turn", "title": "...", "level": "MUST", "source": "docs/prompt-turn.mdx §4 ...",
      "refs": [44], "requires": ["turn"], "client": {clientCapabilities}, "permission": "allow",
+     "schema": "unstable" (its messages are checked against schema.unstable.json; default: schema.json),
      "env": {variables set for the agent (after the profile's)},
      "model": [turns], "script": [agent-native script], "transparent": [...], "timeout_s": 60,
      "steps": [...]}
@@ -13,7 +14,8 @@ A scenario is a JSON file::
 - capabilities from the agent's ``initialize`` answer: ``loadSession``, ``session.list``,
   ``session.resume``, ``session.close``, ``session.delete``, ``session.additionalDirectories``,
   ``mcp.http``, ``mcp.sse``, ``prompt.image``, ``prompt.audio``, ``prompt.embeddedContext``,
-  ``auth.logout``, ``authMethods`` (at least one); ``!token`` means "not advertised". A missing one is
+  ``auth.logout``, ``auth.status``, ``session.title``, ``session.archive``, ``session.status``,
+  ``session.systemPrompt``, ``authMethods`` (at least one); ``!token`` means "not advertised". A missing one is
   reported as *not advertised*, apart from failures;
 - ``model`` (the profile points the agent at the fake model), ``turn`` (a model, or an agent that answers
   prompts itself), ``turn:long`` (a turn that lasts until cancelled), ``tool:<role>`` (the profile maps the
@@ -56,6 +58,11 @@ CAPABILITY_TOKENS: dict[str, tuple[str, ...]] = {
     "prompt.audio": ("promptCapabilities", "audio"),
     "prompt.embeddedContext": ("promptCapabilities", "embeddedContext"),
     "auth.logout": ("auth", "logout"),
+    "auth.status": ("auth", "status"),
+    "session.title": ("sessionCapabilities", "title"),
+    "session.archive": ("sessionCapabilities", "archive"),
+    "session.status": ("sessionCapabilities", "status"),
+    "session.systemPrompt": ("sessionCapabilities", "systemPrompt"),
 }
 
 

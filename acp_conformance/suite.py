@@ -184,7 +184,9 @@ async def run_scenario(
                 model.start()
             env = _environment(data, profile, env_vars, tmp, base_env)
             argv = [*command, *expand(list(profile.args), env_vars)]
-            agent = AgentProcess(argv, env, str(project), validator or MessageValidator(), {})
+            unstable = data.get("schema") == "unstable"  # a scenario of unstable parts
+            checker = validator if validator is not None and validator.unstable == unstable else None
+            agent = AgentProcess(argv, env, str(project), checker or MessageValidator(unstable=unstable), {})
             steps, skipped = _applicable_steps(data["steps"], init, profile)
             steps = expand_macros(steps, client=client, auth_method=profile.auth_method)
             with anyio.fail_after(float(data.get("timeout_s", 60)) * profile.timeout_scale):

@@ -1,55 +1,69 @@
-"""Every message an agent writes, checked: the JSON-RPC 2.0 envelope, then ``schema.json`` (the ACP stable
-schema shipped in this package): the whole message, the params of agent requests and notifications, and
-the result of each response to a request the kit sent (matched by id)."""
+"""Every message an agent writes, checked: the JSON-RPC 2.0 envelope, then the ACP schema shipped in this
+package (``schema.json``, the stable v1 schema, or ``schema.unstable.json`` for a run that uses unstable
+parts): the whole message, the params of agent requests and notifications, and the result of each response
+to a request the kit sent (matched by id). Which definition checks which method is read off the schema's own
+``x-method`` / ``x-side`` tags, so a newer schema brings its methods with it."""
 
 from __future__ import annotations
 
 import json
+from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "MessageValidator", "id_key", "load_schema"]
+__all__ = ["SCHEMA_VERSION", "MessageValidator", "MethodTables", "id_key", "load_schema", "method_tables"]
 
-SCHEMA_VERSION = "1.21.0"
-"""The ACP schema release ``schema/schema.json`` was copied from (agentclientprotocol/agent-client-protocol
-``schema/v1/schema.json``)."""
+SCHEMA_VERSION = "v1 (TypeScript SDK 2.4.0, 2026-11-02)"
+"""The ACP schema release ``schema/schema.json`` and ``schema/schema.unstable.json`` were copied from
+(``@agentclientprotocol/sdk`` 2.4.0's ``schema/v1/``)."""
 
-CLIENT_TO_AGENT: dict[str, str] = {
-    "initialize": "InitializeResponse",
-    "authenticate": "AuthenticateResponse",
-    "logout": "LogoutResponse",
-    "session/new": "NewSessionResponse",
-    "session/load": "LoadSessionResponse",
-    "session/resume": "ResumeSessionResponse",
-    "session/list": "ListSessionsResponse",
-    "session/close": "CloseSessionResponse",
-    "session/delete": "DeleteSessionResponse",
-    "session/prompt": "PromptResponse",
-    "session/set_mode": "SetSessionModeResponse",
-    "session/set_config_option": "SetSessionConfigOptionResponse",
-}
-AGENT_TO_CLIENT: dict[str, str] = {
-    "session/request_permission": "RequestPermissionRequest",
-    "fs/read_text_file": "ReadTextFileRequest",
-    "fs/write_text_file": "WriteTextFileRequest",
-    "terminal/create": "CreateTerminalRequest",
-    "terminal/output": "TerminalOutputRequest",
-    "terminal/wait_for_exit": "WaitForTerminalExitRequest",
-    "terminal/kill": "KillTerminalRequest",
-    "terminal/release": "ReleaseTerminalRequest",
-    "elicitation/create": "CreateElicitationRequest",
-}
-AGENT_NOTIFICATIONS: dict[str, str] = {
-    "session/update": "SessionNotification",
-    "elicitation/complete": "CompleteElicitationNotification",
-    "$/cancel_request": "CancelRequestNotification",
-}
+SCHEMA_FILES = {False: "schema.json", True: "schema.unstable.json"}
 
 
-def load_schema() -> dict[str, Any]:
-    text = resources.files("acp_conformance").joinpath("schema", "schema.json").read_text(encoding="utf-8")
+@cache
+def _load(unstable: bool) -> dict[str, Any]:
+    text = (
+        resources.files("acp_conformance")
+        .joinpath("schema", SCHEMA_FILES[unstable])
+        .read_text(encoding="utf-8")
+    )
     schema: dict[str, Any] = json.loads(text)
     return schema
+
+
+def load_schema(unstable: bool = False) -> dict[str, Any]:
+    """The stable schema (or the unstable one). Shared: do not mutate it."""
+    return _load(unstable)
+
+
+class MethodTables:
+    """Which schema definition checks what the agent writes, per method: the result of a response to a
+    client request (``responses``), the params of an agent request (``requests``) and of an agent
+    notification (``notifications``)."""
+
+    def __init__(self, defs: dict[str, Any]) -> None:
+        self.responses: dict[str, str] = {}
+        self.requests: dict[str, str] = {}
+        self.notifications: dict[str, str] = {}
+        for name, body in defs.items():
+            method, side = body.get("x-method"), body.get("x-side")
+            if not isinstance(method, str):
+                continue
+            if name.endswith("Response") and side == "agent":
+                self.responses[method] = name  # an answer the agent gives
+            elif name.endswith("Request") and side == "client":
+                self.requests[method] = name  # a request the client handles
+            elif name.endswith("Notification") and (side == "client" or side == "protocol"):
+                self.notifications[method] = name
+        # A provider's `mcp/message` notification (MCP over ACP) flows either way; the agent sends one
+        # for an inner MCP notification to a client-provided server.
+        if "MessageMcpNotification" in defs:
+            self.notifications["mcp/message"] = "MessageMcpNotification"
+
+
+@cache
+def method_tables(unstable: bool = False) -> MethodTables:
+    return MethodTables(load_schema(unstable)["$defs"])
 
 
 def id_key(value: Any) -> tuple[str, Any]:
@@ -58,10 +72,14 @@ def id_key(value: Any) -> tuple[str, Any]:
 
 
 class MessageValidator:
-    """``check(msg, sent_methods)`` returns the problems found (empty = valid)."""
+    """``check(msg, sent_methods)`` returns the problems found (empty = valid). ``unstable``: check against
+    ``schema.unstable.json`` (a run that advertises or calls unstable parts)."""
 
-    def __init__(self) -> None:
-        self._schema = load_schema()
+    def __init__(self, unstable: bool = False) -> None:
+        self.unstable = unstable
+        self._schema = load_schema(unstable)
+        self._tables = method_tables(unstable)
+        self._file = SCHEMA_FILES[unstable]
         self._validators: dict[str, Any] = {}
 
     def _jsonschema(self, ref: str) -> Any:
@@ -78,7 +96,7 @@ class MessageValidator:
 
     def _check(self, ref: str, value: Any, what: str) -> list[str]:
         errors = sorted(self._jsonschema(ref).iter_errors(value), key=lambda e: list(e.path))
-        return [f"{what}: schema.json {ref}: {e.message[:300]} at {list(e.path)}" for e in errors[:3]]
+        return [f"{what}: {self._file} {ref}: {e.message[:300]} at {list(e.path)}" for e in errors[:3]]
 
     def check(self, msg: Any, sent_methods: dict[Any, str]) -> list[str]:
         """``sent_methods`` maps the ids of the kit's requests (``id_key``) to their methods."""
@@ -107,7 +125,7 @@ class MessageValidator:
         if "error" in obj:
             return problems
         method = sent_methods.get(id_key(obj["id"]))
-        name = CLIENT_TO_AGENT.get(method) if method is not None else None
+        name = self._tables.responses.get(method) if method is not None else None
         result = obj["result"]
         if method == "initialize" and isinstance(result, dict) and result.get("protocolVersion") != 1:
             return (
@@ -125,7 +143,7 @@ class MessageValidator:
             problems.append("a request/notification carrying result or error")
         method = obj["method"]
         params = obj.get("params")
-        table = AGENT_TO_CLIENT if "id" in obj else AGENT_NOTIFICATIONS
+        table = self._tables.requests if "id" in obj else self._tables.notifications
         name = table.get(method) if isinstance(method, str) else None
         if name is not None:
             problems += self._check(f"#/$defs/{name}", params, str(method))

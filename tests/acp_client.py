@@ -26,6 +26,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acp_agent.protocol.jsonvalue import as_object
+from acp_conformance.validate import id_key
 
 __all__ = ["WAIT", "AcpClient", "BytePipe", "RpcFailure", "memory_pipe", "spawned_agent"]
 
@@ -110,6 +111,8 @@ class AcpClient:
         self._changed = anyio.Event()
         self._read = 0
         self._next_id = 1
+        self.sent: dict[Any, str] = {}
+        """The method of each request this client sent, by ``id_key`` of its id."""
         self.on_request = on_request
         """Answers the agent's requests (its result, or an ``RpcFailure``); None: they go unanswered."""
 
@@ -172,8 +175,17 @@ class AcpClient:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
+        self.sent[id_key(request_id)] = method
         await self.write(message)
         return request_id
+
+    def schema_problems(self, *, unstable: bool = False) -> list[str]:
+        """What the ACP v1 schema (``unstable``: the unstable one) finds wrong in the agent's messages so far
+        (the kit's validator: envelopes, params, and the results of this client's requests)."""
+        from acp_conformance.validate import MessageValidator
+
+        validator = MessageValidator(unstable=unstable)
+        return [p for m in self.messages for p in validator.check(m, self.sent)]
 
     async def notify(self, method: str, params: Any = None) -> None:
         await self.write({"jsonrpc": "2.0", "method": method, "params": params})

@@ -16,7 +16,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-ACP_SCHEMA = SHARED / "acp-spec" / "schema.json"
+ACP_SCHEMA = SHARED / "acp-spec" / "next" / "v1" / "schema.json"
+ACP_UNSTABLE_SCHEMA = SHARED / "acp-spec" / "next" / "v1" / "schema.unstable.json"
+"""The ACP v1 schemas the suite checks messages against (TypeScript SDK 2.4.0, November 2026)."""
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 """``CI=true``: a missing test peer or reference file fails the test instead of skipping it."""
 

@@ -21,6 +21,7 @@ from ..protocol.errors import ConnectionClosedError, RpcError
 from ._client import ChatClient
 from ._input import LineReader
 from ._render import Renderer, as_obj, as_objs
+from ._typing import turns_typing_ahead
 
 __all__ = ["ChatApp", "ChatOptions", "agent_command"]
 
@@ -74,9 +75,15 @@ class ChatApp:
         self.modes: list[tuple[str, str]] = []
         self.can_load = False
         self.can_fork = False
-        self._turn_running = False
+        self.turns = 0
+        """Prompts sent and not answered yet (those typed during a turn queue: ``_typing``)."""
         self._cancelling = False
         self._asking: anyio.CancelScope | None = None
+        self.typing: anyio.CancelScope | None = None
+        """Reading what is typed during a turn; a permission question cancels it to read its answer."""
+        self.typing_stopped = anyio.Event()
+        self.no_question = anyio.Event()
+        self.no_question.set()
         self._repl_scope: anyio.CancelScope | None = None
 
     # --- the agent's requests -----------------------------------------------------------------------
@@ -95,6 +102,10 @@ class ChatApp:
             self.renderer.tool_content(content)  # pyright: ignore[reportUnknownArgumentType]
         for i, option in enumerate(options, 1):
             self.renderer.line(f"  {i}) {option.get('name') or option.get('optionId')}")
+        self.no_question = anyio.Event()
+        if self.typing is not None:  # the answer is read here, not as a message typed during the turn
+            self.typing.cancel()
+            await self.typing_stopped.wait()
         with anyio.CancelScope() as scope:
             self._asking = scope
             try:
@@ -112,6 +123,7 @@ class ChatApp:
                     self.renderer.notice(f"type a number from 1 to {len(options)}")
             finally:
                 self._asking = None
+                self.no_question.set()
         return _CANCELLED
 
     # --- Ctrl-C -------------------------------------------------------------------------------------
@@ -124,7 +136,7 @@ class ChatApp:
 
     async def interrupt(self) -> None:
         """First Ctrl-C in a turn cancels it; a second one (or one when idle) leaves."""
-        if self._turn_running and not self._cancelling and self.conn is not None and self.session_id:
+        if self.turns and not self._cancelling and self.conn is not None and self.session_id:
             self._cancelling = True
             self.renderer.notice("^C cancelling… (Ctrl-C again to quit)")
             if self._asking is not None:
@@ -212,8 +224,8 @@ class ChatApp:
                     continue
                 if text.startswith("/") and not await self.command(text):
                     return 0
-                if not text.startswith("/") or self._is_agent_command(text):
-                    await self.turn(text)
+                if not text.startswith("/") or self.is_agent_command(text):
+                    await turns_typing_ahead(self, text)
             if self.conn is not None and self.conn.closed:
                 self.renderer.error(
                     "the agent exited; its last messages are above (see the log with --log-level debug)."
@@ -221,12 +233,13 @@ class ChatApp:
                 return 1
         return 0
 
-    def _is_agent_command(self, text: str) -> bool:
+    def is_agent_command(self, text: str) -> bool:
         return text.split()[0] not in _LOCAL_COMMANDS
 
     async def turn(self, text: str) -> None:
         assert self.conn is not None
-        self._turn_running, self._cancelling = True, False
+        self.turns += 1
+        self._cancelling = False
         try:
             result = await self.conn.request(
                 "session/prompt", {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
@@ -235,7 +248,7 @@ class ChatApp:
             self.renderer.error(f"error: {_rpc_message(exc)}")
             return
         finally:
-            self._turn_running = False
+            self.turns -= 1
         self.renderer.end_line()
         stop = as_obj(result).get("stopReason")
         if stop == "cancelled":

@@ -26,6 +26,7 @@ import anyio.to_thread
 from harness import Message, Role, Text
 from harness.model import Finish, FinishReason, TextChunk, ToolStart
 
+from ..session._setup import with_client_prompt
 from ._commands import SlashCommand
 from ._context_updates import changed_sections, known_sections, with_context
 from ._custom_commands import Commands, prompt_text
@@ -56,7 +57,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PLACEHOLDER: Final = "{{default}}"
 PROMPT_FILE_LIMIT: Final = 128 * 1024
 WATCH_S: Final = 3.0
-RESERVED_COMMANDS: Final = ("mode", "model", "undo", "compact")
+RESERVED_COMMANDS: Final = ("mode", "model", "undo", "compact", "rename")
 FROZEN: Final = ("instructions", "skills", "notes")
 """The sections the system prompt holds as they were at the session's first turn."""
 
@@ -200,7 +201,10 @@ class ProjectContext:
     @property
     def system(self) -> str:
         """The system prompt as of the last refresh (the base prompt before the first)."""
-        return self._system if self._system is not None else self._base
+        if self._system is not None:
+            return self._system
+        base, extra = with_client_prompt(self._base, self._env)
+        return "\n\n".join([base, *extra])
 
     def _rescan(self) -> bool:
         """Blocking: re-read what changed; returns whether the command list changed."""
@@ -245,7 +249,8 @@ class ProjectContext:
         self._sections = sections
         if self._system is None:  # frozen for the session's life in this process (see _context_updates)
             self._frozen = {k: sections[k] for k in FROZEN if sections.get(k)}
-            parts = [self._base, *(self._frozen.get(k, "") for k in FROZEN)]
+            base, client = with_client_prompt(self._base, self._env)  # the client's systemPrompt
+            parts = [base, *(self._frozen.get(k, "") for k in FROZEN), *client]
             self._system = "\n\n".join(p for p in parts if p)
         if commands_changed:
             await self._commands_changed()

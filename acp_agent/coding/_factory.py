@@ -61,8 +61,9 @@ from ._model_notes import ModelNotes
 from ._modes import ModeState, PolicyMiddleware
 from ._plan_mode import PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
+from ._rename import RENAME_DESCRIPTION, RenameCommand, title_model_of
 from ._sandboxing import SandboxGate, SessionSandbox, probe_soon, sandbox_support
-from ._shell_view import ShellView
+from ._shell_view import ShellView, terminal_output_key
 from ._side_model import ExploreModel, SideModel, SideSummary
 from ._terminal import EditorTerminalRunner, EditorTerminals
 from ._toggles import AutoCompactSwitch, Switched, session_switches
@@ -168,9 +169,7 @@ class CodingFactory:
         files = file_tools(root, journal, fs)
         confined = Confinement(root, [*(t.spec().name for t in files), shell.spec().name])
         views = coding_views(files, paths)
-        views[shell.spec().name] = ShellView(
-            paths, terminals=terminals, terminal_meta=env.client_can("_meta", "terminal_output")
-        )
+        views[shell.spec().name] = ShellView(paths, terminals=terminals, output_key=terminal_output_key(env))
         tell = _Tell(link)
         plan = Plan()
         plan.subscribe(tell.plan)
@@ -214,6 +213,7 @@ class CodingFactory:
             mcp=mcp,
             extra_commands={
                 "undo": (UNDO_DESCRIPTION, None, UndoCommand(journal, gate, modes)),
+                "rename": (RENAME_DESCRIPTION, "new title", RenameCommand(link)),
                 "compact": (
                     "Summarise the conversation so far to free the model's context",
                     None,
@@ -310,6 +310,7 @@ class CodingFactory:
             views=views,
             usage=meter,
             side_model=side,
+            title_model=title_model_of(side),
         )
 
     async def _apply_trusted(

@@ -4,7 +4,9 @@
   soon as it exists; the output is not repeated; the last update names no terminal (it was released, and
   Zed drops an update naming a terminal it forgot), and a replay shows the output as text;
 - **Zed's display-only terminal** (``_meta.terminal_output`` without ``terminal``): the local command's
-  output streams through ``_meta`` ``terminal_info`` / ``terminal_output`` / ``terminal_exit``;
+  output streams through ``_meta`` ``terminal_info`` / ``terminal_output`` / ``terminal_exit``; a client
+  that advertises ``_meta.terminal_output_delta`` instead (JetBrains') gets each chunk under that key,
+  ``{terminal_id, data}`` as codex-acp sends it;
 - **text** (``TextCall``): the output so far in a code block, then the result.
 
 The title is the command itself, as written (Zed relabels the embedded terminal with it).
@@ -24,24 +26,40 @@ if TYPE_CHECKING:
 
     from ..protocol.models import ToolCallLocation, ToolKind
     from ..session._present import CallView
+    from ..session._setup import SessionEnvironment
     from ._terminal import EditorTerminals
     from ._views import ProjectPaths
 
-__all__ = ["ShellView"]
+__all__ = ["ShellView", "terminal_output_key"]
 
 _TITLE_CHARS: Final = 1000
 
 
+def terminal_output_key(env: SessionEnvironment) -> str | None:
+    """The ``_meta`` key the client reads streamed command output under: Zed's ``terminal_output``, else
+    JetBrains' ``terminal_output_delta``; None: the client takes neither."""
+    for key in ("terminal_output", "terminal_output_delta"):
+        if env.client_can("_meta", key):
+            return key
+    return None
+
+
 class ShellView:
     """The ``shell`` tool's view. ``terminals``: commands run in the editor's terminal (its runner notes
-    them there); else ``terminal_meta``: the client shows Zed's display-only terminals."""
+    them there); else ``output_key``: the client shows display-only terminals, their output streamed under
+    that ``_meta`` key (``terminal_meta``: Zed's ``terminal_output``)."""
 
     def __init__(
-        self, paths: ProjectPaths, *, terminals: EditorTerminals | None = None, terminal_meta: bool = False
+        self,
+        paths: ProjectPaths,
+        *,
+        terminals: EditorTerminals | None = None,
+        terminal_meta: bool = False,
+        output_key: str | None = None,
     ) -> None:
         self._paths = paths
         self._terminals = terminals
-        self._terminal_meta = terminal_meta
+        self._output_key = output_key or ("terminal_output" if terminal_meta else None)
 
     @property
     def kind(self) -> ToolKind:
@@ -61,8 +79,8 @@ class ShellView:
     def open(self, call_id: str) -> CallView:
         if self._terminals is not None:
             return _InEditorTerminal(call_id, self._terminals)
-        if self._terminal_meta:
-            return _InZedTerminal(call_id, self._paths)
+        if self._output_key is not None:
+            return _InZedTerminal(call_id, self._paths, self._output_key)
         return TextCall()
 
     def replayed(self, call: ToolCall, result: ToolResult | None) -> Shown:
@@ -87,9 +105,10 @@ class _InEditorTerminal:
 
 
 class _InZedTerminal:
-    def __init__(self, call_id: str, paths: ProjectPaths) -> None:
+    def __init__(self, call_id: str, paths: ProjectPaths, output_key: str = "terminal_output") -> None:
         self._id = call_id
         self._paths = paths
+        self._output_key = output_key
 
     def ready(self, tool_input: Mapping[str, Any]) -> Shown:
         from ..protocol.models import TerminalToolCallContent
@@ -104,7 +123,7 @@ class _InZedTerminal:
         chunk: Any = cast("dict[str, Any]", value).get("output") if isinstance(value, dict) else None
         if not isinstance(chunk, str) or not chunk:
             return None
-        return Shown(meta={"terminal_output": {"terminal_id": self._id, "data": chunk}})
+        return Shown(meta={self._output_key: {"terminal_id": self._id, "data": chunk}})
 
     def ended(self, result: Result) -> Shown:
         from ..protocol.models import TerminalToolCallContent

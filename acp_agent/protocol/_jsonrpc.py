@@ -122,20 +122,23 @@ def encode(obj: Any) -> bytes:
 
 _TEXT_CHUNK_HEAD: Final = (
     '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%s,'
-    '"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%s}}}}\n'
+    '"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%s},"messageId":%s}}}\n'
 )
 _encode_str: Final = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes a str as
 
 
-def text_chunk_line(session_id: str, text: str) -> bytes:
-    """``encode`` of the ``session/update`` notification carrying an ``agent_message_chunk`` of ``text``,
+def text_chunk_line(session_id: str, text: str, message_id: str) -> bytes:
+    """``encode`` of the ``session/update`` notification carrying an ``agent_message_chunk`` of ``text``
+    (of the message ``message_id``),
     byte for byte, without building and walking the nested dict: the hot path of a streamed reply (a
     general ``json.dumps`` with these options costs ten times more than escaping the two strings)."""
     try:
-        return (_TEXT_CHUNK_HEAD % (_encode_str(session_id), _encode_str(text))).encode("utf-8")
+        return (
+            _TEXT_CHUNK_HEAD % (_encode_str(session_id), _encode_str(text), _encode_str(message_id))
+        ).encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: escaped, as ``encode`` does
         ascii_str = json.encoder.encode_basestring_ascii
-        return (_TEXT_CHUNK_HEAD % (ascii_str(session_id), ascii_str(text))).encode()
+        return (_TEXT_CHUNK_HEAD % (ascii_str(session_id), ascii_str(text), ascii_str(message_id))).encode()
 
 
 def error_message(request_id: RequestId, error: RpcError) -> JsonDict:

@@ -183,10 +183,19 @@ SessionConfigOption: TypeAlias = Annotated[
 # --- requests and responses --------------------------------------------------------------------
 
 
+class SystemPrompt(WireModel):
+    """UNSTABLE (``sessionCapabilities.systemPrompt``): the client's system-level instructions for a
+    session, ``append``ed to the agent's own or (``override``) replacing its built-in defaults."""
+
+    mode: str
+    content: list[ContentBlock]
+
+
 class NewSessionRequest(WireModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] | None = None
+    system_prompt: SystemPrompt | None = None
 
 
 class NewSessionResponse(WireModel):
@@ -200,6 +209,7 @@ class LoadSessionRequest(WireModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] | None = None
+    system_prompt: SystemPrompt | None = None
 
 
 class LoadSessionResponse(WireModel):
@@ -212,6 +222,7 @@ class ResumeSessionRequest(WireModel):
     cwd: str
     mcp_servers: list[McpServer] | None = None
     additional_directories: list[str] | None = None
+    system_prompt: SystemPrompt | None = None
 
 
 class ResumeSessionResponse(WireModel):
@@ -222,6 +233,8 @@ class ResumeSessionResponse(WireModel):
 class ListSessionsRequest(WireModel):
     cwd: str | None = None
     cursor: str | None = None
+    archived: str | None = None
+    """UNSTABLE (``sessionCapabilities.archive``): ``exclude`` (the default), ``include`` or ``only``."""
 
 
 class SessionInfo(WireModel):
@@ -231,6 +244,8 @@ class SessionInfo(WireModel):
     title: str | None = None
     updated_at: str | None = None
     """ISO 8601 / RFC 3339."""
+    archived: bool | None = None
+    """UNSTABLE: sent by an agent that advertises ``sessionCapabilities.archive``."""
 
 
 class ListSessionsResponse(WireModel):

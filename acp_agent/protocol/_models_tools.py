@@ -82,6 +82,7 @@ class ToolCallUpdate(WireModel):
 
     tool_call_id: str
     title: str | None = None
+    name: str | None = None
     kind: ToolKind | None = None
     status: ToolCallStatus | None = None
     content: list[ToolCallContent] | None = None

@@ -1,15 +1,20 @@
-"""UNSTABLE ACP methods this agent serves (``schema.unstable.json``): ``session/fork`` and
-``providers/list|set|disable``.
+"""UNSTABLE ACP methods this agent serves (``schema.unstable.json``): ``session/fork``,
+``session/set_title`` and ``providers/list|set|disable``; and the ``_session/steering`` extension (served as
+claude-agent-acp and codex-acp serve it; in no schema).
 
 The unstable ``session/update`` variants live with the stable ones (``_models_updates``), in one union.
 """
 
 from __future__ import annotations
 
+from typing import Literal, TypeAlias
+
 from pydantic import Field, field_validator
 
-from ._models_session import McpServer, SessionConfigOption, SessionModeState
+from ._models_content import ContentBlock
+from ._models_session import McpServer, SessionConfigOption, SessionModeState, SystemPrompt
 from ._wire import WireModel
+from .jsonvalue import as_object
 
 __all__ = [
     "DisableProviderRequest",
@@ -19,6 +24,11 @@ __all__ = [
     "ProviderCurrentConfig",
     "ProviderInfo",
     "SetProviderRequest",
+    "SessionIdRequest",
+    "SetSessionTitleRequest",
+    "SteeringOutcome",
+    "SteeringRequest",
+    "SteeringResponse",
 ]
 
 
@@ -30,6 +40,7 @@ class ForkSessionRequest(WireModel):
     cwd: str
     additional_directories: list[str] | None = None
     mcp_servers: list[McpServer] = Field(default_factory=list[McpServer])
+    system_prompt: SystemPrompt | None = None
 
 
 class ForkSessionResponse(WireModel):
@@ -76,3 +87,39 @@ class SetProviderRequest(WireModel):
 
 class DisableProviderRequest(WireModel):
     provider_id: str
+
+
+class SetSessionTitleRequest(WireModel):
+    """``session/set_title`` (capability ``sessionCapabilities.title``): the user's title for the session;
+    the agent never replaces it with one of its own."""
+
+    session_id: str
+    title: str
+
+
+SteeringOutcome: TypeAlias = Literal["injected", "startedNewTurn", "promptRequired"]
+
+
+class SteeringRequest(WireModel):
+    """``_session/steering`` (advertised as ``InitializeResponse._meta.steering.supported``): a message for
+    the running turn, landing at its next step boundary. When the session is idle it starts a turn, unless
+    ``_meta.steering.idleBehavior`` is ``"promptRequired"`` (the client then sends ``session/prompt``)."""
+
+    session_id: str
+    prompt: list[ContentBlock]
+
+    @property
+    def prompt_required_when_idle(self) -> bool:
+        steering = as_object((self.field_meta or {}).get("steering"))
+        return steering.get("idleBehavior") == "promptRequired"
+
+
+class SteeringResponse(WireModel):
+    outcome: SteeringOutcome
+
+
+class SessionIdRequest(WireModel):
+    """The params of ``session/archive``, ``session/unarchive`` and ``session/status`` (capabilities
+    ``sessionCapabilities.archive`` and ``.status``): a session id."""
+
+    session_id: str

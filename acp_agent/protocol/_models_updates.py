@@ -1,4 +1,4 @@
-"""`session/update` notification params and every stable v1.21.0 `SessionUpdate` variant
+"""`session/update` notification params and every stable v1 `SessionUpdate` variant (SDK 2.4.0 schema)
 (discriminated on `sessionUpdate`), and the UNSTABLE variants this agent sends to clients that advertise
 them (``schema.unstable.json``: ``plan_update``/``plan_removed``, ``notice``, ``compaction_update``,
 ``compaction_summary_chunk``)."""
@@ -69,6 +69,8 @@ class ToolCallStart(WireModel):
     session_update: Literal["tool_call"] = "tool_call"
     tool_call_id: str
     title: str
+    name: str | None = None
+    """The programmatic tool name (the name the model called; for an MCP tool, the name the model saw)."""
     kind: ToolKind | None = None
     status: ToolCallStatus | None = None
     content: list[ToolCallContent] | None = None
@@ -83,6 +85,7 @@ class ToolCallProgress(WireModel):
     session_update: Literal["tool_call_update"] = "tool_call_update"
     tool_call_id: str
     title: str | None = None
+    name: str | None = None
     kind: ToolKind | None = None
     status: ToolCallStatus | None = None
     content: list[ToolCallContent] | None = None

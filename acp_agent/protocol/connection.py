@@ -197,10 +197,11 @@ class Connection:
             message["params"] = jsonable(params)
         await self._write_message(message)
 
-    async def notify_text_chunk(self, session_id: str, text: str) -> None:
-        """``notify("session/update", ...)`` of an ``agent_message_chunk`` of ``text``, the same bytes,
-        encoded without the general encoder: the hot path of a streamed reply."""
-        await self._write_bytes(text_chunk_line(session_id, text))
+    async def notify_text_chunk(self, session_id: str, text: str, message_id: str) -> None:
+        """``notify("session/update", ...)`` of an ``agent_message_chunk`` of ``text`` (of the message
+        ``message_id``), the same bytes, encoded without the general encoder: the hot path of a streamed
+        reply."""
+        await self._write_bytes(text_chunk_line(session_id, text, message_id))
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         """Send a request to the client and return its `result` (raw JSON).

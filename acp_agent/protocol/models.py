@@ -106,6 +106,7 @@ from ._models_session import (
     SetSessionModeRequest,
     StopReason,
     Usage,
+    SystemPrompt,
 )
 from ._models_tools import (
     CancelledPermissionOutcome,
@@ -131,7 +132,12 @@ from ._models_unstable import (
     ListProvidersResponse,
     ProviderCurrentConfig,
     ProviderInfo,
+    SessionIdRequest,
     SetProviderRequest,
+    SetSessionTitleRequest,
+    SteeringOutcome,
+    SteeringRequest,
+    SteeringResponse,
 )
 from ._models_updates import (
     AgentMessageChunk,
@@ -282,11 +288,17 @@ __all__ = [
     "SessionModeState",
     "SessionNotification",
     "SessionUpdate",
+    "SessionIdRequest",
     "SetProviderRequest",
+    "SetSessionTitleRequest",
+    "SteeringOutcome",
+    "SteeringRequest",
+    "SteeringResponse",
     "SetSessionConfigOptionRequest",
     "SetSessionConfigOptionResponse",
     "SetSessionModeRequest",
     "StopReason",
+    "SystemPrompt",
     "TerminalExitStatus",
     "TerminalOutputRequest",
     "TerminalOutputResponse",

@@ -30,18 +30,24 @@ from ..model_setup import ModelConfigError, how_to_configure
 from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
+from ._archive import archive_session, session_status, unarchive_session
+from ._auth import auth_status, logout
+from ._closing import close_session, delete_session
+from ._controls_routes import set_config_option, set_mode
 from ._creating import completed, new_session_setup
 from ._first_run import needs_setup, terminal_auth
 from ._fork import fork_session
 from ._listing import list_sessions
-from ._mcp_acp import McpAcpBridge, mcp_message
+from ._mcp_acp import McpAcpBridge
 from ._opening import EarlySession, controls_state, kept_servers
 from ._providers import ProviderRoutes, disable_provider, list_providers, set_provider
 from ._roots import checked_roots
 from ._session import Session
-from ._setup import SessionEnvironment, SessionFactory, SessionSetup, default_factory
+from ._setup import SessionEnvironment, SessionFactory, SessionSetup, checked_system_prompt, default_factory
+from ._steering import steer_session
 from ._store import SessionMeta, SessionStore
 from ._threads import replay_thread
+from ._titles import set_session_title
 from ._warm import WarmsUp, warm_imports
 
 if TYPE_CHECKING:
@@ -93,6 +99,10 @@ class AcpAgent:
         self.settings = settings
         self._factory = factory
         self._model = model
+        self.has_model_given = model is not None
+        self.forget_key: Callable[[], object] | None = None
+        """Forgets the key ``acp-agent setup`` stored (``logout``; given by the composition root)."""
+        """A model given to the agent (tests, the scripted model): no key is involved."""
         self._model_lock: anyio.Lock | None = None
         self._conn: Connection | None = None
         self._initialized = False
@@ -103,7 +113,8 @@ class AcpAgent:
         self.sessions: dict[str, Session] = {}
         self._store: SessionStore | None = None
         self._opening: dict[Any, Callable[[], None]] = {}
-        self._closing: dict[str, anyio.Event] = {}
+        self.closing: dict[str, anyio.Event] = {}
+        """Sessions being closed, by id: set once closed and on disk (``_closing``)."""
         self._warm_when_attached = False
         self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self.early = EarlySession()  # a session/new answered before the event loop (acp_agent._early)
@@ -216,13 +227,18 @@ class AcpAgent:
             raise RpcError.auth_required(how_to_configure())
         return {}
 
+    def forget_model(self) -> None:
+        """Build the model again for the next session (``logout`` forgot the key it was built with)."""
+        if not self.has_model_given:
+            self._model = None
+
     def _require_model(self) -> None:
         if not self.settings.configured and self._model is None:
             raise RpcError.auth_required(how_to_configure())
 
     # --- opening sessions -------------------------------------------------------------------------
 
-    def _session(self, session_id: str) -> Session:
+    def live_session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None and (reason := self.early.failed(session_id)) is not None:
             raise RpcError(INTERNAL_ERROR, f"this session could not be set up: {reason}")
@@ -237,7 +253,10 @@ class AcpAgent:
                 # The editor runs `acp-agent setup` (the terminal auth method) before the user types.
                 raise RpcError.auth_required(how_to_configure())
         servers = kept_servers(req.mcp_servers)
-        meta, env, setup = await new_session_setup(req, servers, self._factory, self.store, self._environment)
+        prompt = checked_system_prompt(req.system_prompt)
+        meta, env, setup = await new_session_setup(
+            req, servers, self._factory, self.store, lambda meta: self._environment(meta, prompt)
+        )
         session = self._opened(meta, env, setup, [], ctx)
         log.info("session %s created in %s", session.id, meta.cwd)
         # The wire shape as the early answer sends it (``controls_state``'s dicts are built to the schema,
@@ -256,13 +275,14 @@ class AcpAgent:
         self, req: m.LoadSessionRequest | m.ResumeSessionRequest, ctx: RequestContext, *, replay: bool
     ) -> dict[str, Any]:
         cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
+        prompt = checked_system_prompt(req.system_prompt)
         live = self.sessions.get(req.session_id)
         if live is not None and live.busy:
             raise RpcError.invalid_request("invalid request: a prompt is running on this session")
         meta = await self.store.load_meta(req.session_id)
         if meta is None:
             raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
-        if live is not None and not replay:
+        if live is not None and not replay and prompt == live.env.system_prompt:
             live.opened.set()
             return controls_state(live)
         if live is not None:
@@ -271,7 +291,7 @@ class AcpAgent:
         servers = kept_servers(req.mcp_servers or [])
         meta = meta.touched(cwd=cwd, additional_directories=dirs, mcp_servers=servers)
         history = await self.store.load_messages(meta.id)
-        session = await self.open_session(meta, history, ctx)
+        session = await self.open_session(meta, history, ctx, prompt)
         try:
             await self.store.save_meta(meta)
         except FileNotFoundError:  # deleted meanwhile (a session/delete answered while this opened it)
@@ -285,16 +305,22 @@ class AcpAgent:
         return controls_state(session)
 
     async def open_session(
-        self, meta: SessionMeta, history: list[Any], ctx: RequestContext | None
+        self,
+        meta: SessionMeta,
+        history: list[Any],
+        ctx: RequestContext | None,
+        system_prompt: tuple[str, str] | None = None,
     ) -> Session:
         """A live session of ``meta`` and ``history`` (``session/load``, ``resume``, ``fork``, the early
         ``session/new``; a plain ``session/new`` has its own one-hop path, ``_creating``). Its whole set-up
         is done before the answer: a replay shows its tools, and a set-up failure is the request's error."""
-        env = self._environment(meta)
+        env = self._environment(meta, system_prompt)
         setup = await completed(await self._factory(env))
         return self._opened(meta, env, setup, history, ctx)
 
-    def _environment(self, meta: SessionMeta) -> SessionEnvironment:
+    def _environment(
+        self, meta: SessionMeta, system_prompt: tuple[str, str] | None = None
+    ) -> SessionEnvironment:
         assert self._conn is not None, "attach() the connection first"
         return SessionEnvironment(
             session_id=meta.id,
@@ -308,6 +334,7 @@ class AcpAgent:
             connection=self._conn,
             home=self.home,
             spawn=self._spawn,
+            system_prompt=system_prompt,
         )
 
     def _opened(
@@ -348,34 +375,16 @@ class AcpAgent:
     # --- the other session methods ----------------------------------------------------------------
 
     async def prompt(self, req: m.PromptRequest, ctx: RequestContext) -> m.PromptResponse:
-        session = self._session(req.session_id)
+        session = self.live_session(req.session_id)
         try:
             stop = await session.prompt(req.prompt, ctx)
         finally:
             # The turn's last writes are flushed, not fsync'd: that comes once the answer is out.
-            self._after_response(ctx, session.sync_writes)
+            self.after_response(ctx, session.sync_writes)
         usage = m.Usage.model_validate(u) if (u := session.turn_usage()) is not None else None
         return m.PromptResponse(stop_reason=stop, usage=usage)  # pyright: ignore[reportArgumentType]
 
-    async def set_mode(self, req: m.SetSessionModeRequest, ctx: RequestContext) -> dict[str, Any]:
-        controls = self._session(req.session_id).setup.controls
-        if controls is None:
-            raise RpcError.invalid_params("invalid params: this session has no modes")
-        await controls.set_mode(req.mode_id)
-        self._after_response(ctx, controls.client_followed_up)
-        return {}
-
-    async def set_config_option(
-        self, req: m.SetSessionConfigOptionRequest, ctx: RequestContext
-    ) -> dict[str, Any]:
-        controls = self._session(req.session_id).setup.controls
-        if controls is None:
-            raise RpcError.invalid_params("invalid params: this session has no config options")
-        options = await controls.set_config_option(req.config_id, req.value)
-        self._after_response(ctx, controls.client_followed_up)
-        return {"configOptions": options}
-
-    def _after_response(self, ctx: RequestContext, work: Callable[[], Awaitable[None]]) -> None:
+    def after_response(self, ctx: RequestContext, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work`` once the response to ``ctx``'s request is on the wire (in the background)."""
         spawn = self._spawn
         if spawn is None:
@@ -391,40 +400,6 @@ class AcpAgent:
 
         self._opening[ctx.request_id] = lambda: spawn(run)
 
-    async def close_session(self, req: m.CloseSessionRequest, ctx: RequestContext) -> dict[str, Any]:
-        session = self.sessions.pop(req.session_id, None)
-        if session is None:
-            await self._closed_fully(req.session_id)
-            if await self.store.load_meta(req.session_id) is None:
-                raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
-            return {}
-        await self._close_live(session)
-        return {}
-
-    async def _close_live(self, session: Session) -> None:
-        """Close a session that left the live table; until its turn has ended and its last step is on
-        disk, a delete (or load) of the same id waits for it."""
-        done = anyio.Event()
-        self._closing[session.id] = done
-        try:
-            await session.close()
-        finally:
-            self._closing.pop(session.id, None)
-            done.set()
-
-    async def _closed_fully(self, session_id: str) -> None:
-        done = self._closing.get(session_id)
-        if done is not None:
-            await done.wait()
-
-    async def delete_session(self, req: m.DeleteSessionRequest, ctx: RequestContext) -> dict[str, Any]:
-        session = self.sessions.pop(req.session_id, None)
-        if session is not None:
-            await self._close_live(session)
-        await self._closed_fully(req.session_id)
-        await self.store.delete(req.session_id)
-        return {}
-
     # --- the model --------------------------------------------------------------------------------
 
     async def _get_model(self) -> Model:
@@ -436,7 +411,7 @@ class AcpAgent:
             if self._model is None:
                 from ..model_setup import build_model
 
-                if self.settings.provider is None:
+                if not self.settings.configured:  # (none, or its key forgotten by logout)
                     raise RpcError.auth_required(how_to_configure())
                 try:
                     # Providers import httpx2 and more: off the event loop.
@@ -457,6 +432,8 @@ class AcpAgent:
 ROUTES: Final[Mapping[str, Route[Any]]] = {
     "initialize": Route(_params, AcpAgent.initialize, needs_initialize=False),
     "authenticate": Route(m.AuthenticateRequest.model_validate, AcpAgent.authenticate),
+    "auth/status": Route(_params, auth_status, capability=("auth", "status")),
+    "logout": Route(_params, logout, capability=("auth", "logout")),
     "session/new": Route(m.NewSessionRequest.model_validate, AcpAgent.new_session),
     "session/load": Route(
         m.LoadSessionRequest.model_validate, AcpAgent.load_session, capability=("loadSession",)
@@ -473,26 +450,40 @@ ROUTES: Final[Mapping[str, Route[Any]]] = {
     ),
     "session/close": Route(
         m.CloseSessionRequest.model_validate,
-        AcpAgent.close_session,
+        close_session,
         capability=("sessionCapabilities", "close"),
     ),
     "session/delete": Route(
         m.DeleteSessionRequest.model_validate,
-        AcpAgent.delete_session,
+        delete_session,
         capability=("sessionCapabilities", "delete"),
     ),
     "session/fork": Route(
         m.ForkSessionRequest.model_validate, fork_session, capability=("sessionCapabilities", "fork")
     ),
+    "session/archive": Route(
+        m.SessionIdRequest.model_validate, archive_session, capability=("sessionCapabilities", "archive")
+    ),
+    "session/unarchive": Route(
+        m.SessionIdRequest.model_validate, unarchive_session, capability=("sessionCapabilities", "archive")
+    ),
+    "session/status": Route(
+        m.SessionIdRequest.model_validate, session_status, capability=("sessionCapabilities", "status")
+    ),
+    "session/set_title": Route(
+        m.SetSessionTitleRequest.model_validate,
+        set_session_title,
+        capability=("sessionCapabilities", "title"),
+    ),
     "session/prompt": Route(m.PromptRequest.model_validate, AcpAgent.prompt, cancellable=True),
+    "_session/steering": Route(
+        m.SteeringRequest.model_validate, steer_session, capability=("_meta", "steering", "supported")
+    ),
     "providers/list": Route(_params, list_providers, capability=("providers",)),
-    "mcp/message": Route(_params, mcp_message, capability=("mcpCapabilities", "acp")),
     "providers/set": Route(m.SetProviderRequest.model_validate, set_provider, capability=("providers",)),
     "providers/disable": Route(
         m.DisableProviderRequest.model_validate, disable_provider, capability=("providers",)
     ),
-    "session/set_mode": Route(m.SetSessionModeRequest.model_validate, AcpAgent.set_mode),
-    "session/set_config_option": Route(
-        m.SetSessionConfigOptionRequest.model_validate, AcpAgent.set_config_option
-    ),
+    "session/set_mode": Route(m.SetSessionModeRequest.model_validate, set_mode),
+    "session/set_config_option": Route(m.SetSessionConfigOptionRequest.model_validate, set_config_option),
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "CONTEXT_PARTS_META",
     "content_adapter",
     "linked_files",
+    "new_message_id",
     "prompt_to_message",
     "title_from_prompt",
     "user_text",
@@ -35,6 +37,14 @@ CONTEXT_PARTS_META = "contextParts"
 there (the environment, changed instructions), not the user's words."""
 
 _TITLE_MAX = 80
+
+
+def new_message_id() -> str:
+    """A fresh ``messageId`` for a message this agent makes up (a prompt, a command's reply): the same form
+    as the harness's model message ids."""
+    return "msg_" + os.urandom(8).hex()
+
+
 _LINK_MAX_BYTES = 256 * 1024
 
 

@@ -10,6 +10,8 @@ it gets in place of the stable ones.
 - ``compaction`` (``session.compaction``): the coding factory sends ``compaction_update``s itself; the
   session keeps their terminal state for ``session/load``.
 - ``threads``: sub-agent runs as sessions of their own (``_threads``; Zed, which advertises nothing).
+- ``subagents`` (``clientCapabilities.subagents``): those sessions are announced on the parent with
+  ``subagent_update`` (state ``running``, then ``idle`` with its stop reason; title and task).
 
 A client that advertises none of these sees exactly what it saw before they existed.
 """
@@ -35,6 +37,7 @@ class ClientFrontier:
     notices: bool = False
     plans: bool = False
     threads: bool = False
+    subagents: bool = False
 
     @classmethod
     def of(cls, env: SessionEnvironment) -> ClientFrontier:
@@ -44,7 +47,8 @@ class ClientFrontier:
             compaction=env.client_can("session", "compaction"),
             notices=env.client_can("session", "notices"),
             plans=env.client_can("plan"),
-            threads=takes_threads(env.client_info, env.client_capabilities),
+            threads=takes_threads(env.client_info, env.client_capabilities) or env.client_can("subagents"),
+            subagents=env.client_can("subagents"),
         )
 
     def plan(self, entries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

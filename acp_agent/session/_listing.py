@@ -19,19 +19,28 @@ if TYPE_CHECKING:
 __all__ = ["PAGE_SIZE", "list_sessions"]
 
 PAGE_SIZE: Final = 50
+_ARCHIVE_FILTERS: Final = ("exclude", "include", "only")
 
 
 async def list_sessions(
     agent: AcpAgent, req: m.ListSessionsRequest, ctx: RequestContext
 ) -> m.ListSessionsResponse:
-    """``session/list``: newest first, ``PAGE_SIZE`` a page, filtered by ``cwd`` when given."""
+    """``session/list``: newest first, ``PAGE_SIZE`` a page, filtered by ``cwd`` when given and by the
+    archive state (``archived``: ``exclude`` archived sessions by default, ``include`` or ``only`` them)."""
     wanted = list_filter(req.cwd)
+    archived = req.archived or "exclude"
+    if archived not in _ARCHIVE_FILTERS:
+        raise RpcError.invalid_params(
+            f"invalid params: archived: {archived!r} is not exclude, include or only"
+        )
     offset = _decode_cursor(req.cursor) if req.cursor is not None else 0
     metas = await agent.store.list()
     for live in agent.sessions.values():  # in-memory state is newer than disk mid-turn
         metas = [live.meta if meta.id == live.id else meta for meta in metas]
     if wanted is not None:
         metas = [meta for meta in metas if _normalised(meta.cwd) == wanted]
+    if archived != "include":
+        metas = [meta for meta in metas if meta.archived == (archived == "only")]
     metas.sort(key=lambda meta: (meta.updated_at, meta.id), reverse=True)
     page = metas[offset : offset + PAGE_SIZE]
     more = offset + PAGE_SIZE < len(metas)
@@ -43,6 +52,7 @@ async def list_sessions(
                 title=meta.title,
                 updated_at=meta.updated_at,
                 additional_directories=list(meta.additional_directories) or None,
+                archived=meta.archived,
             )
             for meta in page
         ],

@@ -23,8 +23,18 @@ if TYPE_CHECKING:
     from harness import Message, ToolCall, ToolResult
 
     from ._present import Presenter
+    from ._session import Session
 
-__all__ = ["DIFF_KEEP_CHARS", "SessionRecords", "ShownLog", "compact_record", "replay_updates", "turn_record"]
+__all__ = [
+    "DIFF_KEEP_CHARS",
+    "SessionRecords",
+    "ShownLog",
+    "compact_record",
+    "message_id",
+    "replay_session",
+    "replay_updates",
+    "turn_record",
+]
 
 DIFF_KEEP_CHARS: Final = 64 * 1024
 _CONTEXT: Final = 3
@@ -77,6 +87,8 @@ class ShownLog:
     def __init__(self) -> None:
         self._pending: list[dict[str, Any]] = []
         self.text: list[str] = []
+        self.message_id: str | None = None
+        """The id of the reply ``text`` streamed as."""
         self._calls: list[str] = []
 
     def plan(self, entries: list[dict[str, Any]]) -> None:
@@ -98,7 +110,10 @@ class ShownLog:
 
     def turn_ended(self, after: int, outcome: str, error: str | None) -> None:
         """The turn ended ``cancelled`` or ``failed`` after ``after`` messages."""
-        self._pending.append(turn_record(after, outcome, "".join(self.text), self._calls, error))
+        record = turn_record(after, outcome, "".join(self.text), self._calls, error)
+        if self.message_id is not None and self.text:
+            record["turn"]["messageId"] = self.message_id
+        self._pending.append(record)
         self.step_done()
 
     def take(self) -> list[dict[str, Any]]:
@@ -164,31 +179,65 @@ def _compact_diff(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "oldText": old_part, "newText": new_part}
 
 
+async def replay_session(session: Session, shown: Sequence[dict[str, Any]]) -> None:
+    """Send ``session``'s whole conversation as the client saw it (``shown``: its records), then the title
+    and the plan."""
+    from ..protocol.models import SessionInfoUpdate
+
+    await session.presenter.refresh()
+    records = SessionRecords.read(shown)
+    frontier = session.frontier
+    for update in replay_updates(
+        session.messages(), session.presenter, records, compactions=frontier.compaction
+    ):
+        await session.send_replay_update(update)
+    meta = session.meta
+    if meta.title:
+        await session.send_replay_update(SessionInfoUpdate(title=meta.title, updated_at=meta.updated_at))
+    if records.plan:
+        plan = frontier.plan(records.plan) or {"sessionUpdate": "plan", "entries": records.plan}
+        await session.send_replay_update(plan)
+
+
 def replay_updates(
     messages: Sequence[Message], presenter: Presenter, records: SessionRecords, *, compactions: bool = False
 ) -> list[Any]:
-    """The updates (wire dicts and models) that show ``messages`` as the client saw them live; with
-    ``compactions`` (the client takes ``compaction_update``), each compaction where it happened."""
+    """The updates (wire dicts and models) that show ``messages`` as the client saw them live, each
+    message's chunks with the ``messageId`` they had live (``message_id``); with ``compactions`` (the client
+    takes ``compaction_update``), each compaction where it happened."""
     from harness import Role
 
     results: dict[str, ToolResult] = {}
     for m in messages:
         for r in m.tool_results:
             results[r.call_id] = r
-    updates: list[Any] = [u for t in records.turns.get(0, []) for u in _turn_end(t, records)]
+    updates: list[Any] = [
+        u for j, t in enumerate(records.turns.get(0, [])) for u in _turn_end(t, records, 0, j)
+    ]
     for i, m in enumerate(messages, start=1):
         if m.role is Role.USER:
-            updates.extend(_user(m))
+            updates.extend(_user(m, message_id(m, i - 1)))
         else:
-            updates.extend(_assistant(m, presenter, results, records))
+            updates.extend(_assistant(m, message_id(m, i - 1), presenter, results, records))
         if compactions:
             updates.extend(records.compactions.get(i, []))
-        for turn in records.turns.get(i, []):
-            updates.extend(_turn_end(turn, records))
+        for j, turn in enumerate(records.turns.get(i, [])):
+            updates.extend(_turn_end(turn, records, i, j))
     return updates
 
 
-def _user(m: Message) -> list[Any]:
+def message_id(m: Message, index: int) -> str:
+    """The ``messageId`` of the message at ``index`` of a transcript: the one it was shown with live (a
+    prompt's is kept in its meta; a model message's is its harness id), else one made of its place (a
+    session of an older version: stable across loads)."""
+    acp_meta: Any = m.meta.get(ACP_META_KEY)
+    kept: Any = cast("dict[str, Any]", acp_meta).get("messageId") if isinstance(acp_meta, dict) else None
+    if isinstance(kept, str) and kept:
+        return kept
+    return m.id or f"msg_at_{index}"
+
+
+def _user(m: Message, mid: str) -> list[Any]:
     from harness import Image, Text
 
     from ..protocol.models import ImageContent, TextContent, UserMessageChunk
@@ -199,20 +248,21 @@ def _user(m: Message) -> list[Any]:
     if isinstance(original, list):
         for raw in cast("list[Any]", original):
             try:
-                out.append(UserMessageChunk(content=content_adapter().validate_python(raw)))
+                out.append(UserMessageChunk(content=content_adapter().validate_python(raw), message_id=mid))
             except Exception:
                 continue
         return out
     for part in m.parts:
         if isinstance(part, Text):
-            out.append(UserMessageChunk(content=TextContent(text=part.text)))
+            out.append(UserMessageChunk(content=TextContent(text=part.text), message_id=mid))
         elif isinstance(part, Image) and part.data is not None:
-            out.append(UserMessageChunk(content=ImageContent(data=part.data, mime_type=part.media_type)))
+            image = ImageContent(data=part.data, mime_type=part.media_type)
+            out.append(UserMessageChunk(content=image, message_id=mid))
     return out
 
 
 def _assistant(
-    m: Message, presenter: Presenter, results: dict[str, ToolResult], records: SessionRecords
+    m: Message, mid: str, presenter: Presenter, results: dict[str, ToolResult], records: SessionRecords
 ) -> list[Any]:
     from harness import Reasoning, Text, ToolCall
 
@@ -221,9 +271,9 @@ def _assistant(
     out: list[Any] = []
     for part in m.parts:
         if isinstance(part, Reasoning) and part.text:
-            out.append(AgentThoughtChunk(content=TextContent(text=part.text)))
+            out.append(AgentThoughtChunk(content=TextContent(text=part.text), message_id=mid))
         elif isinstance(part, Text) and part.text:
-            out.append(agent_text(part.text))
+            out.append(agent_text(part.text, mid))
         elif isinstance(part, ToolCall):
             out.extend(_call(part, presenter, results.get(part.id), records))
     return out
@@ -245,6 +295,7 @@ def _call(
         ToolCallStart(
             tool_call_id=call.id,
             title=view.title(call.input) or call.name,
+            name=call.name,
             kind=view.kind,
             status=status,
             raw_input=call.input,
@@ -254,11 +305,15 @@ def _call(
     ]
 
 
-def _turn_end(turn: dict[str, Any], records: SessionRecords) -> list[Any]:
+def _turn_end(turn: dict[str, Any], records: SessionRecords, after: int, index: int) -> list[Any]:
+    """A cancelled or failed turn's end: the partial reply (with the id it streamed under) and a marker
+    (appended to that reply, or a message of its own, with an id made of its place)."""
     out: list[Any] = []
     text = turn.get("text")
+    kept = turn.get("messageId")
+    mid = kept if isinstance(kept, str) and kept else f"end_{after}_{index}"
     if isinstance(text, str) and text:
-        out.append(agent_text(text))
+        out.append(agent_text(text, mid))
     for cid in cast("list[Any]", turn.get("calls") or []):
         record = records.calls.get(str(cid))
         if record is not None and _parent_of(record) is None:
@@ -267,5 +322,5 @@ def _turn_end(turn: dict[str, Any], records: SessionRecords) -> list[Any]:
     error = turn.get("error")
     if isinstance(error, str) and error:
         marker = f"(the turn failed: {error})"
-    out.append(agent_text(("\n\n" if text else "") + marker))
+    out.append(agent_text(("\n\n" if text else "") + marker, mid))
     return out

@@ -27,23 +27,27 @@ import anyio
 
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
-from ._content import linked_files, prompt_to_message, title_from_prompt
+from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_message, title_from_prompt
 from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
 from ._frontier import ClientFrontier
+from ._outcome import kind_of, replace_text, stop_reason, unfinished
 from ._present import Presenter
+from ._queue import TurnQueue
 from ._replay import ShownLog
 from ._store import SessionMeta, SessionStore
 from ._threads import SubagentThreads
-from ._updates import EventMapper
+from ._titles import title_after_exchange
+from ._updates import EventMapper, complete_update
 
 if TYPE_CHECKING:
-    from harness import Ended, Message, Model, Run
+    from harness import Message, Model, Run
     from harness.transcript import JsonlTranscript
 
     from ..protocol.connection import Connection, RequestContext
     from ..protocol.models import ContentBlock, Notice, SessionUpdate
     from ._setup import SessionEnvironment, SessionSetup
+    from ._titles import TitleSource
 
 __all__ = ["Session", "failure_message"]
 
@@ -85,7 +89,13 @@ class Session:
         self.presenter = Presenter(setup.tools, setup.views)
         self.opened = anyio.Event()
         """Set once the response that opened the session was written: updates wait for it."""
-        self._turn_done: anyio.Event | None = None
+        self._turns = TurnQueue()
+        self.titling = False
+        """A model-written title was asked for (once a session; ``_titles``)."""
+        self._tool_names: dict[str, str] = {}
+        """The tool of each call shown (``EventMapper`` names them; a tool middleware's updates don't)."""
+        self._steering: list[Message] = []
+        """Steering messages that came while the turn was being prepared: they land once it runs."""
         self._cancel_requested = False
         self._cancel_sequence = 0
         self._preparing: anyio.CancelScope | None = None
@@ -94,7 +104,8 @@ class Session:
         self._shown = ShownLog()
         self.frontier = ClientFrontier.of(env)
         """The unstable updates the client takes (``_frontier``)."""
-        self._threads = SubagentThreads(meta.id) if self.frontier.threads else None
+        frontier = self.frontier
+        self._threads = SubagentThreads(meta.id, announce=frontier.subagents) if frontier.threads else None
         if setup.controls is not None:
             setup.controls.bind(self)
 
@@ -108,7 +119,7 @@ class Session:
 
     @property
     def busy(self) -> bool:
-        return self._turn_done is not None
+        return self._turns.busy
 
     def messages(self) -> list[Message]:
         return self._run.messages() if self._run is not None else list(self._history)
@@ -122,6 +133,7 @@ class Session:
             await self.opened.wait()
         if self._threads is not None:
             self._threads.mark(update)  # an agent call's updates from the tools' middleware too
+        complete_update(update, self._tool_names)
         await self.send_replay_update(update)
 
     async def send_replay_update(self, update: SessionUpdate | dict[str, Any]) -> None:
@@ -148,59 +160,86 @@ class Session:
         message (after the opening response, as every update)."""
         await self.send_update(self.frontier.notice(notice, fallback))
 
-    async def send_text_chunk(self, text: str) -> None:
-        """The hot path of a streamed reply: an ``agent_message_chunk`` of text, built as the wire dict it
-        is (``agent_text``'s shape, written out here: no model to build and dump; the schema tests check the
-        shape), after the opening response."""
-        if not self.opened.is_set():
-            await self.opened.wait()
-        await self._conn.notify_text_chunk(self.id, text)
-
     async def replay(self) -> None:
-        """Send the whole conversation as the client saw it (``session/load``, before its response), then
-        the title and the plan."""
-        from ..protocol.models import SessionInfoUpdate
-        from ._replay import SessionRecords, replay_updates
+        """Send the whole conversation as the client saw it (``session/load``, before its response)."""
+        from ._replay import replay_session
 
-        await self.presenter.refresh()
-        records = SessionRecords.read(await self._store.load_shown(self.id))
-        compactions = self.frontier.compaction
-        for update in replay_updates(self.messages(), self.presenter, records, compactions=compactions):
-            await self.send_replay_update(update)
-        if self.meta.title:
-            await self.send_replay_update(
-                SessionInfoUpdate(title=self.meta.title, updated_at=self.meta.updated_at)
-            )
-        if records.plan:
-            plan = self.frontier.plan(records.plan) or {"sessionUpdate": "plan", "entries": records.plan}
-            await self._conn.notify("session/update", {"sessionId": self.id, "update": plan})
+        await replay_session(self, await self._store.load_shown(self.id))
 
     # --- prompt turns ---------------------------------------------------------------------------
 
     async def prompt(self, blocks: Sequence[ContentBlock], ctx: RequestContext) -> str:
-        """Run one turn; returns the stop reason, or raises ``RpcError`` for a failed turn."""
+        """Run one turn, after the turns before it (``_queue``); returns the stop reason, or raises
+        ``RpcError`` for a failed turn."""
+        message = await self.message_of(blocks)
+        fresh = not self._turns.busy
+        if not await self._turns.enter(ctx.on_cancel_request):
+            return "cancelled"  # it left the queue without running
+        # A cancel read before a prompt that had not started yet ends it (a queued prompt was handed the
+        # session by the turn before it: a cancel meanwhile was that turn's).
+        cancelled = fresh and self._cancel_sequence > ctx.sequence
+        ctx.on_cancel_request(self.cancel)
+        try:
+            return await self._turn(message, cancelled)
+        finally:
+            ctx.on_cancel_request(None)
+
+    async def message_of(self, blocks: Sequence[ContentBlock]) -> Message:
+        """The user message of a prompt (or a steering message), with its ``messageId``."""
         if self._closed:
             raise RpcError.not_found(f"session not found: {self.id}", uri=self.id)
-        if self._turn_done is not None:
-            raise RpcError.invalid_request("invalid request: a prompt is already running on this session")
         caps = PROMPT_CAPABILITIES
         message = prompt_to_message(
             blocks, image=caps["image"], audio=caps["audio"], embedded=caps["embeddedContext"]
         )
         message = await linked_files(message, blocks, self.env.roots)
-        if self.setup.usage is not None:
-            await self.setup.usage.turn_started()
-        self._turn_done = anyio.Event()
-        self._cancel_requested = self._cancel_sequence > ctx.sequence  # cancelled before it started
-        ctx.on_cancel_request(self.cancel)
-        if not self.opened.is_set():
-            self.opened.set()  # the client saw the opening response: it is prompting
+        message.meta.setdefault(ACP_META_KEY, {})["messageId"] = new_message_id()  # replayed with it
+        return message
+
+    async def _turn(self, message: Message, cancelled: bool) -> str:
+        """The turn of ``message``, the session being this turn's (``_turns.enter``)."""
         try:
+            if self._closed:
+                return "cancelled"
+            self._cancel_requested = cancelled
+            if not self.opened.is_set():
+                self.opened.set()  # the client saw the opening response: it is prompting
+            if self.setup.usage is not None:
+                await self.setup.usage.turn_started()
             return await self._prompt(message)
         finally:
-            ctx.on_cancel_request(None)
-            done, self._turn_done = self._turn_done, None
-            done.set()
+            self._turns.turn_ended()
+
+    def inject(self, message: Message) -> bool:
+        """Steer ``message`` into the running turn (its next step boundary; a turn still being prepared
+        takes it once it runs); False when no turn runs."""
+        if not self._turns.busy:
+            return False
+        run = self._run
+        if run is not None and run.is_running():
+            run.interject(message)
+        else:
+            self._steering.append(message)
+        return True
+
+    async def start_turn(self, message: Message) -> None:
+        """Start the turn of ``message`` in the background (no answer ends it; its updates stream as a
+        prompt's). A prompt sent meanwhile waits for it."""
+        spawn = self.env.spawn
+        if spawn is None:
+            raise RpcError(INTERNAL_ERROR, "this session cannot start a turn in the background")
+        await self._turns.enter()
+
+        async def background() -> None:
+            try:
+                log.info("session %s: the started turn ended (%s)", self.id, await self._turn(message, False))
+            except RpcError as exc:
+                log.warning("session %s: the started turn failed: %s", self.id, exc.message)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.sync_writes()
+
+        spawn(background)
 
     async def _prompt(self, message: Message) -> str:
         # One turn's phases in order (command, hooks, title, run, mapping, persistence): kept in one
@@ -220,10 +259,10 @@ class Session:
                     await self._store.append_shown(self.id, self._shown.take())  # a compaction's record
                     return "end_turn"
                 if outcome is not None and outcome.prompt is not None:
-                    message = _replace_text(message, outcome.prompt)
+                    message = replace_text(message, outcome.prompt)
             await controls.turn_starting()
         if self.setup.before_prompt is not None:
-            prepared = await self._before_prompt(message)
+            prepared = await self._preparing_call(self.setup.before_prompt, message)  # cancel kills hooks
             if prepared is None:
                 return "cancelled"
             message = prepared
@@ -233,7 +272,7 @@ class Session:
         if self.meta.title is None:
             title = title_from_prompt(message)
             if title is not None:
-                self.meta = self.meta.touched(title=title)
+                self.meta = self.meta.touched(title=title, title_source="prompt")
                 await self.send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
         options = self.setup.options
         display = self.setup.display
@@ -256,17 +295,37 @@ class Session:
                 await self._send_threads()
             self._shown.calls_ended(mapper.take_records())
             self._mapper = None
-            outcome = _unfinished(run, misuse)
+            self._tool_names.clear()
+            outcome = unfinished(run, misuse)
             if outcome is not None:  # a replay shows the partial reply and a marker
                 self._shown.turn_ended(len(run.messages()), *outcome)
             if outcome is not None and outcome[0] == "failed" and misuse is None:  # (misuse: logged)
                 # The log's filter redacts the process's secrets; the providers scrub their key too.
                 log.warning(
-                    "session %s: turn failed (%s): %s", self.id, _kind(run.ended(), "model_error"), outcome[1]
+                    "session %s: turn failed (%s): %s",
+                    self.id,
+                    kind_of(run.ended(), "model_error"),
+                    outcome[1],
                 )
             with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
                 await self._persist(run, final=True)
-        return stop_reason(run.ended(), misuse)
+        stop = stop_reason(run.ended(), misuse)
+        if stop == "end_turn":
+            title_after_exchange(self, message, run)
+        return stop
+
+    async def set_title(self, title: str, *, source: TitleSource = "user") -> bool:
+        """Set the title (saved at once) and tell the client; False when ``source`` is the agent's and the
+        user set the title (a user's title is never replaced)."""
+        from ..protocol.models import SessionInfoUpdate
+
+        if source != "user" and self.meta.title_source == "user":
+            return False
+        self.meta = self.meta.touched(title=title, title_source=source)
+        self._saved_title = title
+        await self._store.save_meta(self.meta)
+        await self.send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
+        return True
 
     async def _stream(self, run: Run, message: Message, mapper: EventMapper) -> BaseException | None:
         """The turn's events as updates, each step persisted as it completes; the programming error that
@@ -274,7 +333,8 @@ class Session:
         from harness import HarnessUsageError
         from harness.events import StepEnded, StepStarted, TextDelta, TurnStarted
 
-        unsaved = self._shown.text
+        shown = self._shown
+        unsaved = shown.text
         # The hot path of a streamed reply (``send_text_chunk`` inlined: one coroutine less per delta).
         opened, text_chunk, session_id = self.opened, self._conn.notify_text_chunk, self.id
         misuse: HarnessUsageError | None = None
@@ -284,12 +344,16 @@ class Session:
                     if type(event) is TextDelta and event.parent is None:
                         if event.text:
                             unsaved.append(event.text)
+                            shown.message_id = event.id
                             if not opened.is_set():
                                 await opened.wait()
-                            await text_chunk(session_id, event.text)
+                            await text_chunk(session_id, event.text, event.id)
                         continue
-                    if isinstance(event, TurnStarted) and event.parent is None and self._cancel_requested:
-                        run.cancel()
+                    if isinstance(event, TurnStarted) and event.parent is None:
+                        if self._cancel_requested:
+                            run.cancel()
+                        while self._steering:
+                            run.interject(self._steering.pop(0))
                     if isinstance(event, StepStarted) and event.parent is None:
                         await self.presenter.refresh()
                     for update in mapper.map(event):
@@ -304,11 +368,6 @@ class Session:
             log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
             misuse = exc
         return misuse
-
-    async def _before_prompt(self, message: Message) -> Message | None:
-        """The factory's ``before_prompt``, cancelled by ``cancel`` (None then): its hooks are killed."""
-        assert self.setup.before_prompt is not None
-        return await self._preparing_call(self.setup.before_prompt, message)
 
     async def _ready(self, ready: Callable[[], Awaitable[None]]) -> bool:
         """The set-up its factory left for after the opening answer (``SessionSetup.ready``), first thing
@@ -404,13 +463,15 @@ class Session:
             return
         from ..protocol.models import SessionNotification
 
+        for update in self._threads.take_parent_updates():  # a child is announced before its traffic
+            await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
         for thread, update in self._threads.take_updates():
             await self._conn.notify("session/update", SessionNotification(session_id=thread, update=update))
 
     def cancel(self, sequence: int | None = None) -> None:
         """``session/cancel``: end the running turn as ``cancelled``. When idle, remember where the cancel
         came (``sequence``): a prompt read before it, whose handler had not started, ends cancelled."""
-        if self._turn_done is None:
+        if not self._turns.busy:
             if sequence is not None:
                 self._cancel_sequence = max(self._cancel_sequence, sequence)
             return
@@ -423,13 +484,12 @@ class Session:
             self._run.cancel()
 
     async def wait_idle(self) -> None:
-        done = self._turn_done
-        if done is not None:
-            await done.wait()
+        await self._turns.wait_idle()
 
     async def close(self) -> None:
         """Cancel the running turn, wait for its answer, free the factory's resources."""
         self._closed = True
+        self._turns.leave_all()
         self.cancel()
         with anyio.move_on_after(10):
             await self.wait_idle()
@@ -440,58 +500,3 @@ class Session:
                     await self.setup.aclose()
                 except Exception:
                     log.exception("session %s: closing its resources failed", self.id)
-
-
-def _unfinished(run: Run, misuse: BaseException | None) -> tuple[str, str | None] | None:
-    """``("cancelled", None)`` or ``("failed", message)`` for a turn that did not end normally."""
-    from harness import EndReason
-
-    ended = run.ended()
-    if misuse is not None:
-        return "failed", f"internal error: {misuse}"
-    if ended is None or ended.reason in (EndReason.CANCELLED, EndReason.INTERRUPTED):
-        return "cancelled", None
-    if ended.reason is EndReason.FAILED:
-        return "failed", failure_message(_kind(ended, "model_error"), ended.error)
-    return None
-
-
-def _replace_text(message: Message, text: str) -> Message:
-    """The prompt with its text replaced by ``text`` (an expanded prompt command); images kept."""
-    from harness import Message as HMessage
-    from harness import Text
-
-    kept = [p for p in message.parts if not isinstance(p, Text)]
-    return HMessage(message.role, (Text(text), *kept), meta=message.meta)
-
-
-def stop_reason(ended: Ended | None, misuse: BaseException | None = None) -> str:
-    from harness import EndReason, ErrorKind, FinishReason
-
-    if misuse is not None and (ended is None or ended.reason is not EndReason.CANCELLED):
-        raise RpcError(
-            INTERNAL_ERROR, f"internal error: {misuse}", {"errorKind": _kind(ended, ErrorKind.MODEL_ERROR)}
-        )
-    if ended is None:
-        return "cancelled"
-    reason = ended.reason
-    if reason is EndReason.DONE:
-        if ended.finish is FinishReason.LENGTH:
-            return "max_tokens"
-        if ended.finish is FinishReason.REFUSAL:
-            return "refusal"
-        return "end_turn"
-    if reason is EndReason.STOPPED:
-        return "max_turn_requests"
-    if reason in (EndReason.CANCELLED, EndReason.INTERRUPTED):
-        return "cancelled"
-    if reason is EndReason.FAILED:
-        kind = _kind(ended, ErrorKind.MODEL_ERROR)
-        raise RpcError(INTERNAL_ERROR, failure_message(kind, ended.error), {"errorKind": kind})
-    log.warning("turn ended %s, which this agent does not handle yet; answering end_turn", reason)
-    return "end_turn"
-
-
-def _kind(ended: Ended | None, default: Any) -> str:
-    kind = ended.error_kind if ended is not None and ended.error_kind is not None else default
-    return str(getattr(kind, "value", kind))

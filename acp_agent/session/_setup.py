@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._early import advertised
+from ..protocol.errors import RpcError
 
 if TYPE_CHECKING:
     from harness import Message, Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
 
     from ..protocol.connection import Connection
-    from ..protocol.models import Notice, SessionUpdate
+    from ..protocol.models import Notice, SessionUpdate, SystemPrompt
     from ._present import ToolView
 
 __all__ = [
@@ -52,6 +53,9 @@ class SessionEnvironment:
     routes: Any = None
     mcp_bridge: Any = None
     """The connection's MCP-over-ACP connections (``_mcp_acp.McpAcpBridge``), for ``acp`` servers."""
+    system_prompt: tuple[str, str] | None = None
+    """The client's system prompt for this session (``systemPrompt`` on new/load/resume/fork), as
+    ``(mode, text)``: ``append`` or ``override`` (``with_client_prompt``)."""
     """The connection's provider routes (``_providers.ProviderRoutes``): a model the factory builds
     follows them (``routes.model(built, settings)``)."""
 
@@ -92,6 +96,10 @@ class SessionHandle(Protocol):
 
     def messages(self) -> list[Message]:
         """The conversation so far (``/compact`` summarises it)."""
+        ...
+
+    async def set_title(self, title: str) -> bool:
+        """The user's title for the session (``/rename``), saved and told to the client."""
         ...
 
 
@@ -161,6 +169,9 @@ class SessionSetup:
     side_model: Callable[[], Awaitable[Model | None]] | None = None
     """The model for side work (a title, a summary): the configured small model, else the session's
     (None before its first turn chose it); its requests are counted in the session's usage."""
+    title_model: Callable[[], Awaitable[Model | None]] | None = None
+    """The model that writes the title after the first exchange (``_titles``; the side model, when
+    model-written titles are on); None: the first prompt, cut short, stays the title."""
 
 
 class UsageSource(Protocol):
@@ -190,10 +201,51 @@ class PreparingFactory(Protocol):
 
 def default_system_prompt(env: SessionEnvironment) -> str:
     roots = "\n".join(f"- {r}" for r in env.roots)
-    return (
-        "You are a coding agent working for a user in their editor. Be concise and precise.\n"
-        f"The project directories are:\n{roots}"
+    base, extra = with_client_prompt(
+        "You are a coding agent working for a user in their editor. Be concise and precise.", env
     )
+    return "\n\n".join([base, f"The project directories are:\n{roots}", *extra])
+
+
+SYSTEM_PROMPT_MODES = ("append", "override")
+
+
+def checked_system_prompt(value: SystemPrompt | None) -> tuple[str, str] | None:
+    """A request's ``systemPrompt`` as ``(mode, text)``; ``RpcError`` (invalid params) for what this agent
+    cannot apply (an unknown mode, no content, a block that is not text): the session is then not opened,
+    as the schema requires."""
+    if value is None:
+        return None
+    if value.mode not in SYSTEM_PROMPT_MODES:
+        raise RpcError.invalid_params(
+            f"invalid params: systemPrompt.mode: {value.mode!r} is not append or override"
+        )
+    if not value.content:
+        raise RpcError.invalid_params("invalid params: systemPrompt.content: empty")
+    from ..protocol.models import TextContent
+
+    texts: list[str] = []
+    for block in value.content:
+        match block:
+            case TextContent(text=text):
+                texts.append(text)
+            case _:
+                raise RpcError.invalid_params(
+                    f"invalid params: systemPrompt.content: {block.type} blocks are not supported"
+                )
+    return value.mode, "\n\n".join(texts)
+
+
+def with_client_prompt(base: str, env: SessionEnvironment) -> tuple[str, list[str]]:
+    """The built-in instructions ``base`` as the client's system prompt leaves them (``override``: its
+    text instead), and what goes after the rest of the system prompt (``append``: its text)."""
+    match env.system_prompt:
+        case ("override", text):
+            return text, []
+        case ("append", text):
+            return base, [f"# Instructions from the editor\n\n{text}"]
+        case _:
+            return base, []
 
 
 async def default_factory(env: SessionEnvironment) -> SessionSetup:

@@ -48,12 +48,17 @@ class SessionMeta:
     title: str | None = None
     additional_directories: tuple[str, ...] = ()
     mcp_servers: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    title_source: str | None = None
+    """Who set ``title``: ``prompt`` (the first prompt, cut short), ``model`` or ``user`` (never replaced)."""
+    archived: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "cwd": self.cwd,
             "title": self.title,
+            "titleSource": self.title_source,
+            "archived": self.archived,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
             "additionalDirectories": list(self.additional_directories),
@@ -70,6 +75,8 @@ class SessionMeta:
             title=data.get("title") if isinstance(data.get("title"), str) else None,
             additional_directories=tuple(str(d) for d in data.get("additionalDirectories") or ()),
             mcp_servers=tuple(_objects(data.get("mcpServers"))),
+            title_source=data.get("titleSource") if isinstance(data.get("titleSource"), str) else None,
+            archived=data.get("archived") is True,
         )
 
     def touched(self, **changes: Any) -> SessionMeta:

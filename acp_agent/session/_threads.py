@@ -86,6 +86,9 @@ class _Thread:
     in_text: bool = False
     text: str = ""
     ended: bool = False
+    message_id: str | None = None
+    """The ``messageId`` of the sub-agent's message streaming now."""
+    announced: bool = False
 
     def entry(self, *, text: bool) -> None:
         """Count Zed's entries: each message, each tool call (a text entry runs until something else)."""
@@ -100,10 +103,14 @@ class SubagentThreads:
     they keep for ``session/load`` (``take_lines``)."""
 
     parent: str
+    announce: bool = False
+    """The client takes ``subagent_update`` (``clientCapabilities.subagents``): each thread is announced on
+    the parent session before its traffic, with its state."""
     _threads: dict[str, _Thread] = field(default_factory=dict[str, _Thread])
     """By the agent call's ACP id."""
     _updates: list[tuple[str, SessionUpdate]] = field(default_factory=list[tuple[str, "SessionUpdate"]])
     _lines: dict[str, list[dict[str, Any]]] = field(default_factory=dict[str, list[dict[str, Any]]])
+    _parent_updates: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
 
     def open(self, call_id: str, tool_name: str) -> None:
         self._threads.setdefault(call_id, _Thread(thread_id(self.parent, call_id), tool_name))
@@ -128,20 +135,38 @@ class SubagentThreads:
 
     def prompt(self, call_id: str, text: Any) -> None:
         from ..protocol.models import TextContent, UserMessageChunk
+        from ._content import new_message_id
 
         thread = self._threads.get(call_id)
         if thread is None or not isinstance(text, str) or thread.entries:
             return
-        self._send(thread, UserMessageChunk(content=TextContent(text=text)), text=False)
+        if self.announce and not thread.announced:  # before any of the child's traffic
+            thread.announced = True
+            task = " ".join(text.split())
+            self._parent_updates.append(
+                {
+                    "sessionUpdate": "subagent_update",
+                    "sessionId": thread.session_id,
+                    "title": thread.tool_name,
+                    "description": task if len(task) <= 200 else task[:199] + "…",
+                    "state": {"state": "running"},
+                }
+            )
+        chunk = UserMessageChunk(content=TextContent(text=text), message_id=new_message_id())
+        self._send(thread, chunk, text=False)
 
     def text(self, call_id: str, text: str) -> None:
         from ..protocol.models import AgentMessageChunk, TextContent
+        from ._content import new_message_id
 
         thread = self._threads.get(call_id.split("/")[0])
         if thread is None or not text:
             return
         thread.text += text
-        self._send(thread, AgentMessageChunk(content=TextContent(text=text)), text=True, keep=False)
+        if thread.message_id is None:
+            thread.message_id = new_message_id()
+        chunk = AgentMessageChunk(content=TextContent(text=text), message_id=thread.message_id)
+        self._send(thread, chunk, text=True, keep=False)
 
     def message_ended(self, call_id: str) -> None:
         """The sub-agent's message ended: its whole text is one line kept for the replay."""
@@ -149,15 +174,30 @@ class SubagentThreads:
         if thread is not None and thread.text:
             from ..protocol.models import AgentMessageChunk, TextContent, dump
 
-            line = dump(AgentMessageChunk(content=TextContent(text=thread.text)))
+            line = dump(
+                AgentMessageChunk(content=TextContent(text=thread.text), message_id=thread.message_id)
+            )
             self._lines.setdefault(thread.session_id, []).append(line)
             thread.text = ""
+        if thread is not None:
+            thread.message_id = None
 
-    def ended(self, call_id: str) -> None:
+    def ended(self, call_id: str, stop_reason: str = "end_turn") -> None:
         thread = self._threads.get(call_id)
         if thread is not None:
             self.message_ended(call_id)
             thread.ended = True
+            if thread.announced:
+                state = {"state": "idle", "stopReason": stop_reason}
+                self._parent_updates.append(
+                    {"sessionUpdate": "subagent_update", "sessionId": thread.session_id, "state": state}
+                )
+
+    def take_parent_updates(self) -> list[dict[str, Any]]:
+        """The ``subagent_update``s for the parent session since the last call (wire dicts), to go before
+        the threads' own updates."""
+        out, self._parent_updates = self._parent_updates, []
+        return out
 
     def take(self, update: Any) -> bool:
         """Move a nested call's update (``_meta.parentToolCallId`` set) to its thread; False: not one

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ._present import CallView, Presenter, Shown, ToolView
     from ._threads import SubagentThreads
 
-__all__ = ["PARENT_META_KEY", "EventMapper", "agent_text", "partial_json"]
+__all__ = ["PARENT_META_KEY", "EventMapper", "agent_text", "complete_update", "partial_json"]
 
 _INPUT_EVERY_CHARS: Final = 200  # streamed input: an update at most every this many characters
 _AGENT_TEXT_EVERY: Final = 400  # a sub-agent's streamed text: an update at most every this many characters
@@ -52,9 +52,37 @@ PARENT_META_KEY: Final = "parentToolCallId"
 """The ``_meta`` key on a nested call's updates naming the tool call (a sub-agent's) it belongs to."""
 
 
-def agent_text(text: str) -> dict[str, Any]:
-    """The ``agent_message_chunk`` of a text, as the wire dict it is (the streamed reply's hot path)."""
-    return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+def agent_text(text: str, message_id: str) -> dict[str, Any]:
+    """The ``agent_message_chunk`` of a text of the message ``message_id``, as the wire dict it is."""
+    return {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": text},
+        "messageId": message_id,
+    }
+
+
+def complete_update(update: SessionUpdate, tool_names: dict[str, str]) -> None:
+    """What an update made outside the mapper lacks: a message chunk's ``messageId`` (a message of one
+    chunk: a command's reply, news), a tool call update's tool ``name`` (a tool middleware's: the name
+    of the call as shown before, from ``tool_names``, which learns each call's)."""
+    from ..protocol.models import (
+        AgentMessageChunk,
+        AgentThoughtChunk,
+        ToolCallProgress,
+        ToolCallStart,
+        UserMessageChunk,
+    )
+    from ._content import new_message_id
+
+    match update:
+        case AgentMessageChunk() | AgentThoughtChunk() | UserMessageChunk() if update.message_id is None:
+            update.message_id = new_message_id()
+        case ToolCallStart() | ToolCallProgress() if update.name is None:
+            update.name = tool_names.get(update.tool_call_id)
+        case ToolCallStart(name=str(name)) | ToolCallProgress(name=str(name)):
+            tool_names[update.tool_call_id] = name
+        case _:
+            pass
 
 
 @dataclass(slots=True, eq=False)
@@ -89,6 +117,7 @@ class _Call:
         update = ToolCallStart(
             tool_call_id=self.acp_id,
             title=self.title,
+            name=self.name,
             kind=self.kind,
             status=self.status if self.status in ("completed", "failed") else "failed",
             raw_input=self.raw_input,
@@ -162,10 +191,13 @@ class EventMapper:
         if event.parent is not None:
             return self._nested(event)
         match event:
-            case TextDelta(text=text):
-                return [AgentMessageChunk(content=TextContent(text=text))] if text else []
-            case ReasoningDelta(text=text):
-                return [AgentThoughtChunk(content=TextContent(text=text))] if text else []
+            case TextDelta(id=message_id, text=text):
+                return (
+                    [AgentMessageChunk(content=TextContent(text=text), message_id=message_id)] if text else []
+                )
+            case ReasoningDelta(id=message_id, text=text):
+                chunk = AgentThoughtChunk(content=TextContent(text=text), message_id=message_id)
+                return [chunk] if text else []
             case MessageEnded(usage=usage):
                 used = usage.input + usage.cache_read + usage.cache_write + usage.output
                 if self._context_window is None or used <= 0:
@@ -286,7 +318,7 @@ class EventMapper:
         updates = self._close_children(call)
         self._forget(call)
         if self.threads is not None:
-            self.threads.ended(call.acp_id)
+            self.threads.ended(call.acp_id, "cancelled" if self.cancelling else "end_turn")
         outcome = event.outcome
         if not isinstance(outcome, Result):
             text = f"{type(outcome).__name__}: {outcome}"
@@ -405,7 +437,7 @@ class EventMapper:
         updates = self._close_children(call)
         self._forget(call)
         if self.threads is not None:
-            self.threads.ended(call.acp_id)
+            self.threads.ended(call.acp_id, "cancelled")
         status = None if self.cancelling else "failed"
         shown = Shown(content=text_block(_CANCELLED_TEXT)) if self.cancelling else Shown()
         updates.append(self._shown(call, ToolCallProgress(tool_call_id=call.acp_id, status=status), shown))
@@ -446,6 +478,7 @@ class EventMapper:
         return self._meta(call, update)
 
     def _meta(self, call: _Call, update: Any) -> SessionUpdate:
+        update.name = call.name  # every update of a call names its tool (clients key renderers on it)
         if call.parent is not None:
             update.field_meta = {**(update.field_meta or {}), PARENT_META_KEY: call.parent}
         thread = self.threads.meta(call.acp_id) if self.threads is not None else None

@@ -111,6 +111,7 @@ def serve_stdio(
     *,
     secrets: Secrets,
     early: EarlyStart | None = None,
+    forget_key: Callable[[], object] | None = None,
 ) -> int:
     """The ``acp-agent`` process: protocol on stdin/stdout, logs on stderr and the log file; ``factory``
     equips each session (the composition root, ``acp_agent.cli``, passes the coding agent's, built with the
@@ -128,6 +129,7 @@ def serve_stdio(
         log.warning("configuration: %s", problem)
     agent = AcpAgent(home=config.home, settings=settings, factory=factory)
     agent.routes.learn = lambda values: secrets.add((), values)  # providers/set's credentials: masked
+    agent.forget_key = forget_key  # logout: the key acp-agent setup stored
     if early is not None and early.initialized is not None:
         agent.mark_initialized(early.initialized)
     if early is not None and early.opened is not None:

@@ -18,7 +18,7 @@ from tests.conftest import SHARED, require_shared
 
 KIT = load_scenarios()
 DOCS = SHARED / "acp-spec" / "docs"
-_SOURCE = re.compile(r"(docs/[a-z-]+\.mdx|schema\.json|JSON-RPC 2\.0|acp-conformance)")
+_SOURCE = re.compile(r"(docs/[a-z-]+\.mdx|schema(\.unstable)?\.json|JSON-RPC 2\.0|acp-conformance)")
 
 
 def test_check_ids_are_unique_across_the_kit() -> None:
@@ -43,15 +43,29 @@ def test_every_cited_docs_page_exists_in_the_spec() -> None:
     )
 
 
-def test_every_cited_schema_definition_exists_in_the_shipped_schema() -> None:
-    defs = load_schema()["$defs"]
-    cited = {m for s in KIT for c in s.checks for m in re.findall(r"\$defs/([A-Za-z]+)", c.source)}
-    assert cited and cited <= set(defs), sorted(cited - set(defs))
+def test_every_cited_schema_definition_exists_in_the_shipped_schema_it_names() -> None:
+    for unstable in (False, True):
+        defs = load_schema(unstable)["$defs"]
+        cited = {
+            m
+            for s in KIT
+            for c in s.checks
+            if ("schema.unstable.json" in c.source) == unstable
+            for m in re.findall(r"\$defs/([A-Za-z]+)", c.source)
+        }
+        assert cited and cited <= set(defs), sorted(cited - set(defs))
 
 
-def test_the_shipped_schema_is_the_spec_file() -> None:
-    shared = require_shared(SHARED / "acp-spec" / "schema.json")
-    shipped = Path(sys.modules["acp_conformance"].__file__ or "").parent / "schema" / "schema.json"
+def test_a_scenario_citing_the_unstable_schema_is_checked_against_it() -> None:
+    for scenario in KIT:
+        if any("schema.unstable.json" in c.source for c in scenario.checks):
+            assert scenario.data.get("schema") == "unstable", scenario.name
+
+
+@pytest.mark.parametrize("name", ["schema.json", "schema.unstable.json"])
+def test_the_shipped_schemas_are_the_spec_files(name: str) -> None:
+    shared = require_shared(SHARED / "acp-spec" / "next" / "v1" / name)
+    shipped = Path(sys.modules["acp_conformance"].__file__ or "").parent / "schema" / name
     assert shipped.read_bytes() == shared.read_bytes()
 
 

@@ -32,7 +32,7 @@ PROMPT_TURNS = [
 ]
 # What the agent does not advertise, so the kit reports it apart (asserted, so a change is noticed).
 EXPECTED_GAPS = {
-    "caps.logout-advertised-is-implemented": Outcome.NOT_ADVERTISED,
+    "caps.logout-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,
     "caps.list-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,
     "caps.resume-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,
     "caps.close-unadvertised-is-not-found": Outcome.NOT_APPLICABLE,

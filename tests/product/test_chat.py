@@ -81,6 +81,43 @@ def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path:
     assert "Traceback" not in (child.before or "")
 
 
+def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_turn(tmp_path: Path) -> None:
+    env = chat_env(
+        tmp_path,
+        [
+            {"text": "Working through the first request slowly.", "chunks": 20, "delay_ms": 150},
+            {"text": "Also handled the steer."},  # the step the steered message adds to the turn
+            {"text": "Answer to the queued line."},
+        ],
+    )
+    child = spawn_chat(tmp_path, env)
+    try:
+        child.expect_exact("> ")
+        child.sendline("first")
+        child.expect_exact("Work")  # streaming
+        child.sendline("/steer mind the tests too")
+        child.expect_exact("(sent")
+        child.sendline("then this")
+        child.expect_exact("(queued")
+        child.sendeof()  # the end of input: the running and the queued turn still end
+        child.expect(pexpect.EOF, timeout=40)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert "Traceback" not in (child.before or "")
+    (transcript,) = (tmp_path / "home" / "sessions").glob("*/messages.jsonl")
+    lines = [json.loads(line) for line in transcript.read_text().splitlines()]
+    said = [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in lines]
+    assert said == [
+        ("user", "first"),
+        ("assistant", "Working through the first request slowly."),
+        ("user", "mind the tests too"),  # landed after the step, in the same turn
+        ("assistant", "Also handled the steer."),
+        ("user", "then this"),  # its own turn, after the first ended
+        ("assistant", "Answer to the queued line."),
+    ]
+
+
 def test_ctrl_d_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     child = spawn_chat(tmp_path, chat_env(tmp_path, []))
     try:

@@ -459,9 +459,12 @@ async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Pat
         await wait_gone(marker)
 
 
-async def test_local_shell_streams_with_zed_terminal_meta_when_advertised(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["terminal_output", "terminal_output_delta"])  # Zed's, JetBrains'
+async def test_local_shell_streams_with_the_terminal_meta_the_client_advertised(
+    tmp_path: Path, key: str
+) -> None:
     model = fake(calls(("shell", {"command": "echo streamed"})), Reply(text="ok"))
-    caps = {"_meta": {"terminal_output": True}}
+    caps = {"_meta": {key: True}}
     async with editor_agent(tmp_path, model, capabilities=caps, mode="accept-edits") as (
         editor,
         sid,
@@ -472,7 +475,9 @@ async def test_local_shell_streams_with_zed_terminal_meta_when_advertised(tmp_pa
         ups = tool_updates(editor, "call_0_shell")
         metas: list[dict[str, Any]] = [u.get("_meta") or {} for u in ups]
         assert any("terminal_info" in m for m in metas)
-        assert "".join(m["terminal_output"]["data"] for m in metas if "terminal_output" in m) == "streamed\n"
+        assert "".join(m[key]["data"] for m in metas if key in m) == "streamed\n"
+        other = "terminal_output_delta" if key == "terminal_output" else "terminal_output"
+        assert not any(other in m for m in metas)
         assert metas[-1]["terminal_exit"] == {"terminal_id": "call_0_shell", "exit_code": 0, "signal": None}
         assert final(editor, "call_0_shell")["content"] == [
             {"type": "terminal", "terminalId": "call_0_shell"}

@@ -19,11 +19,11 @@ from typing import Any
 from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.fake_model import FakeModel, Turn
 from tests.acp_client import AcpClient, spawned_agent
-from tests.conftest import SHARED, require_shared
+from tests.conftest import ACP_UNSTABLE_SCHEMA as UNSTABLE_SCHEMA
+from tests.conftest import require_shared
 
 __all__ = ["Frontier", "check_wire", "frontier_agent", "model_messages", "validate"]
 
-UNSTABLE_SCHEMA = SHARED / "acp-spec" / "schema.unstable.json"
 KEY = "sk-frontier-test-0123456789"
 ZED_BETA: Mapping[str, Any] = {
     "fs": {"readTextFile": False, "writeTextFile": False},

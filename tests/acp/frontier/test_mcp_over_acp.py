@@ -1,7 +1,7 @@
-"""MCP over ACP through the real process: an ``acp`` server that the test client itself implements
-(``mcp/connect``, ``mcp/message``, ``mcp/disconnect``); its tool offered to the model as
-``mcp__<name>__<tool>`` and called over ``mcp/message``; the server's own requests (ping; sampling,
-which this agent refuses) carried the other way; disconnected when the session closes."""
+"""MCP over ACP through the real process, in the request-scoped shape: an ``acp`` server that the test
+client itself implements (``mcp/message`` requests with ``serverId`` and ``requestId``, answered with an
+inner ``result`` or ``error``); its tool offered to the model as ``mcp__<name>__<tool>`` and called over
+``mcp/message``; no ``mcp/connect`` or ``mcp/disconnect`` ever."""
 
 from __future__ import annotations
 
@@ -23,51 +23,51 @@ class EchoServer:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.connected: list[str] = []
-        self.disconnected: list[str] = []
-        self.connection = anyio.Event()
+        self.called = anyio.Event()
+        self.fail_calls = False
 
     async def __call__(self, method: str, params: Any) -> Any:
         self.calls.append((method, params))
-        if method == "mcp/connect":
-            validate("ConnectMcpRequest", params)
-            assert params["serverId"] == "srv-1"
-            self.connected.append("conn-1")
-            self.connection.set()
-            return {"connectionId": "conn-1"}
-        if method == "mcp/disconnect":
-            validate("DisconnectMcpRequest", params)
-            self.disconnected.append(params["connectionId"])
-            return {}
-        assert method == "mcp/message", method
+        assert method == "mcp/message", method  # no mcp/connect or mcp/disconnect in this shape
         validate("MessageMcpRequest", params)
-        assert params["connectionId"] == "conn-1"
+        assert params["serverId"] == "srv-1"
         inner: dict[str, Any] = params.get("params") or {}
+        self.called.set()
         match params["method"]:
             case "initialize":
-                return {
+                result: Any = {
                     "protocolVersion": inner["protocolVersion"],
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "echo", "version": "1"},
                 }
             case "tools/list":
                 schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-                return {"tools": [{"name": "shout", "description": "Shout a text", "inputSchema": schema}]}
+                result = {"tools": [{"name": "shout", "description": "Shout a text", "inputSchema": schema}]}
+            case "tools/call" if self.fail_calls:
+                answer: dict[str, Any] = {"error": {"code": -32000, "message": "the echo server is hoarse"}}
+                validate("MessageMcpResponse", answer)
+                return answer
             case "tools/call":
                 text = str(inner["arguments"]["text"]).upper()
-                return {"content": [{"type": "text", "text": f"{text}!"}], "isError": False}
+                result = {"content": [{"type": "text", "text": f"{text}!"}], "isError": False}
             case "ping":
-                return {}
+                result = {}
             case other:
                 raise AssertionError(f"unexpected MCP request {other}")
+        validate("MessageMcpResponse", {"result": result})
+        return {"result": result}
 
 
 def _acp_server() -> list[dict[str, Any]]:
     return [{"type": "acp", "name": "echo", "serverId": "srv-1"}]
 
 
-async def test_an_acp_mcp_servers_tool_is_called_over_mcp_message(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fail_calls", [False, True])
+async def test_an_acp_mcp_servers_tool_is_called_over_request_scoped_mcp_message(
+    tmp_path: Path, fail_calls: bool
+) -> None:
     server = EchoServer()
+    server.fail_calls = fail_calls
     turns = [
         Turn(tool_calls=(ToolCall("mcp__echo__shout", {"text": "hello"}, "call_shout"),)),
         Turn(text="It shouted."),
@@ -83,35 +83,32 @@ async def test_an_acp_mcp_servers_tool_is_called_over_mcp_message(tmp_path: Path
         assert agent.initialize["agentCapabilities"]["mcpCapabilities"]["acp"] is True
         with anyio.fail_after(30):
             sid = (await agent.new_session(mcpServers=_acp_server()))["sessionId"]
-            await server.connection.wait()
+            await server.called.wait()
             assert (await agent.prompt(sid, "shout hello"))["stopReason"] == "end_turn"
             tools = [t["function"]["name"] for t in agent.model.model_requests[0].json["tools"]]
             assert "mcp__echo__shout" in tools
-            inner = [p["method"] for m, p in server.calls if m == "mcp/message"]
+            inner = [p["method"] for _, p in server.calls]
             assert inner[0] == "initialize" and "tools/call" in inner
+            request_ids = [p["requestId"] for _, p in server.calls]
+            assert len(set(request_ids)) == len(request_ids)  # one id per inner request
             results = [m for m in agent.model.model_requests[1].json["messages"] if m["role"] == "tool"]
-            assert "HELLO!" in results[0]["content"]
+            assert ("hoarse" if fail_calls else "HELLO!") in results[0]["content"]
+            calls = [u for u in check_wire(client, sid) if u["sessionUpdate"].startswith("tool_call")]
+            assert {u["name"] for u in calls} == {"mcp__echo__shout"}  # the name the model saw
 
-            # The server's own requests come from the client as mcp/message requests.
-            pong = await client.call(
-                "mcp/message", {"connectionId": "conn-1", "method": "ping", "params": {}}
+            # The provider's notifications name an active request; one for none is ignored, and the old
+            # shape's requests from the client are not served.
+            await client.notify(
+                "mcp/message", {"serverId": "srv-1", "requestId": "nope", "method": "notifications/progress"}
             )
-            assert pong == {}
-            sampling: dict[str, Any] = {
-                "connectionId": "conn-1",
-                "method": "sampling/createMessage",
-                "params": {"messages": [], "maxTokens": 10},
-            }
-            refused = await client.response(await client.send_request("mcp/message", sampling))
-            assert "error" in refused
-            unknown = await client.response(
-                await client.send_request("mcp/message", {"connectionId": "nope", "method": "ping"})
+            old = await client.response(
+                await client.send_request("mcp/message", {"connectionId": "conn-1", "method": "ping"})
             )
-            assert unknown["error"]["code"] == -32602
-
+            assert old["error"]["code"] == -32601
             await client.call("session/close", {"sessionId": sid})
-            assert server.disconnected == ["conn-1"]
+        assert {m for m, _ in server.calls} == {"mcp/message"}
         check_wire(client)
+        assert client.schema_problems(unstable=True) == []
 
 
 async def test_an_acp_server_entry_without_a_server_id_is_skipped(tmp_path: Path) -> None:

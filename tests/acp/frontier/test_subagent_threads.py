@@ -63,7 +63,9 @@ async def test_zed_sees_the_sub_agent_as_a_thread_of_its_own_and_loads_it(tmp_pa
             assert thread[0] == {
                 "sessionUpdate": "user_message_chunk",
                 "content": {"type": "text", "text": PROMPT},
+                "messageId": thread[0]["messageId"],
             }
+            assert thread[0]["messageId"].startswith("msg_")
             read = _of(thread, "call_explore/call_read")
             assert read[0]["sessionUpdate"] == "tool_call" and read[-1]["status"] == "completed"
             assert all("parentToolCallId" not in (u.get("_meta") or {}) for u in read)
@@ -145,3 +147,34 @@ async def test_the_sessions_rules_judge_the_sub_agents_calls(tmp_path: Path) -> 
         child_request = agent.model.model_requests[2].json
         results = [m for m in child_request["messages"] if m["role"] == "tool"]
         assert "def foo" not in results[0]["content"]
+
+
+async def test_a_client_advertising_subagents_gets_the_child_announced_with_its_state(tmp_path: Path) -> None:
+    async with frontier_agent(tmp_path, TURNS, {"subagents": {}}) as agent:
+        client = agent.client
+        (agent.project / "a.py").write_text("def foo(): pass\n")
+        with anyio.fail_after(30):
+            sid = (await agent.new_session())["sessionId"]
+            assert (await agent.prompt(sid, "find foo"))["stopReason"] == "end_turn"
+        parent = check_wire(client, sid)  # every update validated against schema.unstable.json
+        announced = [u for u in parent if u["sessionUpdate"] == "subagent_update"]
+        child = announced[0]["sessionId"]
+        assert announced[0]["state"] == {"state": "running"}
+        assert announced[0]["title"] == "explore" and announced[0]["description"] == PROMPT
+        assert announced[-1] == {
+            "sessionUpdate": "subagent_update",
+            "sessionId": child,
+            "state": {"state": "idle", "stopReason": "end_turn"},
+        }
+        # announced before any of the child's traffic, which goes to the child's session
+        order = [
+            (m["params"]["sessionId"], m["params"]["update"]["sessionUpdate"])
+            for m in map(as_object, client.messages)
+            if m.get("method") == "session/update"
+        ]
+        first_child = next(i for i, (s, _) in enumerate(order) if s == child)
+        assert order.index((sid, "subagent_update")) < first_child
+        threads = _threads(client, sid)
+        chunks = [u for u in threads[child] if u["sessionUpdate"].endswith("_chunk")]
+        assert chunks and all(u.get("messageId") for u in chunks)
+        assert client.schema_problems(unstable=True) == []

@@ -21,8 +21,12 @@ TEXTS = [
 ]
 
 
-def _general(session_id: str, text: str) -> bytes:
-    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+def _general(session_id: str, text: str, message_id: str) -> bytes:
+    update = {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": text},
+        "messageId": message_id,
+    }
     return encode(
         {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}}
     )
@@ -31,10 +35,11 @@ def _general(session_id: str, text: str) -> bytes:
 @pytest.mark.parametrize("text", TEXTS)
 def test_a_text_chunk_line_is_byte_for_byte_the_general_encoding(text: str) -> None:
     for session_id in ("sess_0123456789abcdef", 'odd "id" é'):
-        assert text_chunk_line(session_id, text) == _general(session_id, text)
+        for message_id in ("msg_0123456789abcdef", 'odd "msg" \udc80'):
+            assert text_chunk_line(session_id, text, message_id) == _general(session_id, text, message_id)
 
 
 def test_a_text_chunk_line_is_one_json_line() -> None:
-    line = text_chunk_line("s", "two\nlines")
+    line = text_chunk_line("s", "two\nlines", "m1")
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert json.loads(line)["params"]["update"]["content"]["text"] == "two\nlines"

@@ -28,13 +28,13 @@ BASELINE = {
     "session/set_mode",
     "session/set_config_option",
 }
-FIELD_CAPABILITIES = {"additionalDirectories"}  # session capabilities that name a field, not a method
+FIELD_CAPABILITIES = {"additionalDirectories", "systemPrompt"}  # capabilities of a field, not a method
 
 
 def _advertised() -> dict[str, Any]:
-    return initialize_result({"protocolVersion": 1}, configured=True, how_to_configure="")[
-        "agentCapabilities"
-    ]
+    """``agentCapabilities``, with the answer's ``_meta`` beside them (where extensions are advertised)."""
+    result = initialize_result({"protocolVersion": 1}, configured=True, how_to_configure="")
+    return {**result["agentCapabilities"], "_meta": result["_meta"]}
 
 
 def _at(tree: Any, path: tuple[str, ...]) -> Any:
@@ -48,6 +48,8 @@ def test_every_routed_method_is_baseline_or_advertised_where_its_route_says() ->
     for method, route in ROUTES.items():
         if route.capability:
             assert _at(capabilities, route.capability) not in (None, False), method
+        elif method.startswith("_"):
+            raise AssertionError(f"{method}: an extension is advertised in the answer's _meta")
         else:
             assert method in BASELINE, f"{method}: name the capability that advertises it"
 

@@ -139,9 +139,11 @@ async def test_tools_from_the_session_factory_show_as_tool_calls_with_their_meta
             "sessionUpdate": "tool_call",
             "toolCallId": "call_a",
             "title": "read_file",
+            "name": "read_file",
             "kind": "read",
             "status": "pending",
         }
+        assert all(c["name"] == "read_file" for c in calls)  # every update names the tool
         assert calls[1]["status"] == "in_progress" and calls[1]["rawInput"] == {"path": "/a.txt"}
         assert calls[1]["title"] == "Read /a.txt"
         assert calls[-1]["status"] == "completed"
@@ -158,6 +160,7 @@ async def test_tools_from_the_session_factory_show_as_tool_calls_with_their_meta
             if u["sessionUpdate"] == "tool_call"
         ]
         assert replayed[-1]["status"] == "completed" and replayed[-1]["title"] == "Read /a.txt"
+        assert replayed[-1]["name"] == "read_file"
 
 
 async def test_cancel_during_streaming_answers_cancelled_and_keeps_only_the_user_message(
@@ -237,8 +240,8 @@ async def test_each_step_is_on_disk_before_the_next_step_begins_and_the_prompt_w
     assert len(lines) == 4 and lines[0]["role"] == "user"
 
 
-async def test_second_prompt_while_one_runs_is_rejected_and_the_first_completes(tmp_path: Path) -> None:
-    model = FakeModel([Reply(text="slow answer", chunks=5, delay_s=0.05)])
+async def test_closing_a_session_answers_its_running_and_its_queued_prompts_cancelled(tmp_path: Path) -> None:
+    model = FakeModel([Reply(text="slow answer", hang=True)])
     async with running_agent(tmp_path, model) as (client, _agent, _tg):
         await client.initialize()
         sid = await client.new_session(str(tmp_path))
@@ -249,11 +252,10 @@ async def test_second_prompt_while_one_runs_is_rejected_and_the_first_completes(
                 and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
             )
         )
-        second = await client.response(
-            await client.send_request("session/prompt", client.prompt_params(sid, "two"))
-        )
-        assert second["error"]["code"] == -32600
-        assert (await client.response(first))["result"] == {"stopReason": "end_turn"}
+        second = await client.send_request("session/prompt", client.prompt_params(sid, "two"))
+        await client.call("session/close", {"sessionId": sid})
+        assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
+        assert (await client.response(second))["result"] == {"stopReason": "cancelled"}
         assert model.calls == 1
 
 

@@ -1,0 +1,49 @@
+"""``/rename <title>``: the user names the session (as ``session/set_title`` does); the agent never
+replaces a title the user set. And the switch for model-written titles (``ACP_AGENT_TITLES=model``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..session._setup import CommandOutcome
+from ..session._titles import MAX_TITLE
+
+if TYPE_CHECKING:
+    from harness import Model
+
+    from ._gate import SessionLink
+
+__all__ = ["RENAME_DESCRIPTION", "RenameCommand", "title_model_of"]
+
+RENAME_DESCRIPTION = "Rename this session"
+TITLES_ENV = "ACP_AGENT_TITLES"
+
+
+@dataclass(slots=True)
+class RenameCommand:
+    link: SessionLink
+
+    async def __call__(self, args: str) -> CommandOutcome:
+        title = " ".join(args.split())
+        if not title:
+            return CommandOutcome(reply="Give the new title: /rename <title>.")
+        if len(title) > MAX_TITLE:
+            return CommandOutcome(reply=f"That title is longer than {MAX_TITLE} characters; nothing changed.")
+        handle = self.link.handle
+        if handle is None or not await handle.set_title(title):
+            return CommandOutcome(reply="This session cannot be renamed now.")
+        return CommandOutcome(reply=f"Renamed this session to \u201c{title}\u201d.")
+
+
+def title_model_of(
+    side: Callable[[], Awaitable[Model | None]],
+) -> Callable[[], Awaitable[Model | None]] | None:
+    """The session's title model when model-written titles are on (``ACP_AGENT_TITLES=model``), else None:
+    the first prompt, cut short, stays the title. ``side``: the model for side work (the small model
+    where one is configured, else the session's; metered like every request)."""
+    if os.environ.get(TITLES_ENV, "").strip().lower() != "model":
+        return None
+    return side

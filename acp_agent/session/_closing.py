@@ -1,0 +1,56 @@
+"""``session/close`` and ``session/delete``: a live session leaves the table, its turn is cancelled and
+its last step written; until then a delete (or load) of the same id waits for it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..protocol.errors import RpcError
+
+if TYPE_CHECKING:
+    from ..protocol import models as m
+    from ..protocol.connection import RequestContext
+    from ._agent import AcpAgent
+    from ._session import Session
+
+__all__ = ["close_live", "close_session", "closed_fully", "delete_session"]
+
+
+async def close_session(agent: AcpAgent, req: m.CloseSessionRequest, ctx: RequestContext) -> dict[str, Any]:
+    session = agent.sessions.pop(req.session_id, None)
+    if session is None:
+        await closed_fully(agent, req.session_id)
+        if await agent.store.load_meta(req.session_id) is None:
+            raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
+        return {}
+    await close_live(agent, session)
+    return {}
+
+
+async def close_live(agent: AcpAgent, session: Session) -> None:
+    """Close a session that left the live table; until its turn has ended and its last step is on
+    disk, a delete (or load) of the same id waits for it."""
+    done = anyio.Event()
+    agent.closing[session.id] = done
+    try:
+        await session.close()
+    finally:
+        agent.closing.pop(session.id, None)
+        done.set()
+
+
+async def closed_fully(agent: AcpAgent, session_id: str) -> None:
+    done = agent.closing.get(session_id)
+    if done is not None:
+        await done.wait()
+
+
+async def delete_session(agent: AcpAgent, req: m.DeleteSessionRequest, ctx: RequestContext) -> dict[str, Any]:
+    session = agent.sessions.pop(req.session_id, None)
+    if session is not None:
+        await close_live(agent, session)
+    await closed_fully(agent, req.session_id)
+    await agent.store.delete(req.session_id)
+    return {}
