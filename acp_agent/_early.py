@@ -50,7 +50,7 @@ __all__ = [
 PROTOCOL_VERSION: Final = 1
 AUTH_METHOD_ID: Final = "configure-model"
 SETUP_METHOD_ID: Final = "setup"
-"""The ``terminal`` auth method: the client runs ``acp-agent setup`` in a terminal."""
+"""The ``terminal`` auth method: the client runs ``acp-harness-agent setup`` in a terminal."""
 PROMPT_CAPABILITIES: Final[Mapping[str, bool]] = MappingProxyType(
     {"image": True, "audio": False, "embeddedContext": True}
 )
@@ -154,12 +154,12 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
             "providers": {},
         },
         "authMethods": auth_methods,
-        "agentInfo": {"name": "acp-agent", "title": "ACP Agent", "version": __version__},
+        "agentInfo": {"name": "acp-harness-agent", "title": "ACP Harness Agent", "version": __version__},
     }
 
 
 def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
-    """With terminal auth (``auth.terminal``, or Zed's ``_meta["terminal-auth"]``), ``acp-agent setup`` in the
+    """With terminal auth (``auth.terminal``, or Zed's ``_meta["terminal-auth"]``), ``acp-harness-agent setup`` in the
     client's terminal; else the explanation of how to configure a model."""
     c: dict[str, Any] = caps if isinstance(caps, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     auth: Any = c.get("auth")
@@ -168,7 +168,15 @@ def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
         isinstance(meta, dict) and meta.get("terminal-auth") is True  # pyright: ignore[reportUnknownMemberType]
     )
     if not terminal:
-        return [{"id": AUTH_METHOD_ID, "name": "Configure a model", "description": how_to_configure}]
+        # Typed "agent" outright (the default when absent): the ACP registry's check looks for the type.
+        return [
+            {
+                "type": "agent",
+                "id": AUTH_METHOD_ID,
+                "name": "Configure a model",
+                "description": how_to_configure,
+            }
+        ]
     return [
         {
             "type": "terminal",
@@ -179,7 +187,7 @@ def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
             # Zed before the terminal type was stable reads this instead (its own command line).
             "_meta": {
                 "terminal-auth": {
-                    "label": "acp-agent setup",
+                    "label": "acp-harness-agent setup",
                     "command": sys.executable,
                     "args": ["-m", "acp_agent", "setup"],
                     "env": {},

@@ -1,4 +1,4 @@
-"""Command line: ``acp-agent`` (no subcommand) runs the stdio agent; subcommands are registered here.
+"""Command line: ``acp-harness-agent`` (no subcommand) runs the stdio agent; subcommands are registered here.
 
 The flags are the settings table's (``acp_agent.config.SETTINGS``). The configuration is resolved
 (standard library only: ``tomllib``, the trust store) before ``initialize`` is answered, so the handshake
@@ -39,7 +39,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Comma
 def register_command(
     name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser], None], run: Command
 ) -> None:
-    """Add a subcommand (``acp-agent <name> ...``). Call before ``main`` parses the arguments."""
+    """Add a subcommand (``acp-harness-agent <name> ...``). Call before ``main`` parses the arguments."""
     _COMMANDS[name] = (help, add_arguments, run)
 
 
@@ -86,10 +86,10 @@ def _load_command_modules() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="acp-agent",
+        prog="acp-harness-agent",
         description="An ACP agent for editors. Without a subcommand it speaks ACP over stdin/stdout.",
     )
-    parser.add_argument("--version", action="version", version=f"acp-agent {__version__}")
+    parser.add_argument("--version", action="version", version=f"acp-harness-agent {__version__}")
     add_flags(parser)
     if _COMMANDS:
         sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -1,4 +1,4 @@
-"""``acp-agent doctor``: checks the configuration, the model endpoint (reachable, model listed, a one-token
+"""``acp-harness-agent doctor``: checks the configuration, the model endpoint (reachable, model listed, a one-token
 completion with a tool offered), each configured MCP server (starts, lists tools), the home folder and the
 log file. One line per check, saying what to fix; exit status 0 when all is well, 1 otherwise."""
 
@@ -130,7 +130,7 @@ def _check_trust(config: Config) -> Check | None:
         "project trust",
         None,
         f"{project.root} is not trusted, so these project settings are ignored: {lines}. "
-        f"Trust it with `acp-agent trust {project.root}` (or answer the editor's question).",
+        f"Trust it with `acp-harness-agent trust {project.root}` (or answer the editor's question).",
     )
 
 

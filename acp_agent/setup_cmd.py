@@ -1,8 +1,8 @@
-"""``acp-agent setup``: choose the model interactively and write the user configuration.
+"""``acp-harness-agent setup``: choose the model interactively and write the user configuration.
 
 It asks for the provider (Anthropic, OpenAI, the OpenAI Responses API, or any OpenAI-compatible server
 such as llama.cpp, vLLM or Ollama), the base URL or the API key, and the model (listed by the server
-when it can be asked); checks them as ``acp-agent doctor`` does (the server answers, serves the model,
+when it can be asked); checks them as ``acp-harness-agent doctor`` does (the server answers, serves the model,
 completes one token with a tool offered); and writes ``provider``, ``model`` and ``base_url`` into
 ``$XDG_CONFIG_HOME/acp-agent/config.toml`` (its other lines are kept as they are). A key typed here goes
 to ``api-key`` beside it (mode 0600) and ``api_key_file`` names it: keys never go into ``config.toml``.
@@ -72,7 +72,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
     from .config import ConfigError, user_config_dir
 
     directory = Path(getattr(args, "config_dir", None) or user_config_dir(os.environ)).expanduser()
-    print("acp-agent setup: choose the model the agent talks to.\n")
+    print("acp-harness-agent setup: choose the model the agent talks to.\n")
     try:
         choice = _ask(input, getpass.getpass, os.environ)
         if choice is None:
@@ -96,7 +96,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         for problem in problems:
             print(f"  {problem}")
         return 1
-    print(f"\nWrote {written}. The agent is ready: go back to your editor (or run `acp-agent chat`).")
+    print(f"\nWrote {written}. The agent is ready: go back to your editor (or run `acp-harness-agent chat`).")
     return 0
 
 
@@ -196,7 +196,7 @@ def _choose_model(ask: Ask, models: list[str]) -> str | None:
 
 
 def _check(choice: Choice) -> bool:
-    """The checks of ``acp-agent doctor`` for the chosen model; True when none failed."""
+    """The checks of ``acp-harness-agent doctor`` for the chosen model; True when none failed."""
     import anyio
 
     from .doctor import Check, run_checks

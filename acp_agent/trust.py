@@ -70,7 +70,7 @@ class ProjectTrust:
         return () if self.trusted else self.items
 
     def summary(self) -> str:
-        """The items as a bulleted list (the trust request and ``acp-agent trust`` show it)."""
+        """The items as a bulleted list (the trust request and ``acp-harness-agent trust`` show it)."""
         return "\n".join(f"- {item.text}" for item in self.items)
 
 

@@ -1,4 +1,4 @@
-"""``acp-agent chat``: a terminal client for the agent, over ACP like an editor; and ``acp-agent sessions``.
+"""``acp-harness-agent chat``: a terminal client for the agent, over ACP like an editor; and ``acp-harness-agent sessions``.
 
 Importing this package registers both subcommands with ``acp_agent.cli`` (when it offers
 ``register_command``); ``add_parser``/``main`` are the same commands for a plain argparse wiring.
@@ -36,7 +36,10 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
 
     cwd = Path(args.cwd or os.getcwd()).expanduser().resolve()
     if not cwd.is_dir():
-        print(f"acp-agent chat: {cwd} is not a directory; pass an existing one with --cwd.", file=sys.stderr)
+        print(
+            f"acp-harness-agent chat: {cwd} is not a directory; pass an existing one with --cwd.",
+            file=sys.stderr,
+        )
         return 2
     flags = flag_values(args)
     try:

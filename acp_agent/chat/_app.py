@@ -1,4 +1,4 @@
-"""``acp-agent chat``: spawn the agent, speak ACP to it over its stdio (as an editor does), and run a
+"""``acp-harness-agent chat``: spawn the agent, speak ACP to it over its stdio (as an editor does), and run a
 terminal conversation: prompts, streamed replies, inline permission questions, Ctrl-C to cancel a turn."""
 
 from __future__ import annotations
@@ -152,16 +152,20 @@ class ChatApp:
                         },
                         "clientInfo": {
                             "name": "acp-agent-chat",
-                            "title": "acp-agent chat",
+                            "title": "acp-harness-agent chat",
                             "version": __version__,
                         },
                     },
                 )
         except TimeoutError:
-            self.renderer.error("the agent did not answer initialize within 60 s; run `acp-agent doctor`.")
+            self.renderer.error(
+                "the agent did not answer initialize within 60 s; run `acp-harness-agent doctor`."
+            )
             return False
         except RpcError as exc:
-            self.renderer.error(f"the agent could not start: {_rpc_message(exc)}; run `acp-agent doctor`.")
+            self.renderer.error(
+                f"the agent could not start: {_rpc_message(exc)}; run `acp-harness-agent doctor`."
+            )
             return False
         answer = as_obj(init)
         agent = as_obj(answer.get("agentCapabilities"))

@@ -14,7 +14,7 @@ from acp_agent.chat._render import Renderer, Style
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives the chat through a pty")
 
-ACP_AGENT = Path(sys.executable).parent / "acp-agent"
+ACP_AGENT = Path(sys.executable).parent / "acp-harness-agent"
 TIMEOUT = 20
 
 
