@@ -197,11 +197,14 @@ def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
     ]
 
 
-def early_start(*, configured: bool, how_to_configure: str, opening: Opening | None = None) -> EarlyStart:
+def early_start(
+    *, configured: bool, how_to_configure: str, opening: Opening | None = None, read: bytes = b""
+) -> EarlyStart:
     """Claim stdio, read the first line, answer it when it is ``initialize``, and then the next when it
-    is a ``session/new`` that ``opening`` can answer (see the module docstring)."""
+    is a ``session/new`` that ``opening`` can answer (see the module docstring). ``read``: input already
+    taken from stdin (a line typed in a terminal, ``acp_agent._by_hand``)."""
     in_fd, out_fd = claim_stdio()
-    data = _read_line(in_fd)
+    data = read if b"\n" in read else read + _read_line(in_fd)
     line, newline, rest = data.partition(b"\n")
     if not newline:
         return EarlyStart(in_fd, out_fd, data, None)  # EOF inside the first line: the connection decides

@@ -118,13 +118,23 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     command: str | None = getattr(args, "command", None)
     if command is not None:
         return _COMMANDS[command][2](args, config)
+    typed = b""
+    if os.isatty(0):  # started by hand in a terminal, not by an editor
+        from ._by_hand import wait_for_a_message
+
+        message = wait_for_a_message()
+        if message is None:
+            return 0
+        typed = message
     # Answer initialize before importing the agent (see acp_agent._early), then load the rest.
     from ._early import early_start
     from .model_setup import ModelSettings, how_to_configure
 
     settings = ModelSettings.from_config(config)
     opening = _opening(config.flags)  # the coding factory's answer, before the factory is imported
-    early = early_start(configured=settings.configured, how_to_configure=how_to_configure(), opening=opening)
+    early = early_start(
+        configured=settings.configured, how_to_configure=how_to_configure(), opening=opening, read=typed
+    )
     from harness.providers._clients import keep_idle_clients
     from harness.secrets import Secrets
 
