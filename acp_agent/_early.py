@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
-from . import __version__
+from . import __version__, _ending
 
 __all__ = [
     "AUTH_METHOD_ID",
@@ -262,6 +262,7 @@ def _open_early(start: EarlyStart, opening: Opening) -> EarlyStart:
         return replace(start, pending=data)
     request_id, params = plain
     session_id = new_session_id()
+    _ending.hold()  # announced from here: a SIGTERM now ends the process only once the session is written
     _answer(start.out_fd, request_id, {"sessionId": session_id, **state})
     return replace(start, pending=rest, opened=EarlyOpened(request_id, params, session_id, state))
 

@@ -118,6 +118,9 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     command: str | None = getattr(args, "command", None)
     if command is not None:
         return _COMMANDS[command][2](args, config)
+    from . import _ending
+
+    _ending.install()  # SIGTERM/SIGHUP: at once until a session may be announced, then as EOF
     typed = b""
     if os.isatty(0):  # started by hand in a terminal, not by an editor
         from ._by_hand import wait_for_a_message
@@ -135,6 +138,7 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     early = early_start(
         configured=settings.configured, how_to_configure=how_to_configure(), opening=opening, read=typed
     )
+    _ending.hold()
     from harness.providers._clients import keep_idle_clients
     from harness.secrets import Secrets
 
