@@ -35,6 +35,9 @@ class ClientFrontier:
     notices: bool = False
     plans: bool = False
     threads: bool = False
+    marks_rejected: bool = False
+    """Zed marks a tool call the user rejected itself, and a later ``failed`` would override its mark; every
+    other client needs the agent's ``failed`` (Toad and acpx show it pending)."""
 
     @classmethod
     def of(cls, env: SessionEnvironment) -> ClientFrontier:
@@ -45,6 +48,7 @@ class ClientFrontier:
             notices=env.client_can("session", "notices"),
             plans=env.client_can("plan"),
             threads=takes_threads(env.client_info, env.client_capabilities),
+            marks_rejected=str(env.client_info.get("name") or "").strip().lower() == "zed",
         )
 
     def plan(self, entries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

@@ -236,6 +236,7 @@ class Session:
             context_window=options.context_window if options else None,
             marks_running=display is not None and display.marks_running,
             threads=self._threads,
+            client_marks_rejected=self.frontier.marks_rejected,
         )
         self._mapper = mapper
         mapper.cancelling = self._cancel_requested

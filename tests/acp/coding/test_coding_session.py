@@ -181,8 +181,8 @@ async def test_accept_edits_without_a_sandbox_runs_the_edit_without_asking_but_a
         assert not (project / "ran.txt").exists()
         new_diff = final(editor, "call_0_write_file")["content"][0]
         assert new_diff["oldText"] is None and new_diff["newText"] == "hi\n"
-        shell_end = last(editor, "call_0_shell")  # rejected: the client marked it, no status over that
-        assert "status" not in shell_end and "rejected" in text_of(shell_end)
+        shell_end = last(editor, "call_0_shell")  # rejected: failed (only Zed marks it itself)
+        assert shell_end["status"] == "failed" and "rejected" in text_of(shell_end)
         assert not any(u.get("status") == "in_progress" for u in tool_updates(editor, "call_0_shell"))
 
 
@@ -225,9 +225,27 @@ async def test_without_fs_capability_the_disk_is_used(tmp_path: Path) -> None:
 # --- permissions -------------------------------------------------------------------------------------
 
 
-async def test_reject_once_leaves_the_file_and_sends_no_status_over_the_clients_mark(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "client_info",
+    [None, {"name": "toad", "version": "0.5"}, {"name": "acpx"}],
+    ids=["unnamed", "toad", "acpx"],
+)
+async def test_reject_once_leaves_the_file_and_ends_the_call_failed(
+    tmp_path: Path, client_info: dict[str, Any] | None
+) -> None:
     model = fake(calls(("write_file", {"path": "f.txt", "content": "new"})), Reply(text="ok"))
-    async with editor_agent(tmp_path, model) as (editor, sid, project):
+    async with editor_agent(tmp_path, model, client_info=client_info) as (editor, sid, project):
+        editor.permission = select("reject_once")
+        await prompt(editor, sid, "go")
+        assert not (project / "f.txt").exists()
+        end = last(editor, "call_0_write_file")
+        assert end["status"] == "failed" and "rejected" in text_of(end)
+
+
+@pytest.mark.parametrize("name", ["Zed", "zed"])
+async def test_in_zed_reject_once_sends_no_status_over_zeds_own_mark(tmp_path: Path, name: str) -> None:
+    model = fake(calls(("write_file", {"path": "f.txt", "content": "new"})), Reply(text="ok"))
+    async with editor_agent(tmp_path, model, client_info={"name": name}) as (editor, sid, project):
         editor.permission = select("reject_once")
         await prompt(editor, sid, "go")
         assert not (project / "f.txt").exists()
