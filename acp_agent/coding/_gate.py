@@ -127,6 +127,9 @@ class PermissionGate:
             except Cancelled:
                 if self.link.handle is not None:
                     self.link.handle.cancel()
+                # Nothing is left pending: the call ends cancelled (else the harness keeps it awaiting an
+                # answer, and the client is shown "(awaiting input)").
+                context.answer({})
                 return Result.failure("Cancelled: the user cancelled the turn")
             context.answer(answers)
             result = await next(call, context)
@@ -167,7 +170,12 @@ class PermissionGate:
         tool_call = await self._describe(call, context, _protected_note(judged.protected))
         if leaving:
             tool_call["title"] = leaving
-        chosen = await self.request_permission(tool_call, options)
+        chosen, problem = await self._request_permission(tool_call, options)
+        if problem is not None:  # told to the model as the call's result; the turn goes on
+            return Decision.deny(
+                f"{call.name} was not run: the editor's answer to the permission request was malformed "
+                f"({problem}), so nothing was approved; ask the user before trying again"
+            )
         if chosen == "allow_always":
             await self.modes.remember(allow_rules)
             return Decision.allow()
@@ -218,7 +226,15 @@ class PermissionGate:
 
     async def request_permission(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str:
         """``session/request_permission``: the chosen option id (``reject_once`` when the request failed or
-        the answer is not an offered option). Raises ``Cancelled`` when the editor answers cancelled."""
+        the answer is malformed or not an offered option). Raises ``Cancelled`` when the editor answers
+        cancelled."""
+        return (await self._request_permission(tool_call, options))[0]
+
+    async def _request_permission(
+        self, tool_call: dict[str, Any], options: list[dict[str, str]]
+    ) -> tuple[str, str | None]:
+        """``request_permission``'s answer, and what was wrong with the editor's answer when it was
+        malformed (then the answer is ``reject_once``; the problem is logged)."""
         try:
             answer = await self.env.connection.request(
                 "session/request_permission",
@@ -228,16 +244,16 @@ class PermissionGate:
             raise Cancelled() from None
         except RpcError as exc:
             log.warning("session/request_permission failed (%s); treating it as a rejection", exc)
-            return "reject_once"
-        outcome = as_object(as_object(answer).get("outcome"))
-        if outcome.get("outcome") != "selected":
+            return "reject_once", None
+        problem = _malformed(answer, {o["optionId"] for o in options})
+        if problem == "cancelled":
             raise Cancelled()
-        chosen = outcome.get("optionId")
-        ids = {o["optionId"] for o in options}
-        if chosen not in ids:
-            log.warning("the client chose unknown option %r; treating it as a rejection", chosen)
-            return "reject_once"
-        return str(chosen)
+        if problem is not None:
+            log.warning(
+                "malformed session/request_permission answer (%s); treating it as a rejection", problem
+            )
+            return "reject_once", problem
+        return str(as_object(as_object(answer).get("outcome")).get("optionId")), None
 
     async def _describe(self, call: ToolCall, context: Call, note: str | None = None) -> dict[str, Any]:
         """The permission request's ``toolCall``: title, kind, input and what would change; ``note`` (why
@@ -400,3 +416,24 @@ def _always_label(prefix: str, rules: list[Rule]) -> str:
             parts.append(rule.tool_glob)
     more = " …" if len(rules) > 3 else ""
     return f"{prefix} {', '.join(parts)}{more}"
+
+
+def _malformed(answer: Any, offered: set[str]) -> str | None:
+    """What is wrong with a ``session/request_permission`` answer (None: a choice of an offered option;
+    ``"cancelled"``: the editor cancelled)."""
+    if not isinstance(answer, dict):
+        return f"the result is {type(answer).__name__}, not an object"
+    outcome: Any = as_object(answer).get("outcome")
+    if not isinstance(outcome, dict):
+        return "no outcome object"
+    fields = as_object(outcome)
+    match fields.get("outcome"):
+        case "cancelled":
+            return "cancelled"
+        case "selected":
+            chosen = fields.get("optionId")
+            if chosen in offered:
+                return None
+            return f"optionId {chosen!r} is not one of the offered options {sorted(offered)}"
+        case other:
+            return f"outcome {other!r} is neither 'selected' nor 'cancelled'"

@@ -297,6 +297,52 @@ async def test_cancelled_permission_ends_the_turn_cancelled_without_running(tmp_
         assert model.calls == 1
 
 
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        ({"outcome": {"outcome": "allow"}}, "outcome 'allow' is neither"),
+        ({"outcome": "selected"}, "no outcome object"),
+        ({}, "no outcome object"),
+        ({"outcome": {"outcome": "selected", "optionId": "yes_please"}}, "optionId 'yes_please' is not one"),
+        ({"outcome": {"outcome": "selected"}}, "optionId None is not one"),
+    ],
+    ids=["unknown outcome", "outcome a string", "empty", "unknown option", "no option"],
+)
+async def test_a_malformed_permission_answer_is_logged_told_to_the_model_and_the_turn_goes_on(
+    tmp_path: Path, answer: dict[str, Any], says: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = fake(calls(("write_file", {"path": "m.txt", "content": "x"})), Reply(text="understood"))
+    async with editor_agent(tmp_path, model) as (editor, sid, project):
+        editor.permission = lambda _params: answer
+        with caplog.at_level("WARNING"):
+            assert (await prompt(editor, sid, "go"))["stopReason"] == "end_turn"
+        assert not (project / "m.txt").exists()
+        assert model.calls == 2  # the turn went on after the call
+        told = repr(model.prompts[-1].messages)
+        assert "malformed" in told and says in told
+        assert any(
+            "malformed session/request_permission answer" in r.message and says in r.message
+            for r in caplog.records
+        )
+        assert final(editor, "call_0_write_file")["status"] == "failed"
+
+
+async def test_a_cancelled_permission_leaves_no_awaiting_input_placeholder_and_the_next_turn_runs(
+    tmp_path: Path,
+) -> None:
+    model = fake(
+        calls(("write_file", {"path": "c.txt", "content": "x"})),
+        Reply(text="next turn"),
+    )
+    async with editor_agent(tmp_path, model) as (editor, sid, project):
+        editor.permission = cancelled
+        assert (await prompt(editor, sid, "go"))["stopReason"] == "cancelled"
+        shown = json.dumps(tool_updates(editor, "call_0_write_file"))
+        assert "awaiting input" not in shown and "Cancelled" in text_of(last(editor, "call_0_write_file"))
+        assert (await prompt(editor, sid, "again"))["stopReason"] == "end_turn"
+        assert not (project / "c.txt").exists()
+
+
 async def test_mode_switch_mid_turn_applies_to_the_next_call(tmp_path: Path) -> None:
     model = fake(
         calls(("shell", {"command": "echo one"})),
