@@ -167,9 +167,7 @@ class PermissionGate:
                     "kind": "reject_always",
                 }
             )
-        tool_call = await self._describe(call, context, _protected_note(judged.protected))
-        if leaving:
-            tool_call["title"] = leaving
+        tool_call = await self._describe(call, context, _protected_note(judged.protected), title=leaving)
         chosen, problem = await self._request_permission(tool_call, options)
         if problem is not None:  # told to the model as the call's result; the turn goes on
             return Decision.deny(
@@ -255,9 +253,12 @@ class PermissionGate:
             return "reject_once", problem
         return str(as_object(as_object(answer).get("outcome")).get("optionId")), None
 
-    async def _describe(self, call: ToolCall, context: Call, note: str | None = None) -> dict[str, Any]:
-        """The permission request's ``toolCall``: title, kind, input and what would change; ``note`` (why
-        this always asks) first."""
+    async def _describe(
+        self, call: ToolCall, context: Call, note: str | None = None, *, title: str | None = None
+    ) -> dict[str, Any]:
+        """The permission request's ``toolCall``: title (``title``, else the view's), kind, input and what
+        would change; ``note`` (why this always asks) first. A command is shown once: in a ``sh`` block
+        only when the title does not already hold it whole."""
         from harness.tools._values import read_meta
 
         from ..protocol.models import ContentToolCallContent, TextContent, ToolCallUpdate, dump
@@ -267,14 +268,20 @@ class PermissionGate:
             call.name, read_meta(context.spec.meta if context.spec is not None else {})
         )
         content: list[ToolCallContent] = await self._preview(call)
+        title = title or view.title(call.input) or call.name
         command = call.input.get("command")
-        if not content and view.kind == "execute" and isinstance(command, str):
+        if (
+            not content
+            and view.kind == "execute"
+            and isinstance(command, str)
+            and command.strip() not in title
+        ):
             content = [ContentToolCallContent(content=TextContent(text=f"```sh\n{command}\n```"))]
         if note is not None:
             content.insert(0, ContentToolCallContent(content=TextContent(text=note)))
         update = ToolCallUpdate(
             tool_call_id=call.id,
-            title=view.title(call.input) or call.name,
+            title=title,
             kind=view.kind,
             status="pending",
             raw_input=call.input,

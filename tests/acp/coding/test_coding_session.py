@@ -327,6 +327,22 @@ async def test_a_malformed_permission_answer_is_logged_told_to_the_model_and_the
         assert final(editor, "call_0_write_file")["status"] == "failed"
 
 
+async def test_the_shell_permission_shows_the_command_once_and_a_long_one_whole_in_a_block(
+    tmp_path: Path,
+) -> None:
+    long = "echo " + "x" * 1200
+    model = fake(
+        calls(("shell", {"command": "git status"})), calls(("shell", {"command": long})), Reply(text="ok")
+    )
+    async with editor_agent(tmp_path, model) as (editor, sid, _project):
+        editor.permission = select("reject_once")
+        await prompt(editor, sid, "go")
+        short_ask, long_ask = [a["toolCall"] for a in editor.requests_of("session/request_permission")]
+        assert short_ask["title"] == "git status"
+        assert "git status" not in json.dumps(short_ask.get("content") or [])
+        assert long_ask["title"].endswith("…") and long in json.dumps(long_ask["content"])
+
+
 async def test_a_cancelled_permission_leaves_no_awaiting_input_placeholder_and_the_next_turn_runs(
     tmp_path: Path,
 ) -> None:
