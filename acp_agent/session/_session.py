@@ -211,7 +211,8 @@ class Session:
                 if outcome is not None and outcome.reply is not None:
                     if outcome.reply:  # empty: the command showed its outcome otherwise
                         await self.send_update(AgentMessageChunk(content=TextContent(text=outcome.reply)))
-                    await self._store.append_shown(self.id, self._shown.take())  # a compaction's record
+                    self._shown.command(len(self.messages()), text, outcome.reply)  # replayed by a load
+                    await self._store.append_shown(self.id, self._shown.take())  # (and a compaction's record)
                     return "end_turn"
                 if outcome is not None and outcome.prompt is not None:
                     message = _replace_text(message, outcome.prompt)
