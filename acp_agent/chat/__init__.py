@@ -46,8 +46,22 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         settings = load_config(cwd, flags, os.environ)
     except ConfigError as exc:
         for problem in exc.problems:
-            print(f"acp-agent: {problem}", file=sys.stderr)
+            print(f"acp-harness-agent chat: {problem}", file=sys.stderr)
+        print(
+            "Fix the configuration (`acp-harness-agent doctor` checks it) and start the chat again.",
+            file=sys.stderr,
+        )
         return 2
+    if not _has_model(settings):
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            print(
+                "acp-harness-agent chat: no model is configured; run `acp-harness-agent setup` first.",
+                file=sys.stderr,
+            )
+            return 2
+        settings = _set_up(cwd, flags, missing_key_problem(settings))
+        if settings is None:
+            return 1
     agent_args: list[str] = []
     for s in flag_settings():
         value = flags.get(s.attr)
@@ -55,6 +69,38 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
             agent_args += [s.flag, str(value)]
     problem = missing_key_problem(settings)
     return _run(cwd, tuple(agent_args), problem)
+
+
+def _has_model(settings: Any) -> bool:
+    from ..model_setup import HTTP_PROVIDERS, ModelSettings
+
+    model = ModelSettings.from_config(settings)
+    return model.configured and (model.provider not in HTTP_PROVIDERS or bool(model.model))
+
+
+def _set_up(cwd: Path, flags: dict[str, Any], why: str | None) -> Any:
+    """No model yet, in a terminal: run the set-up here, then the configuration it wrote (None: the
+    set-up did not end with a model; it said why). ``why``: what is missing, when that can be said."""
+    from ..config import ConfigError, load_config
+    from ..setup_cmd import main as setup_main
+
+    if why:
+        print(f"acp-harness-agent chat: {why}")
+    print("No model is configured yet: choose one now (this is `acp-harness-agent setup`).\n")
+    if setup_main(argparse.Namespace(config_dir=None)) != 0:
+        print("\nNo chat without a model: run `acp-harness-agent setup` when you are ready.")
+        return None
+    try:
+        settings = load_config(cwd, flags, os.environ)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"acp-harness-agent chat: {problem}", file=sys.stderr)
+        return None
+    if not _has_model(settings):
+        print("The configuration still names no model: run `acp-harness-agent doctor` to see why.")
+        return None
+    print()
+    return settings
 
 
 def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None) -> int:

@@ -122,19 +122,21 @@ def test_a_broken_config_file_is_one_sentence_and_no_traceback(tmp_path: Path) -
     assert child.exitstatus == 2
 
 
-def test_a_missing_api_key_is_named_with_its_fix(tmp_path: Path) -> None:
+def test_a_missing_api_key_is_named_with_its_fix_and_leads_into_the_setup(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [])
     env.update(ACP_AGENT_PROVIDER="anthropic", ACP_AGENT_MODEL="claude-x")
     env.pop("ANTHROPIC_API_KEY", None)
     child = spawn_chat(tmp_path, env)
     try:
         child.expect_exact("has no API key: set ACP_AGENT_API_KEY (or ANTHROPIC_API_KEY)")
-        child.expect_exact("> ")
+        child.expect_exact("Provider [1]: ")  # the set-up, at once
         child.sendeof()
+        child.expect_exact("run `acp-harness-agent setup` when you are ready")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
     assert "Traceback" not in (child.before or "")
+    assert child.exitstatus == 1
 
 
 # --- the renderer ---------------------------------------------------------------------------------
