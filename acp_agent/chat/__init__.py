@@ -7,8 +7,10 @@ Importing this package registers both subcommands with ``acp_agent.cli`` (when i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +69,12 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         value = flags.get(s.attr)
         if value and s.flag is not None:
             agent_args += [s.flag, str(value)]
+    if "log_level" not in settings.origins:  # the user did not choose a level (flag, variable or file)
+        # The chat says what went wrong itself (a failed turn's error): the agent's own warnings would
+        # repeat it as raw log lines. Its log file still gets everything from INFO up.
+        agent_args += ["--log-level", "critical"]
     problem = missing_key_problem(settings)
-    return _run(cwd, tuple(agent_args), problem)
+    return _run(cwd, tuple(agent_args), problem, Path(settings.home) / "chat-history")
 
 
 def _has_model(settings: Any) -> bool:
@@ -103,7 +109,7 @@ def _set_up(cwd: Path, flags: dict[str, Any], why: str | None) -> Any:
     return settings
 
 
-def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None) -> int:
+def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None, history: Path | None = None) -> int:
     import anyio
 
     from ._app import ChatOptions, run_chat
@@ -121,7 +127,9 @@ def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None) -> int:
 
     # Redrawing in place needs a terminal that understands cursor movement.
     live = sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
-    renderer = Renderer(write, style, live=live, width=shutil.get_terminal_size().columns)
+    # One column short of the terminal: a full-width line leaves the cursor waiting to wrap, and anything
+    # echoed then (the ^C) would push the line redrawn in place down.
+    renderer = Renderer(write, style, live=live, width=max(20, shutil.get_terminal_size().columns - 1))
 
     def prompt(text: str) -> None:
         renderer.end_line()
@@ -131,16 +139,41 @@ def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None) -> int:
         renderer.error(warning)
 
     async def go() -> int:
-        reader = open_terminal_input()
+        reader = open_terminal_input(history)
         try:
             return await run_chat(ChatOptions(cwd, agent_args), reader, renderer, prompt)
         finally:
             await reader.aclose()
 
     try:
-        return anyio.run(go)
+        with _no_control_echo():
+            return anyio.run(go)
     except KeyboardInterrupt:  # before the Ctrl-C handler is installed
         return 130
+
+
+@contextlib.contextmanager
+def _no_control_echo() -> Generator[None]:
+    """The terminal does not echo ``^C`` while the chat runs: the echo landed inside the reply being
+    redrawn in place, which then showed twice (the chat says ``^C cancelling…`` itself)."""
+    try:
+        import termios
+    except ImportError:  # no termios here: nothing to change
+        yield
+        return
+    try:
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (termios.error, OSError, ValueError):  # not a terminal: nothing to change
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] = quiet[3] & ~termios.ECHOCTL
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 def _register() -> None:

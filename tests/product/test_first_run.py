@@ -18,6 +18,8 @@ from tests.providers.sse_fixtures import fixture
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives setup and chat through a pty")
 
 AGENT = Path(sys.executable).parent / "acp-harness-agent"
+# The chat's prompt as prompt_toolkit draws it: "> ", or ">" and the cursor moved past the space.
+PROMPT = r">(?: |\x08\x1b\[2C)"
 TIMEOUT = 30
 NOWHERE = "http://127.0.0.1:9/v1"  # nothing listens there
 
@@ -176,9 +178,9 @@ def test_chat_without_a_model_in_a_terminal_runs_the_setup_and_then_chats(tmp_pa
             child.expect_exact("1) qwen3-8b")
             child.sendline("1")
             child.expect_exact("Wrote")
-            child.expect_exact("> ")
+            child.expect(PROMPT)
             child.sendline("hello")
-            child.expect_exact("> ")
+            child.expect(PROMPT)
             child.sendeof()
             child.expect(pexpect.EOF)
             seen = child.before or ""
