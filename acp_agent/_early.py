@@ -45,6 +45,7 @@ __all__ = [
     "early_start",
     "initialize_result",
     "new_session_id",
+    "record_session",
 ]
 
 PROTOCOL_VERSION: Final = 1
@@ -198,11 +199,17 @@ def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
 
 
 def early_start(
-    *, configured: bool, how_to_configure: str, opening: Opening | None = None, read: bytes = b""
+    *,
+    configured: bool,
+    how_to_configure: str,
+    opening: Opening | None = None,
+    read: bytes = b"",
+    sessions: Path | None = None,
 ) -> EarlyStart:
     """Claim stdio, read the first line, answer it when it is ``initialize``, and then the next when it
     is a ``session/new`` that ``opening`` can answer (see the module docstring). ``read``: input already
-    taken from stdin (a line typed in a terminal, ``acp_agent._by_hand``)."""
+    taken from stdin (a line typed in a terminal, ``acp_agent._by_hand``). ``sessions``: the folder of the
+    session store, where a session answered here is written before the answer (``record_session``)."""
     in_fd, out_fd = claim_stdio()
     data = read if b"\n" in read else read + _read_line(in_fd)
     line, newline, rest = data.partition(b"\n")
@@ -231,7 +238,7 @@ def early_start(
     start = EarlyStart(in_fd, out_fd, rest, answered)
     if opening is None or not configured:
         return start
-    return _open_early(start, opening)
+    return _open_early(start, opening, sessions)
 
 
 def _answer(fd: int, request_id: Any, result: dict[str, Any]) -> None:
@@ -243,7 +250,7 @@ def _answer(fd: int, request_id: Any, result: dict[str, Any]) -> None:
         pass  # the client went away; the connection will see it at its first write
 
 
-def _open_early(start: EarlyStart, opening: Opening) -> EarlyStart:
+def _open_early(start: EarlyStart, opening: Opening, sessions: Path | None = None) -> EarlyStart:
     """Answer the next line when it is a ``session/new`` that ``opening`` can answer (``start`` with the
     bytes read so far otherwise)."""
     data = start.pending
@@ -262,9 +269,43 @@ def _open_early(start: EarlyStart, opening: Opening) -> EarlyStart:
         return replace(start, pending=data)
     request_id, params = plain
     session_id = new_session_id()
+    if sessions is not None and not record_session(sessions, session_id, params):
+        return replace(start, pending=data)  # not on disk: the connection answers it (and says why)
     _ending.hold()  # announced from here: a SIGTERM now ends the process only once the session is written
     _answer(start.out_fd, request_id, {"sessionId": session_id, **state})
     return replace(start, pending=rest, opened=EarlyOpened(request_id, params, session_id, state))
+
+
+def record_session(sessions: Path, session_id: str, params: Mapping[str, Any]) -> bool:
+    """Write the meta of a session about to be answered here, as the connection's ``session/new`` writes
+    one before its answer (``SessionStore.create_sync``: ``meta.json`` in its folder, created exclusively,
+    not fsync'd; the same keys, a test pins them): a kill of the process after the answer must not lose a
+    session the client was told of. Its build rewrites it with the MCP servers as kept, or removes it.
+    False when it cannot be written."""
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    dirs: Any = params.get("additionalDirectories") or []
+    meta = {
+        "id": session_id,
+        "cwd": os.path.normpath(str(params["cwd"])),
+        "title": None,
+        "createdAt": now,
+        "updatedAt": now,
+        "additionalDirectories": [os.path.normpath(str(d)) for d in dirs],
+        "mcpServers": [],
+    }
+    directory = sessions / session_id
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            _write_all(fd, json.dumps(meta, ensure_ascii=False, indent=1).encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _as_mapping(value: Any) -> dict[str, Any]:

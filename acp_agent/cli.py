@@ -136,7 +136,11 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     settings = ModelSettings.from_config(config)
     opening = _opening(config.flags)  # the coding factory's answer, before the factory is imported
     early = early_start(
-        configured=settings.configured, how_to_configure=how_to_configure(), opening=opening, read=typed
+        configured=settings.configured,
+        how_to_configure=how_to_configure(),
+        opening=opening,
+        read=typed,
+        sessions=Path(config.home) / "sessions",
     )
     _ending.hold()
     from harness.providers._clients import keep_idle_clients

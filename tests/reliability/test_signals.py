@@ -113,3 +113,42 @@ async def test_a_signal_during_a_turn_answers_it_cancelled_and_keeps_the_session
         assert code == 0
     loaded = await _loads(home, env, session, project)
     assert loaded is not None
+
+
+async def test_a_session_answered_at_start_up_is_on_disk_even_when_killed_9_right_after_the_answer(
+    tmp_path: Path,
+) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    env = _env(home, tmp_path)
+    async with agent_process(home, env) as agent:
+        agent.expect(1)
+        agent.expect(2)
+        params: dict[str, Any] = {"cwd": str(project), "mcpServers": []}
+        new: dict[str, Any] = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": params}
+        await agent.send_raw(_line(INIT) + _line(new))
+        with anyio.fail_after(30):
+            session = (await agent.response(2))["result"]["sessionId"]
+            agent.process.kill()  # SIGKILL: nothing runs after it
+            await agent.process.wait()
+    assert await _loads(home, env, session, project) is not None
+    async with agent_process(home, env, stderr_name="list.txt") as listing:
+        with anyio.fail_after(30):
+            await listing.call("initialize", INIT_PARAMS)
+            listed = await listing.call("session/list", {})
+    assert session in [s["sessionId"] for s in listed["sessions"]]
+
+
+def test_the_record_written_at_the_early_answer_is_the_stores_own_format(tmp_path: Path) -> None:
+    from acp_agent._early import record_session
+    from acp_agent.session._store import SessionStore
+
+    project = tmp_path / "project"
+    project.mkdir()
+    params = {"cwd": str(project) + "/", "mcpServers": [], "additionalDirectories": [str(tmp_path) + "/."]}
+    assert record_session(tmp_path / "sessions", "sess_abc", params)
+    written = json.loads((tmp_path / "sessions" / "sess_abc" / "meta.json").read_text())
+    meta = anyio.run(SessionStore(tmp_path / "sessions").load_meta, "sess_abc")
+    assert meta is not None and meta.to_dict() == written
+    assert meta.cwd == str(project) and meta.additional_directories == (str(tmp_path),)
+    assert not record_session(tmp_path / "sessions", "sess_abc", params)  # never over another's file
