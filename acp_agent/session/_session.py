@@ -209,9 +209,9 @@ class Session:
             if text.startswith("/"):
                 outcome = await controls.command(text)
                 if outcome is not None and outcome.reply is not None:
-                    if outcome.reply:  # empty: the command showed its outcome otherwise
+                    if outcome.reply:  # empty: the command showed its outcome otherwise (a compaction)
                         await self.send_update(AgentMessageChunk(content=TextContent(text=outcome.reply)))
-                    self._shown.command(len(self.messages()), text, outcome.reply)  # replayed by a load
+                        self._shown.command(len(self.messages()), text, outcome.reply)  # replayed by a load
                     await self._store.append_shown(self.id, self._shown.take())  # (and a compaction's record)
                     return "end_turn"
                 if outcome is not None and outcome.prompt is not None:
