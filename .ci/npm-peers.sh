@@ -11,9 +11,16 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 prefix="${NPM_PEERS_PREFIX:-$root/.cache/npm}"
 conformance="${CONFORMANCE_VERSION:-0.1.16}"
 
+# Without npm the npm tests skip (outside CI), so the script succeeds and `npm-peers.sh && pytest` runs the
+# rest; in CI (CI=true) every test must run, so a missing npm fails here, before the suite.
+case "$(printf %s "${CI:-}" | tr '[:upper:]' '[:lower:]')" in 1|true|yes) in_ci=1 ;; *) in_ci=0 ;; esac
 if ! command -v npm >/dev/null 2>&1; then
-    echo "npm-peers: npm is not installed; the MCP npm tests will be skipped" >&2
-    exit 1
+    if [ "$in_ci" = 1 ]; then
+        echo "npm-peers: npm is not installed (CI=true: the MCP npm tests must run; install Node.js and npm)" >&2
+        exit 1
+    fi
+    echo "npm-peers: npm is not installed; the MCP npm tests will be skipped (install Node.js and npm to run them)" >&2
+    exit 0
 fi
 
 mkdir -p "$prefix"

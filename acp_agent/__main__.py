@@ -1,4 +1,4 @@
-"""``python -m acp_agent`` / the ``acp-agent`` script."""
+"""``python -m acp_agent`` / the ``acp-harness-agent`` script."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
-from . import __version__
+from . import __version__, _ending
 
 __all__ = [
     "AUTH_METHOD_ID",
@@ -45,12 +45,13 @@ __all__ = [
     "early_start",
     "initialize_result",
     "new_session_id",
+    "record_session",
 ]
 
 PROTOCOL_VERSION: Final = 1
 AUTH_METHOD_ID: Final = "configure-model"
 SETUP_METHOD_ID: Final = "setup"
-"""The ``terminal`` auth method: the client runs ``acp-agent setup`` in a terminal."""
+"""The ``terminal`` auth method: the client runs ``acp-harness-agent setup`` in a terminal."""
 PROMPT_CAPABILITIES: Final[Mapping[str, bool]] = MappingProxyType(
     {"image": True, "audio": False, "embeddedContext": True}
 )
@@ -159,14 +160,14 @@ def initialize_result(params: Any, *, configured: bool, how_to_configure: str) -
             "auth": {"logout": {}, "status": {}},
         },
         "authMethods": auth_methods,
-        "agentInfo": {"name": "acp-agent", "title": "ACP Agent", "version": __version__},
+        "agentInfo": {"name": "acp-harness-agent", "title": "ACP Harness Agent", "version": __version__},
         # ``_session/steering`` (``acp_agent.session._steering``), advertised as claude-agent-acp does.
         "_meta": {"steering": {"supported": True}},
     }
 
 
 def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
-    """With terminal auth (``auth.terminal``, or Zed's ``_meta["terminal-auth"]``), ``acp-agent setup`` in the
+    """With terminal auth (``auth.terminal``, or Zed's ``_meta["terminal-auth"]``), ``acp-harness-agent setup`` in the
     client's terminal; else the explanation of how to configure a model."""
     c: dict[str, Any] = caps if isinstance(caps, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     auth: Any = c.get("auth")
@@ -175,7 +176,15 @@ def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
         isinstance(meta, dict) and meta.get("terminal-auth") is True  # pyright: ignore[reportUnknownMemberType]
     )
     if not terminal:
-        return [{"id": AUTH_METHOD_ID, "name": "Configure a model", "description": how_to_configure}]
+        # Typed "agent" outright (the default when absent): the ACP registry's check looks for the type.
+        return [
+            {
+                "type": "agent",
+                "id": AUTH_METHOD_ID,
+                "name": "Configure a model",
+                "description": how_to_configure,
+            }
+        ]
     return [
         {
             "type": "terminal",
@@ -186,7 +195,7 @@ def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
             # Zed before the terminal type was stable reads this instead (its own command line).
             "_meta": {
                 "terminal-auth": {
-                    "label": "acp-agent setup",
+                    "label": "acp-harness-agent setup",
                     "command": sys.executable,
                     "args": ["-m", "acp_agent", "setup"],
                     "env": {},
@@ -196,11 +205,20 @@ def _auth_methods(caps: Any, how_to_configure: str) -> list[dict[str, Any]]:
     ]
 
 
-def early_start(*, configured: bool, how_to_configure: str, opening: Opening | None = None) -> EarlyStart:
+def early_start(
+    *,
+    configured: bool,
+    how_to_configure: str,
+    opening: Opening | None = None,
+    read: bytes = b"",
+    sessions: Path | None = None,
+) -> EarlyStart:
     """Claim stdio, read the first line, answer it when it is ``initialize``, and then the next when it
-    is a ``session/new`` that ``opening`` can answer (see the module docstring)."""
+    is a ``session/new`` that ``opening`` can answer (see the module docstring). ``read``: input already
+    taken from stdin (a line typed in a terminal, ``acp_agent._by_hand``). ``sessions``: the folder of the
+    session store, where a session answered here is written before the answer (``record_session``)."""
     in_fd, out_fd = claim_stdio()
-    data = _read_line(in_fd)
+    data = read if b"\n" in read else read + _read_line(in_fd)
     line, newline, rest = data.partition(b"\n")
     if not newline:
         return EarlyStart(in_fd, out_fd, data, None)  # EOF inside the first line: the connection decides
@@ -227,7 +245,7 @@ def early_start(*, configured: bool, how_to_configure: str, opening: Opening | N
     start = EarlyStart(in_fd, out_fd, rest, answered)
     if opening is None or not configured:
         return start
-    return _open_early(start, opening)
+    return _open_early(start, opening, sessions)
 
 
 def _answer(fd: int, request_id: Any, result: dict[str, Any]) -> None:
@@ -239,7 +257,7 @@ def _answer(fd: int, request_id: Any, result: dict[str, Any]) -> None:
         pass  # the client went away; the connection will see it at its first write
 
 
-def _open_early(start: EarlyStart, opening: Opening) -> EarlyStart:
+def _open_early(start: EarlyStart, opening: Opening, sessions: Path | None = None) -> EarlyStart:
     """Answer the next line when it is a ``session/new`` that ``opening`` can answer (``start`` with the
     bytes read so far otherwise)."""
     data = start.pending
@@ -258,8 +276,43 @@ def _open_early(start: EarlyStart, opening: Opening) -> EarlyStart:
         return replace(start, pending=data)
     request_id, params = plain
     session_id = new_session_id()
+    if sessions is not None and not record_session(sessions, session_id, params):
+        return replace(start, pending=data)  # not on disk: the connection answers it (and says why)
+    _ending.hold()  # announced from here: a SIGTERM now ends the process only once the session is written
     _answer(start.out_fd, request_id, {"sessionId": session_id, **state})
     return replace(start, pending=rest, opened=EarlyOpened(request_id, params, session_id, state))
+
+
+def record_session(sessions: Path, session_id: str, params: Mapping[str, Any]) -> bool:
+    """Write the meta of a session about to be answered here, as the connection's ``session/new`` writes
+    one before its answer (``SessionStore.create_sync``: ``meta.json`` in its folder, created exclusively,
+    not fsync'd; the same keys, a test pins them): a kill of the process after the answer must not lose a
+    session the client was told of. Its build rewrites it with the MCP servers as kept, or removes it.
+    False when it cannot be written."""
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    dirs: Any = params.get("additionalDirectories") or []
+    meta = {
+        "id": session_id,
+        "cwd": os.path.normpath(str(params["cwd"])),
+        "title": None,
+        "createdAt": now,
+        "updatedAt": now,
+        "additionalDirectories": [os.path.normpath(str(d)) for d in dirs],
+        "mcpServers": [],
+    }
+    directory = sessions / session_id
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            _write_all(fd, json.dumps(meta, ensure_ascii=False, indent=1).encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _as_mapping(value: Any) -> dict[str, Any]:

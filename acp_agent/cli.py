@@ -1,4 +1,4 @@
-"""Command line: ``acp-agent`` (no subcommand) runs the stdio agent; subcommands are registered here.
+"""Command line: ``acp-harness-agent`` (no subcommand) runs the stdio agent; subcommands are registered here.
 
 The flags are the settings table's (``acp_agent.config.SETTINGS``). The configuration is resolved
 (standard library only: ``tomllib``, the trust store) before ``initialize`` is answered, so the handshake
@@ -40,7 +40,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Comma
 def register_command(
     name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser], None], run: Command
 ) -> None:
-    """Add a subcommand (``acp-agent <name> ...``). Call before ``main`` parses the arguments."""
+    """Add a subcommand (``acp-harness-agent <name> ...``). Call before ``main`` parses the arguments."""
     _COMMANDS[name] = (help, add_arguments, run)
 
 
@@ -87,10 +87,10 @@ def _load_command_modules() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="acp-agent",
+        prog="acp-harness-agent",
         description="An ACP agent for editors. Without a subcommand it speaks ACP over stdin/stdout.",
     )
-    parser.add_argument("--version", action="version", version=f"acp-agent {__version__}")
+    parser.add_argument("--version", action="version", version=f"acp-harness-agent {__version__}")
     add_flags(parser)
     if _COMMANDS:
         sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -119,13 +119,31 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     command: str | None = getattr(args, "command", None)
     if command is not None:
         return _COMMANDS[command][2](args, config)
+    from . import _ending
+
+    _ending.install()  # SIGTERM/SIGHUP: at once until a session may be announced, then as EOF
+    typed = b""
+    if os.isatty(0):  # started by hand in a terminal, not by an editor
+        from ._by_hand import wait_for_a_message
+
+        message = wait_for_a_message()
+        if message is None:
+            return 0
+        typed = message
     # Answer initialize before importing the agent (see acp_agent._early), then load the rest.
     from ._early import early_start
     from .model_setup import ModelSettings, how_to_configure
 
     settings = ModelSettings.from_config(config)
     opening = _opening(config.flags)  # the coding factory's answer, before the factory is imported
-    early = early_start(configured=settings.configured, how_to_configure=how_to_configure(), opening=opening)
+    early = early_start(
+        configured=settings.configured,
+        how_to_configure=how_to_configure(),
+        opening=opening,
+        read=typed,
+        sessions=Path(config.home) / "sessions",
+    )
+    _ending.hold()
     from harness.providers._clients import keep_idle_clients
     from harness.secrets import Secrets
 

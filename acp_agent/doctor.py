@@ -1,4 +1,4 @@
-"""``acp-agent doctor``: checks the configuration, the model endpoint (reachable, model listed, a one-token
+"""``acp-harness-agent doctor``: checks the configuration, the model endpoint (reachable, model listed, a one-token
 completion with a tool offered), each configured MCP server (starts, lists tools), the home folder and the
 log file. One line per check, saying what to fix; exit status 0 when all is well, 1 otherwise."""
 
@@ -88,7 +88,7 @@ async def run_checks(
     if not config.problems:
         where = ", ".join(str(p) for p in config.files) or "no config files; flags, environment and defaults"
         report(Check("config", True, where))
-    report(_check_origins(config))
+    report(_check_origins(config, broken=bool(config.problems)))
     trust = _check_trust(config)
     if trust is not None:
         report(trust)
@@ -104,8 +104,9 @@ async def run_checks(
     return done
 
 
-def _check_origins(config: Config) -> Check:
-    """Where each setting that is set came from (exactly: the flag, the variable or the file)."""
+def _check_origins(config: Config, *, broken: bool = False) -> Check:
+    """Where each setting that is set came from (exactly: the flag, the variable or the file); with
+    problems (``broken``) it does not claim that the defaults are what the user wants."""
     from .config import SETTINGS
 
     shown: list[str] = []
@@ -116,6 +117,9 @@ def _check_origins(config: Config) -> Check:
         else:
             value = "(set)" if s.secret else str(config.get(key))
         shown.append(f"{key} = {value} ({origin})")
+    if broken:
+        applied = "; ".join(shown) or "none"
+        return Check("settings", None, f"{applied} (what the problems above skipped is left at its default)")
     return Check("settings", True, "; ".join(shown) or "all defaults")
 
 
@@ -130,7 +134,7 @@ def _check_trust(config: Config) -> Check | None:
         "project trust",
         None,
         f"{project.root} is not trusted, so these project settings are ignored: {lines}. "
-        f"Trust it with `acp-agent trust {project.root}` (or answer the editor's question).",
+        f"Trust it with `acp-harness-agent trust {project.root}` (or answer the editor's question).",
     )
 
 
@@ -147,14 +151,14 @@ async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
         return [await anyio.to_thread.run_sync(_check_script, config.script)]
     problem = missing_key_problem(config)
     if problem is not None:
-        return [Check("model", False, problem)]
+        return [Check("model", False, f"{problem} (or run `acp-harness-agent setup`)")]
     if not config.model:
         return [
             Check(
                 "model",
                 False,
-                f"provider {config.provider} needs a model name: pass --model, set "
-                'ACP_AGENT_MODEL, or put model = "..." in config.toml.',
+                f"provider {config.provider} needs a model name: run `acp-harness-agent setup`, pass --model, "
+                'set ACP_AGENT_MODEL, or put model = "..." in config.toml.',
             )
         ]
     try:

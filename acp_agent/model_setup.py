@@ -78,7 +78,8 @@ class ModelSettings:
 
 def how_to_configure() -> str:
     return (
-        "no model is configured: set ACP_AGENT_PROVIDER (openai, openai-responses, anthropic or script), "
+        "no model is configured: run `acp-harness-agent setup` to choose one, or set ACP_AGENT_PROVIDER "
+        "(openai, openai-responses, anthropic or script), "
         "ACP_AGENT_MODEL, and ACP_AGENT_API_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY); for a local "
         "OpenAI-compatible server set ACP_AGENT_BASE_URL, e.g. http://127.0.0.1:8080/v1 (or put provider, "
         "model and base_url in ~/.config/acp-agent/config.toml)"

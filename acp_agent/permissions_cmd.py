@@ -1,4 +1,4 @@
-"""``acp-agent permissions list|remove N|clear``: the rules remembered from "always" answers.
+"""``acp-harness-agent permissions list|remove N|clear``: the rules remembered from "always" answers.
 
 The rules live in human-readable JSON-lines files (the project's ``.acp-agent/permissions.jsonl`` and the
 user's ``~/.config/acp-agent/permissions.jsonl`` unless the configuration moves them); this lists them,
@@ -52,7 +52,7 @@ async def _run(action: str, numbers: list[int], cwd: Path) -> int:
     def note(store: PermissionStore, rule: Rule) -> str:
         shipped = rule.verdict is Verdict.ALLOW and rule_key(rule.to_dict()) not in vouched
         if store.path == project_path and untrusted and shipped:
-            return "  (ignored: it came with the project; `acp-agent trust` to use it)"
+            return "  (ignored: it came with the project; `acp-harness-agent trust` to use it)"
         return ""
 
     stores = [("project", PermissionStore(project_path)), ("user", PermissionStore(user_path))]
@@ -73,7 +73,7 @@ async def _run(action: str, numbers: list[int], cwd: Path) -> int:
         bad = [k for k in numbers if not 1 <= k <= len(listed)]
         if bad:
             print(
-                f"no rule numbered {', '.join(map(str, bad))}; `acp-agent permissions list` shows the numbers",
+                f"no rule numbered {', '.join(map(str, bad))}; `acp-harness-agent permissions list` shows the numbers",
                 file=sys.stderr,
             )
             return 1
@@ -90,7 +90,7 @@ async def _run(action: str, numbers: list[int], cwd: Path) -> int:
             trust.unvouch(store.path, rule.to_dict())
             print(f"forgot: {rule.describe()}")
     except OSError as exc:  # not a rule file (PermissionFileError), or not writable
-        print(f"acp-agent permissions: {exc}", file=sys.stderr)
+        print(f"acp-harness-agent permissions: {exc}", file=sys.stderr)
         return 1
     return 0
 

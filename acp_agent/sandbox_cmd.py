@@ -1,4 +1,4 @@
-"""``acp-agent sandbox [--policy FILE | --write PATH ...] [--read-only] [--network] -- CMD [ARG...]``:
+"""``acp-harness-agent sandbox [--policy FILE | --write PATH ...] [--read-only] [--network] -- CMD [ARG...]``:
 apply a sandbox policy to this process, then exec ``CMD`` under it.
 
 Without ``--policy`` the current folder (and ``--write`` paths) are writable, with the default protected
@@ -56,7 +56,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
-        print("acp-agent sandbox: give the command after --", file=sys.stderr)
+        print("acp-harness-agent sandbox: give the command after --", file=sys.stderr)
         return 2
     from harness.sandbox import compile_spec, probe, seatbelt_profile
     from harness.sandbox._landlock import spec_environ
@@ -65,7 +65,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
     try:
         policy = _policy(args)
     except (OSError, ValueError) as exc:
-        print(f"acp-agent sandbox: bad policy: {exc}", file=sys.stderr)
+        print(f"acp-harness-agent sandbox: bad policy: {exc}", file=sys.stderr)
         return 2
     temp: str | None = None
     if policy.temp is None:  # a private temp folder (TMPDIR): /tmp itself is not writable inside
@@ -76,7 +76,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         policy = dataclasses.replace(policy, temp=Path(temp))
     support = probe()
     if support.mechanism not in ("landlock", "seatbelt"):
-        print(f"acp-agent sandbox: {support.describe()}; not running the command", file=sys.stderr)
+        print(f"acp-harness-agent sandbox: {support.describe()}; not running the command", file=sys.stderr)
         return 126
 
     def enter() -> int:
@@ -90,14 +90,14 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
                 run = ["/usr/bin/sandbox-exec", "-p", seatbelt_profile(policy), *argv]
         except OSError as exc:
             print(
-                f"acp-agent sandbox: cannot apply the sandbox, not running the command: {exc}",
+                f"acp-harness-agent sandbox: cannot apply the sandbox, not running the command: {exc}",
                 file=sys.stderr,
             )
             return 126
         try:
             os.execvpe(run[0], run, environ)
         except OSError as exc:
-            print(f"acp-agent sandbox: {argv[0]}: {exc.strerror}", file=sys.stderr)
+            print(f"acp-harness-agent sandbox: {argv[0]}: {exc.strerror}", file=sys.stderr)
         return 127
 
     if temp is None:
@@ -118,7 +118,7 @@ def _in_child_then_remove(enter: Callable[[], int], temp: str) -> int:
         try:
             pid = os.fork()  # the CLI runs no thread: a plain fork
         except OSError as exc:
-            print(f"acp-agent sandbox: cannot start the command: {exc}", file=sys.stderr)
+            print(f"acp-harness-agent sandbox: cannot start the command: {exc}", file=sys.stderr)
             return 126
         if pid == 0:
             os._exit(enter())

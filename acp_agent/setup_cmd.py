@@ -1,8 +1,8 @@
-"""``acp-agent setup``: choose the model interactively and write the user configuration.
+"""``acp-harness-agent setup``: choose the model interactively and write the user configuration.
 
 It asks for the provider (Anthropic, OpenAI, the OpenAI Responses API, or any OpenAI-compatible server
 such as llama.cpp, vLLM or Ollama), the base URL or the API key, and the model (listed by the server
-when it can be asked); checks them as ``acp-agent doctor`` does (the server answers, serves the model,
+when it can be asked); checks them as ``acp-harness-agent doctor`` does (the server answers, serves the model,
 completes one token with a tool offered); and writes ``provider``, ``model`` and ``base_url`` into
 ``$XDG_CONFIG_HOME/acp-agent/config.toml`` (its other lines are kept as they are). A key typed here goes
 to ``api-key`` beside it (mode 0600) and ``api_key_file`` names it: keys never go into ``config.toml``.
@@ -72,14 +72,23 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
     from .config import ConfigError, user_config_dir
 
     directory = Path(getattr(args, "config_dir", None) or user_config_dir(os.environ)).expanduser()
-    print("acp-agent setup: choose the model the agent talks to.\n")
+    print("acp-harness-agent setup: choose the model the agent talks to.\n")
+    if not _existing_file_ok(directory):
+        return 1
     try:
-        choice = _ask(input, getpass.getpass, os.environ)
-        if choice is None:
-            return 1
-        if not _check(choice) and not _yes(input, "Save this configuration anyway? [y/N] "):
-            print("Nothing was written.")
-            return 1
+        while True:
+            choice = _ask(input, getpass.getpass, os.environ)
+            if choice is None:
+                return 1
+            if _check(choice):
+                break
+            again = _after_failed_check(input)
+            if again == "save":
+                break
+            if again == "quit":
+                print("Nothing was written.")
+                return 1
+            print()
         written = save_choice(directory, choice)
         problems = _problems(directory)
     except (EOFError, KeyboardInterrupt):
@@ -96,7 +105,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         for problem in problems:
             print(f"  {problem}")
         return 1
-    print(f"\nWrote {written}. The agent is ready: go back to your editor (or run `acp-agent chat`).")
+    print(f"\nWrote {written}. The agent is ready: go back to your editor (or run `acp-harness-agent chat`).")
     return 0
 
 
@@ -114,8 +123,52 @@ def _problems(directory: Path) -> list[str]:
     return []
 
 
-def _yes(ask: Ask, question: str) -> bool:
-    return ask(question).strip().lower() in ("y", "yes")
+def _existing_file_ok(directory: Path) -> bool:
+    """Say before any question what is wrong with the configuration already there: a ``config.toml``
+    that is not TOML stops the set-up (its other lines are kept, so it must be fixed first); other
+    problems are listed, and the set-up goes on."""
+    import tomllib
+
+    path = directory / "config.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return True
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"{path} cannot be read ({exc}); fix it or move it aside, then run setup again.")
+        return False
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        print(
+            f"{path} is not valid TOML ({exc}). Setup keeps every other line of that file, so fix it or "
+            "move it aside first, then run setup again (`acp-harness-agent doctor` shows every problem)."
+        )
+        return False
+    problems = _problems(directory)
+    if problems:
+        print("The configuration has problems now (setup changes only the provider, model, URL and key):")
+        for problem in problems:
+            print(f"  {problem}")
+        print()
+    return True
+
+
+def _after_failed_check(ask: Ask) -> str:
+    """``retry`` (enter the provider, URL or key again), ``save`` (anyway) or ``quit``."""
+    while True:
+        raw = ask(
+            "\nThe check failed. Enter the URL, key and model again [r], save anyway [s], or quit [q]? [r] "
+        )
+        match raw.strip().lower():
+            case "" | "r" | "retry":
+                return "retry"
+            case "s" | "save":
+                return "save"
+            case "q" | "quit" | "n" | "no":
+                return "quit"
+            case _:
+                print("Type r, s or q.")
 
 
 def _pick(ask: Ask, question: str, options: Sequence[str], default: int = 1) -> int:
@@ -196,7 +249,7 @@ def _choose_model(ask: Ask, models: list[str]) -> str | None:
 
 
 def _check(choice: Choice) -> bool:
-    """The checks of ``acp-agent doctor`` for the chosen model; True when none failed."""
+    """The checks of ``acp-harness-agent doctor`` for the chosen model; True when none failed."""
     import anyio
 
     from .doctor import Check, run_checks

@@ -71,7 +71,7 @@ class ProjectTrust:
         return () if self.trusted else self.items
 
     def summary(self) -> str:
-        """The items as a bulleted list (the trust request and ``acp-agent trust`` show it)."""
+        """The items as a bulleted list (the trust request and ``acp-harness-agent trust`` show it)."""
         lines = [f"- {item.text}" for item in self.items[:_LISTED]]
         if len(self.items) > _LISTED:  # a file of thousands of rules must not make a dialog of thousands
             lines.append(f"- … and {len(self.items) - _LISTED} more")

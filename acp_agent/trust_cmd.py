@@ -1,4 +1,4 @@
-"""``acp-agent trust [PATH] | --list | --revoke [PATH]``: trust a project's configuration from the terminal.
+"""``acp-harness-agent trust [PATH] | --list | --revoke [PATH]``: trust a project's configuration from the terminal.
 
 ``trust PATH`` shows what the project's configuration would do (its settings that need trust: MCP servers it
 would start, the endpoint it would send your key to, …) and records the trust for exactly those settings;

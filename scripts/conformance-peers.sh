@@ -63,7 +63,7 @@ run() {  # NAME PROFILE COMMAND...
     [ $code -le 1 ] || { echo "acp-conformance failed to run for $name (exit $code)" >&2; rm -f "$cache/reports/$name.json"; }
 }
 
-want acp-agent && run acp-agent acp-agent "$root/.venv/bin/acp-agent"
+want acp-agent && run acp-agent acp-agent "$root/.venv/bin/acp-harness-agent"
 want sdk-echo && run sdk-echo sdk-echo "$py $root/bench/baselines/sdk_echo.py"
 want codex-acp && run codex-acp codex-acp "$npm_dir/@zed-industries/codex-acp-linux-x64/bin/codex-acp"
 want codex-acp-ts && run codex-acp-ts codex-acp "$node22 $npm_dir/@agentclientprotocol/codex-acp/dist/index.js"

@@ -116,7 +116,7 @@ def _session_new(cwd: Path, **extra: Any) -> dict[str, Any]:
 
 def test_initialize_is_answered_before_the_runtime_the_models_and_http_are_imported(tmp_path: Path) -> None:
     messages, loaded = _run(tmp_path, _SNAPSHOT, [INIT], "1")
-    assert messages[0]["result"]["agentInfo"]["name"] == "acp-agent"
+    assert messages[0]["result"]["agentInfo"]["name"] == "acp-harness-agent"
     too_early = sorted({name.split(".")[0] for name in loaded} & set(_NOT_YET))
     assert too_early == []
     # The agent's own modules at that point: the command line, the configuration, the early answer.

@@ -1,4 +1,4 @@
-"""``acp-agent chat``: spawn the agent, speak ACP to it over its stdio (as an editor does), and run a
+"""``acp-harness-agent chat``: spawn the agent, speak ACP to it over its stdio (as an editor does), and run a
 terminal conversation: prompts, streamed replies, inline permission questions, Ctrl-C to cancel a turn."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .. import __version__
 from ..protocol.connection import Connection
 from ..protocol.errors import ConnectionClosedError, RpcError
 from ._client import ChatClient
-from ._input import LineReader
+from ._input import LineReader, Lines
 from ._render import Renderer, as_obj, as_objs
 from ._typing import turns_typing_ahead
 
@@ -64,7 +64,7 @@ class ChatApp:
     """One terminal conversation with one agent process."""
 
     def __init__(
-        self, options: ChatOptions, reader: LineReader, renderer: Renderer, prompt: Callable[[str], None]
+        self, options: ChatOptions, reader: Lines, renderer: Renderer, prompt: Callable[[str], None]
     ) -> None:
         self.options = options
         self.reader = reader
@@ -99,7 +99,7 @@ class ChatApp:
         self.renderer.line(style.yellow(f"? Allow {title}?"))
         content = call.get("content")
         if isinstance(content, list):
-            self.renderer.tool_content(content)  # pyright: ignore[reportUnknownArgumentType]
+            self.renderer.tool_content(content, str(call.get("toolCallId") or "") or None)  # pyright: ignore[reportUnknownArgumentType]
         for i, option in enumerate(options, 1):
             self.renderer.line(f"  {i}) {option.get('name') or option.get('optionId')}")
         self.no_question = anyio.Event()
@@ -110,8 +110,7 @@ class ChatApp:
             self._asking = scope
             try:
                 while True:
-                    self._show_prompt(f"choose 1-{len(options)}: ")
-                    answer = await self.reader.readline()
+                    answer = await self._read_line(f"choose 1-{len(options)}: ", remember=False)
                     if answer is None:
                         return _CANCELLED
                     chosen = _pick(answer.strip(), options)
@@ -125,6 +124,17 @@ class ChatApp:
                 self._asking = None
                 self.no_question.set()
         return _CANCELLED
+
+    async def _read_line(self, prompt: str, *, remember: bool = True) -> str | None:
+        """A line typed after ``prompt``; None at the end of input, or when Ctrl-C was typed in it (then
+        handled as the Ctrl-C signal is)."""
+        if not self.reader.edits:
+            self._show_prompt(prompt)
+        try:
+            return await self.reader.readline(prompt, remember=remember)
+        except KeyboardInterrupt:  # typed while the line was edited (raw mode: no SIGINT)
+            await self.interrupt()
+            return None
 
     # --- Ctrl-C -------------------------------------------------------------------------------------
 
@@ -164,16 +174,20 @@ class ChatApp:
                         },
                         "clientInfo": {
                             "name": "acp-agent-chat",
-                            "title": "acp-agent chat",
+                            "title": "acp-harness-agent chat",
                             "version": __version__,
                         },
                     },
                 )
         except TimeoutError:
-            self.renderer.error("the agent did not answer initialize within 60 s; run `acp-agent doctor`.")
+            self.renderer.error(
+                "the agent did not answer initialize within 60 s; run `acp-harness-agent doctor`."
+            )
             return False
         except RpcError as exc:
-            self.renderer.error(f"the agent could not start: {_rpc_message(exc)}; run `acp-agent doctor`.")
+            self.renderer.error(
+                f"the agent could not start: {_rpc_message(exc)}; run `acp-harness-agent doctor`."
+            )
             return False
         answer = as_obj(init)
         agent = as_obj(answer.get("agentCapabilities"))
@@ -214,8 +228,7 @@ class ChatApp:
         with anyio.CancelScope() as self._repl_scope:
             while self.conn is not None and not self.conn.closed:
                 self.renderer.end_line()
-                self._show_prompt("> ")
-                line = await self.reader.readline()
+                line = await self._read_line("> ")
                 if line is None:
                     self.renderer.line("")
                     return 0
@@ -269,7 +282,8 @@ class ChatApp:
         if name == "/help":
             self.renderer.line(HELP)
             for cmd, description in self.renderer.commands:
-                self.renderer.line(f"/{cmd:<15} {description}")
+                if f"/{cmd}" not in _LOCAL_COMMANDS:  # /mode, /model: the chat's own, listed above
+                    self.renderer.line(f"/{cmd:<15} {description}")
         elif name == "/mode":
             await self._mode(arg)
         elif name == "/model":
@@ -440,7 +454,7 @@ async def _pump_stderr(stream: ByteReceiveStream, renderer: Renderer) -> None:
 
 
 async def run_chat(
-    options: ChatOptions, reader: LineReader, renderer: Renderer, prompt: Callable[[str], None]
+    options: ChatOptions, reader: Lines, renderer: Renderer, prompt: Callable[[str], None]
 ) -> int:
     """Spawn the agent and converse until the user leaves or the agent exits; returns the exit code."""
     app = ChatApp(options, reader, renderer, prompt)

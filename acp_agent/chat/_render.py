@@ -102,6 +102,14 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _content_key(entry: Mapping[str, Any]) -> str:
+    """What makes two content entries the same to the eye (a diff: its path and texts, whatever else
+    the update carries)."""
+    if entry.get("type") == "diff":
+        return repr(("diff", entry.get("path"), entry.get("oldText"), entry.get("newText")))
+    return repr(sorted(entry.items()))
+
+
 class _Sink(io.TextIOBase):
     """What ``rich`` writes, passed on without the padding it adds to fill each line's width."""
 
@@ -233,7 +241,7 @@ class Renderer:
         elif kind == "user_message_chunk":
             self._chunk("user", update.get("content"))
         elif kind in ("tool_call", "tool_call_update"):
-            self._tool_call(update, new=kind == "tool_call")
+            self._tool_call(update)
         elif kind == "plan":
             self._plan(update.get("entries"))
         elif kind == "available_commands_update":
@@ -272,14 +280,13 @@ class Renderer:
             self._print(Markdown(done) if stream == "agent" else Text(done, style="dim"))
         self._refresh_live()
 
-    def _tool_call(self, update: Mapping[str, Any], *, new: bool) -> None:
+    def _tool_call(self, update: Mapping[str, Any]) -> None:
         self._settle_stream()
         call_id = _str(update.get("toolCallId"))
         known = self.tools.get(call_id)
         if known is None:
             title, kind = _str(update.get("title")) or "tool", _str(update.get("kind")) or "other"
             known = self.tools[call_id] = _ToolCall(title, kind, "pending")
-            new = True
         if _str(update.get("title")):
             known.title = _str(update.get("title"))
         if _str(update.get("kind")):
@@ -288,7 +295,7 @@ class Renderer:
         changed = isinstance(status, str) and status != known.status and known.status not in _FINAL
         if changed:
             known.status = str(status)
-        if new or changed:
+        if changed and known.status in _FINAL:  # one line per call, when it ends (running: the live area)
             self._header(known)
         content = update.get("content")
         if isinstance(content, list):
@@ -331,7 +338,7 @@ class Renderer:
                     _str(block.get("text")) if block.get("type") == "text" else f"[{block.get('type')}]"
                 )
                 continue
-            key = repr(sorted(entry.items()))
+            key = _content_key(entry)
             if key in call.printed:
                 continue
             call.printed.add(key)
@@ -352,9 +359,25 @@ class Renderer:
         for ln in collapse(text):
             self.line(self.style.dim("  │ ") + ln)
 
-    def tool_content(self, content: Sequence[Any]) -> None:
-        """Tool call content outside a call (a permission question): text, diffs (coloured), terminals."""
-        self._content(_ToolCall("", "", "completed"), list(content))
+    def tool_content(self, content: Sequence[Any], call_id: str | None = None) -> None:
+        """The content of a permission question about ``call_id``: text, diffs (coloured), terminals. A diff
+        shown here is not shown again when the call ends."""
+        call = self.tools.get(call_id) if call_id else None
+        if call is None:
+            call = _ToolCall("", "", "pending")
+            if call_id:
+                self.tools[call_id] = call
+        texts: list[dict[str, Any]] = []
+        for entry in as_objs(list(content)):
+            if entry.get("type") == "content":
+                texts.append(entry)
+            else:
+                self._content(call, [entry])
+        for entry in texts:  # the question's own text: shown now, not kept as the call's output
+            block = as_obj(entry.get("content"))
+            text = _str(block.get("text")) if block.get("type") == "text" else f"[{block.get('type')}]"
+            for ln in collapse(text):
+                self.line(self.style.dim("  │ ") + ln)
 
     def _diff(self, path: str, old: Any, new: str) -> None:
         for ln in diff_lines(path, old if isinstance(old, str) else None, new):

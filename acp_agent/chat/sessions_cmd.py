@@ -1,4 +1,4 @@
-"""``acp-agent sessions list|show|delete``: the saved sessions under ``$ACP_AGENT_HOME/sessions``, read
+"""``acp-harness-agent sessions list|show|delete``: the saved sessions under ``$ACP_AGENT_HOME/sessions``, read
 straight from disk (``meta.json`` and ``messages.jsonl``, one ``harness.Message.to_dict()`` per line)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
     session_id: str = args.session_id
     if not _ID_RE.match(session_id) or ".." in session_id or not (root / session_id / "meta.json").is_file():
         print(
-            f"acp-agent sessions: no session {session_id!r} in {root}; see `acp-agent sessions list`.",
+            f"acp-harness-agent sessions: no session {session_id!r} in {root}; see `acp-harness-agent sessions list`.",
             file=sys.stderr,
         )
         return 1

@@ -128,6 +128,9 @@ class PermissionGate:
             except Cancelled:
                 if self.link.handle is not None:
                     self.link.handle.cancel()
+                # Nothing is left pending: the call ends cancelled (else the harness keeps it awaiting an
+                # answer, and the client is shown "(awaiting input)").
+                context.answer({})
                 return Result.failure("Cancelled: the user cancelled the turn")
             context.answer(answers)
             result = await next(call, context)
@@ -148,10 +151,13 @@ class PermissionGate:
         # Each "always" option's name lists exactly the rules it stores; one that cannot is not offered
         # (and ``request_permission`` takes no option that was not offered).
         options = permission_options(allow_rules, deny_rules)
-        tool_call = await self._describe(call, context, _protected_note(judged.protected))
-        if leaving:
-            tool_call["title"] = leaving
-        chosen = await self.request_permission(tool_call, options)
+        tool_call = await self._describe(call, context, _protected_note(judged.protected), title=leaving)
+        chosen, problem = await self._request_permission(tool_call, options)
+        if problem is not None:  # told to the model as the call's result; the turn goes on
+            return Decision.deny(
+                f"{call.name} was not run: the editor's answer to the permission request was malformed "
+                f"({problem}), so nothing was approved; ask the user before trying again"
+            )
         if chosen == "allow_always":
             await self.modes.remember(allow_rules)
             return Decision.allow()
@@ -202,7 +208,15 @@ class PermissionGate:
 
     async def request_permission(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str:
         """``session/request_permission``: the chosen option id (``reject_once`` when the request failed or
-        the answer is not an offered option). Raises ``Cancelled`` when the editor answers cancelled."""
+        the answer is malformed or not an offered option). Raises ``Cancelled`` when the editor answers
+        cancelled."""
+        return (await self._request_permission(tool_call, options))[0]
+
+    async def _request_permission(
+        self, tool_call: dict[str, Any], options: list[dict[str, str]]
+    ) -> tuple[str, str | None]:
+        """``request_permission``'s answer, and what was wrong with the editor's answer when it was
+        malformed (then the answer is ``reject_once``; the problem is logged)."""
         try:
             answer = await self.env.connection.request(
                 "session/request_permission",
@@ -212,20 +226,23 @@ class PermissionGate:
             raise Cancelled() from None
         except RpcError as exc:
             log.warning("session/request_permission failed (%s); treating it as a rejection", exc)
-            return "reject_once"
-        outcome = as_object(as_object(answer).get("outcome"))
-        if outcome.get("outcome") != "selected":
+            return "reject_once", None
+        problem = _malformed(answer, {o["optionId"] for o in options})
+        if problem == "cancelled":
             raise Cancelled()
-        chosen = outcome.get("optionId")
-        ids = {o["optionId"] for o in options}
-        if chosen not in ids:
-            log.warning("the client chose unknown option %r; treating it as a rejection", chosen)
-            return "reject_once"
-        return str(chosen)
+        if problem is not None:
+            log.warning(
+                "malformed session/request_permission answer (%s); treating it as a rejection", problem
+            )
+            return "reject_once", problem
+        return str(as_object(as_object(answer).get("outcome")).get("optionId")), None
 
-    async def _describe(self, call: ToolCall, context: Call, note: str | None = None) -> dict[str, Any]:
-        """The permission request's ``toolCall``: title, kind, input and what would change; ``note`` (why
-        this always asks) first."""
+    async def _describe(
+        self, call: ToolCall, context: Call, note: str | None = None, *, title: str | None = None
+    ) -> dict[str, Any]:
+        """The permission request's ``toolCall``: title (``title``, else the view's), kind, input and what
+        would change; ``note`` (why this always asks) first. A command is shown once: in a ``sh`` block
+        only when the title does not already hold it whole."""
         from harness.tools._values import read_meta
 
         from ..protocol.models import ContentToolCallContent, TextContent, ToolCallUpdate, dump
@@ -235,14 +252,20 @@ class PermissionGate:
             call.name, read_meta(context.spec.meta if context.spec is not None else {})
         )
         content: list[ToolCallContent] = await self._preview(call)
+        title = title or view.title(call.input) or call.name
         command = call.input.get("command")
-        if not content and view.kind == "execute" and isinstance(command, str):
+        if (
+            not content
+            and view.kind == "execute"
+            and isinstance(command, str)
+            and command.strip() not in title
+        ):
             content = [ContentToolCallContent(content=TextContent(text=f"```sh\n{command}\n```"))]
         if note is not None:
             content.insert(0, ContentToolCallContent(content=TextContent(text=note)))
         update = ToolCallUpdate(
             tool_call_id=call.id,
-            title=view.title(call.input) or call.name,
+            title=title,
             kind=view.kind,
             status="pending",
             raw_input=call.input,
@@ -371,3 +394,24 @@ def _protected_note(found: Sequence[tuple[str, str]]) -> str | None:
         "Protected paths are asked about every time; no rule or mode short of full-access allows them."
     )
     return "\n".join(lines)
+
+
+def _malformed(answer: Any, offered: set[str]) -> str | None:
+    """What is wrong with a ``session/request_permission`` answer (None: a choice of an offered option;
+    ``"cancelled"``: the editor cancelled)."""
+    if not isinstance(answer, dict):
+        return f"the result is {type(answer).__name__}, not an object"
+    outcome: Any = as_object(answer).get("outcome")
+    if not isinstance(outcome, dict):
+        return "no outcome object"
+    fields = as_object(outcome)
+    match fields.get("outcome"):
+        case "cancelled":
+            return "cancelled"
+        case "selected":
+            chosen = fields.get("optionId")
+            if chosen in offered:
+                return None
+            return f"optionId {chosen!r} is not one of the offered options {sorted(offered)}"
+        case other:
+            return f"outcome {other!r} is neither 'selected' nor 'cancelled'"

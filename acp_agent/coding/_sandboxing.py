@@ -85,7 +85,7 @@ def escalation_title(tool_name: str, tool_input: Mapping[str, Any]) -> str | Non
 
 
 def sandbox_status(config: Config, environ: Mapping[str, str]) -> tuple[bool | None, str]:
-    """``acp-agent doctor``'s line: (ok, message); a warning where the sandbox is wanted but missing."""
+    """``acp-harness-agent doctor``'s line: (ok, message); a warning where the sandbox is wanted but missing."""
     support = sandbox_support(environ)
     if config.sandbox == "off":
         return None, f"off by configuration; commands ask before they run ({support.describe()} available)"

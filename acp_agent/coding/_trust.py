@@ -47,7 +47,7 @@ def trust_notice(project: ProjectTrust) -> str:
     return (
         f"The configuration of {project.root} was not applied: this project is not trusted, so these "
         f"settings are ignored:\n{project.summary()}\n\nTo use them, answer \u201cAlways trust this "
-        f"project\u201d when asked, or run `acp-agent trust {project.root}` in a terminal.\n"
+        f"project\u201d when asked, or run `acp-harness-agent trust {project.root}` in a terminal.\n"
     )
 
 
@@ -132,7 +132,7 @@ class ProjectTrustPrompt:
             return
         from ._gate import Cancelled
 
-        current = await self._reload(None)  # trusted meanwhile (another session, `acp-agent trust`)?
+        current = await self._reload(None)  # trusted meanwhile (another session, `acp-harness-agent trust`)?
         if current.project is not None and current.project.trusted:
             self.pending = False
             await self._apply(current)

@@ -13,7 +13,7 @@ a project's narrower value applies always (over every other source), a wider one
 key comes from the environment or from the file ``api_key_file`` names. Every problem found (unknown key, bad
 value, broken file) is reported, all at once, each as one sentence naming the file, the key and the fix.
 
-Standard library only: ``acp-agent`` resolves the configuration before answering ``initialize``.
+Standard library only: ``acp-harness-agent`` resolves the configuration before answering ``initialize``.
 
 Adding a setting
 ----------------
@@ -28,7 +28,7 @@ from narrowest to widest in ``narrows`` (with ``trust=True``): a narrower projec
 trust, over flags and variables too. Read it with ``config.get("hooks.pre_tool")`` (add a typed property to ``Config`` if you like) and
 document it in the README's Configuration table (``tests/product/test_config.py`` checks every row is).
 
-Writing the user's file (``acp-agent setup``): ``write_user_config(values, env)`` checks the values with the
+Writing the user's file (``acp-harness-agent setup``): ``write_user_config(values, env)`` checks the values with the
 same table and merges them into ``config.toml``; ``check_user_settings`` only checks.
 """
 

@@ -1,4 +1,4 @@
-"""Writing the user's ``config.toml`` (for ``acp-agent setup`` and the like), checked by the same table.
+"""Writing the user's ``config.toml`` (for ``acp-harness-agent setup`` and the like), checked by the same table.
 
 ``write_user_config({"provider": "openai", "model": "m", "base_url": "http://…/v1"}, env)`` sets the values in
 the user's file (keys by their table name: ``tools.shell_timeout_s`` lands in ``[tools]``; ``None`` removes

@@ -105,8 +105,8 @@ from ._models_session import (
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
     StopReason,
-    Usage,
     SystemPrompt,
+    Usage,
 )
 from ._models_tools import (
     CancelledPermissionOutcome,

@@ -38,6 +38,9 @@ class ClientFrontier:
     plans: bool = False
     threads: bool = False
     subagents: bool = False
+    marks_rejected: bool = False
+    """Zed marks a tool call the user rejected itself, and a later ``failed`` would override its mark; every
+    other client needs the agent's ``failed`` (Toad and acpx show it pending)."""
 
     @classmethod
     def of(cls, env: SessionEnvironment) -> ClientFrontier:
@@ -49,6 +52,7 @@ class ClientFrontier:
             plans=env.client_can("plan"),
             threads=takes_threads(env.client_info, env.client_capabilities) or env.client_can("subagents"),
             subagents=env.client_can("subagents"),
+            marks_rejected=str(env.client_info.get("name") or "").strip().lower() == "zed",
         )
 
     def plan(self, entries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

@@ -106,6 +106,7 @@ class EarlySession:
         except Exception as exc:
             log.exception("session %s (answered at start-up) could not be set up", opened.session_id)
             self._failed[opened.session_id] = str(exc) or type(exc).__name__
+            await agent.store.delete(opened.session_id)  # the record written at the answer: not a session
             return
         session.opened.set()  # its answer is long on the wire
         log.info("session %s created in %s (answered at start-up)", session.id, cwd)

@@ -3,8 +3,9 @@
 The messages give the user's prompts (as sent), the agent's thoughts and replies and the tool calls; the
 session's records (``shown.jsonl``, see ``_store``) give what the messages do not hold: each tool call as
 it ended (title, status, content with the diffs as shown, locations), the end of a cancelled or failed
-turn (the partial reply the user saw and a marker, so two prompts are never glued together) and the
-plan. A call without a record (sessions of older versions) is rebuilt by its tool's view.
+turn (the partial reply the user saw and a marker, so two prompts are never glued together), the
+agent-side slash commands (``/mode accept-edits`` and the agent's answer: they never reach the model, so
+the messages do not hold them) and the plan. A call without a record (sessions of older versions) is rebuilt by its tool's view.
 
 Records are kept small: a diff over ``DIFF_KEEP_CHARS`` keeps only the changed lines and ``_CONTEXT``
 lines around them (the replayed diff then shows that region, not the whole file).
@@ -68,6 +69,11 @@ class SessionRecords:
             elif isinstance(turn, dict) and isinstance(cast("dict[str, Any]", turn).get("after"), int):
                 t = cast("dict[str, Any]", turn)
                 out.turns.setdefault(int(t["after"]), []).append(t)
+            elif isinstance(command := line.get("command"), dict) and isinstance(
+                cast("dict[str, Any]", command).get("after"), int
+            ):
+                c = cast("dict[str, Any]", command)
+                out.turns.setdefault(int(c["after"]), []).append({"command": c})
             elif isinstance(plan, list):
                 out.plan = [cast("dict[str, Any]", e) for e in cast("list[Any]", plan) if isinstance(e, dict)]
             elif isinstance(compaction := line.get("compaction"), dict):
@@ -107,6 +113,10 @@ class ShownLog:
         """The step's messages are persisted: they hold its reply and calls."""
         self.text.clear()
         self._calls.clear()
+
+    def command(self, after: int, prompt: str, reply: str) -> None:
+        """An agent-side slash command (``prompt``) answered with ``reply`` after ``after`` messages."""
+        self._pending.append({"command": {"after": after, "prompt": prompt, "reply": reply}})
 
     def turn_ended(self, after: int, outcome: str, error: str | None) -> None:
         """The turn ended ``cancelled`` or ``failed`` after ``after`` messages."""
@@ -237,6 +247,20 @@ def message_id(m: Message, index: int) -> str:
     return m.id or f"msg_at_{index}"
 
 
+def _command(command: dict[str, Any], mid: str) -> list[Any]:
+    """An agent-side slash command as it was shown: the user's line and the agent's answer."""
+    from ..protocol.models import TextContent, UserMessageChunk
+
+    prompt, reply = command.get("prompt"), command.get("reply")
+    out: list[Any] = []
+    if isinstance(prompt, str) and prompt:
+        out.append(UserMessageChunk(content=TextContent(text=prompt), message_id=f"{mid}_user"))
+    if isinstance(reply, str) and reply:
+        out.append(agent_text(reply, f"{mid}_reply"))
+    return out
+
+
+
 def _user(m: Message, mid: str) -> list[Any]:
     from harness import Image, Text
 
@@ -308,6 +332,8 @@ def _call(
 def _turn_end(turn: dict[str, Any], records: SessionRecords, after: int, index: int) -> list[Any]:
     """A cancelled or failed turn's end: the partial reply (with the id it streamed under) and a marker
     (appended to that reply, or a message of its own, with an id made of its place)."""
+    if isinstance(command := turn.get("command"), dict):
+        return _command(cast("dict[str, Any]", command), f"cmd_{after}_{index}")
     out: list[Any] = []
     text = turn.get("text")
     kept = turn.get("messageId")

@@ -254,9 +254,10 @@ class Session:
             if text.startswith("/"):
                 outcome = await controls.command(text)
                 if outcome is not None and outcome.reply is not None:
-                    if outcome.reply:  # empty: the command showed its outcome otherwise
+                    if outcome.reply:  # empty: the command showed its outcome otherwise (a compaction)
                         await self.send_update(AgentMessageChunk(content=TextContent(text=outcome.reply)))
-                    await self._store.append_shown(self.id, self._shown.take())  # a compaction's record
+                        self._shown.command(len(self.messages()), text, outcome.reply)  # replayed by a load
+                    await self._store.append_shown(self.id, self._shown.take())  # (and a compaction's record)
                     return "end_turn"
                 if outcome is not None and outcome.prompt is not None:
                     message = replace_text(message, outcome.prompt)
@@ -281,6 +282,7 @@ class Session:
             context_window=options.context_window if options else None,
             marks_running=display is not None and display.marks_running,
             threads=self._threads,
+            client_marks_rejected=self.frontier.marks_rejected,
         )
         self._mapper = mapper
         mapper.cancelling = self._cancel_requested

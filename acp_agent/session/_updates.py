@@ -8,9 +8,11 @@ the model starts it, ``tool_call_update``s with the input as it streams and once
 ``completed``/``failed`` with ``rawOutput`` (always an object). What the updates carry beyond that
 (content, diffs, terminals, titles, locations) is the tool's ``ToolView``'s (``_present``).
 
-Calls the user rejected (a result the policy marked ``declined``) and calls of a turn being cancelled
-get no status at their end: the client marked them itself (Zed shows them rejected or canceled) and a
-later ``failed`` would override that; their content says what happened instead.
+Calls of a turn being cancelled get no status at their end (the client marks them canceled, as the
+protocol asks), nor, in Zed (``client_marks_rejected``), calls the user rejected (a result the policy
+marked ``declined``): Zed marks them rejected itself and a later ``failed`` would override that; their
+content says what happened instead. Every other client gets ``failed`` for a rejected call (Toad and acpx
+leave it pending otherwise).
 
 Nested runs (a sub-agent such as ``explore``: events whose ``parent`` is the agent tool's call id) are
 shown through their parent call. Their tool calls map like top-level ones, with the ``toolCallId``
@@ -143,8 +145,10 @@ class EventMapper:
         context_window: int | None = None,
         marks_running: bool = False,
         threads: SubagentThreads | None = None,
+        client_marks_rejected: bool = False,
     ) -> None:
         self._presenter = presenter
+        self._client_marks_rejected = client_marks_rejected
         self.threads = threads
         self._context_window = context_window
         self._marks_running = marks_running
@@ -352,7 +356,9 @@ class EventMapper:
         shown = call.presenter.ended(result)
         if not result.error:
             return shown, "completed"
-        if self.cancelling or result.meta.get("policy") == "declined":
+        if self.cancelling:  # the client marks a cancelled turn's calls (the protocol asks it to)
+            return shown, None
+        if result.meta.get("policy") == "declined" and self._client_marks_rejected:
             return shown, None
         return shown, "failed"
 

@@ -136,8 +136,14 @@ def serve_stdio(
         agent.early.opened = early.opened
 
     async def main() -> None:
+        from ._signals import EndOnSignal, watch
+
+        ending = EndOnSignal(receive)  # SIGTERM and SIGHUP end the input as EOF does
         try:
-            await serve(receive, send, agent)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch, ending)
+                await serve(ending, send, agent)
+                tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await receive.aclose()

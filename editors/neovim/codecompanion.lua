@@ -1,4 +1,4 @@
--- acp-agent as a CodeCompanion ACP adapter (CodeCompanion.nvim >= 18, Neovim >= 0.11).
+-- acp-harness-agent as a CodeCompanion ACP adapter (CodeCompanion.nvim >= 18, Neovim >= 0.11).
 -- A complete adapter of its own (not an extension of gemini_cli, whose command, key and auth method would
 -- leak in). Put this in your CodeCompanion setup; the API key comes from the environment or api_key_file.
 require("codecompanion").setup({
@@ -8,12 +8,12 @@ require("codecompanion").setup({
         local helpers = require("codecompanion.adapters.acp.helpers")
         return {
           name = "acp_agent",
-          formatted_name = "acp-agent",
+          formatted_name = "acp-harness-agent",
           type = "acp",
           roles = { llm = "assistant", user = "user" },
           opts = { vision = true },
           commands = {
-            default = { "acp-agent" },
+            default = { "acp-harness-agent" },
           },
           defaults = {
             mcpServers = {},
@@ -35,7 +35,7 @@ require("codecompanion").setup({
             setup = function(self)
               return true
             end,
-            -- acp-agent needs no login step: the model is configured by env or config.toml.
+            -- acp-harness-agent needs no login step: the model is configured by env or config.toml.
             auth = function(self)
               return true
             end,

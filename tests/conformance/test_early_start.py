@@ -55,7 +55,7 @@ async def test_an_initialize_split_across_writes_is_answered(tmp_path: Path) -> 
         await agent.send_raw(data[20:])
         with anyio.fail_after(30):
             answer = await agent.response(1)
-        assert answer["result"]["agentInfo"]["name"] == "acp-agent"
+        assert answer["result"]["agentInfo"]["name"] == "acp-harness-agent"
 
 
 async def test_a_first_line_that_is_not_initialize_is_answered_by_the_connection(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ from acp_agent.chat._render import Renderer, Style
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives the chat through a pty")
 
-ACP_AGENT = Path(sys.executable).parent / "acp-agent"
+ACP_AGENT = Path(sys.executable).parent / "acp-harness-agent"
+# The chat's prompt as prompt_toolkit draws it: "> ", or ">" and the cursor moved past the space.
+PROMPT = r">(?: |\x08\x1b\[2C)"
 TIMEOUT = 20
 
 
@@ -55,24 +57,24 @@ def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path:
     )
     child = spawn_chat(tmp_path, env)
     try:
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("hi")
         child.expect_exact("Hello there, friend.")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("and again")
         child.expect_exact("Second answer.")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("take your time")
         child.expect_exact("Pond")  # the slow reply has started streaming
         child.sendintr()
         child.expect_exact("(cancelled)")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("still there?")
         child.expect_exact("Back after the cancel.")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("/sessions")
         child.expect_exact("hi")  # the session, titled by its first prompt
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendintr()  # Ctrl-C at an idle prompt leaves
         child.expect(pexpect.EOF)
     finally:
@@ -121,7 +123,7 @@ def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_t
 def test_ctrl_d_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     child = spawn_chat(tmp_path, chat_env(tmp_path, []))
     try:
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
@@ -133,7 +135,7 @@ def test_a_second_ctrl_c_during_a_turn_exits(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [{"text": "Dawdling through a very long answer", "chunks": 40, "delay_ms": 500}])
     child = spawn_chat(tmp_path, env)
     try:
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("go")
         child.expect_exact("Daw")
         child.sendintr()
@@ -159,19 +161,21 @@ def test_a_broken_config_file_is_one_sentence_and_no_traceback(tmp_path: Path) -
     assert child.exitstatus == 2
 
 
-def test_a_missing_api_key_is_named_with_its_fix(tmp_path: Path) -> None:
+def test_a_missing_api_key_is_named_with_its_fix_and_leads_into_the_setup(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [])
     env.update(ACP_AGENT_PROVIDER="anthropic", ACP_AGENT_MODEL="claude-x")
     env.pop("ANTHROPIC_API_KEY", None)
     child = spawn_chat(tmp_path, env)
     try:
         child.expect_exact("has no API key: set ACP_AGENT_API_KEY (or ANTHROPIC_API_KEY)")
-        child.expect_exact("> ")
+        child.expect_exact("Provider [1]: ")  # the set-up, at once
         child.sendeof()
+        child.expect_exact("run `acp-harness-agent setup` when you are ready")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
     assert "Traceback" not in (child.before or "")
+    assert child.exitstatus == 1
 
 
 # --- the renderer ---------------------------------------------------------------------------------
@@ -206,7 +210,7 @@ def test_streamed_text_thoughts_and_tool_calls_render_in_order() -> None:
     )
     text = "".join(out)
     assert text == (
-        "thinking:\nhmm\nHello\n· Read a.py [read] pending\n✓ Read a.py [read] completed\n  │ line one\n"
+        "thinking:\nhmm\nHello\n✓ Read a.py [read] completed\n  │ line one\n"  # one line per call
     )
 
 
@@ -299,7 +303,7 @@ def test_chat_asks_a_permission_inline_shows_the_diff_and_writes_the_file_when_a
     child = spawn_chat(tmp_path, env)
     project = tmp_path / "project"
     try:
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("remember green")
         child.expect_exact("? Allow")
         child.expect_exact("+green")  # the diff of the new file, shown before the choice
@@ -308,7 +312,7 @@ def test_chat_asks_a_permission_inline_shows_the_diff_and_writes_the_file_when_a
         child.expect_exact("choose 1-")
         child.sendline(allow)
         child.expect_exact("Saved your note.")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("remember red")
         child.expect_exact("? Allow")
         child.expect(r"(\d)\) Reject\r")
@@ -316,7 +320,7 @@ def test_chat_asks_a_permission_inline_shows_the_diff_and_writes_the_file_when_a
         child.expect_exact("choose 1-")
         child.sendline(reject)
         child.expect_exact("Understood, not saved.")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendintr()
         child.expect(pexpect.EOF)
     finally:
@@ -434,14 +438,14 @@ def test_chat_shows_markdown_and_a_commands_output_once(tmp_path: Path) -> None:
     child = spawn_chat(tmp_path, env)
     child.logfile_read = log = io.StringIO()
     try:
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("count")
         child.expect(r"(\d)\) Allow once")
         allow = child.match.group(1)
         child.expect_exact("choose 1-")
         child.sendline(allow)
         child.expect_exact("All four rows printed:")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-ACP_AGENT = Path(sys.executable).parent / "acp-agent"
+ACP_AGENT = Path(sys.executable).parent / "acp-harness-agent"
 MCP_TIME = Path(sys.executable).parent / "mcp-server-time"
 
 
@@ -208,6 +208,6 @@ def test_an_untrusted_projects_server_is_reported_and_not_started(tmp_path: Path
     result = doctor(tmp_path, "--provider", "script", ACP_AGENT_SCRIPT=str(script))
     check = lines(result)["project trust"]
     assert check.startswith("warn") and "is not trusted" in check and "(MCP server evil)" in check
-    assert "acp-agent trust" in check
+    assert "acp-harness-agent trust" in check
     assert "mcp server evil" not in lines(result)
     assert not canary.exists()

@@ -1,5 +1,5 @@
 """Every editor snippet under editors/ parses, and its command line, launched exactly as written (only the
-path of the installed `acp-agent` script substituted), answers `initialize` over stdio."""
+path of the installed `acp-harness-agent` script substituted), answers `initialize` over stdio."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EDITORS = REPO / "editors"
-ACP_AGENT = Path(sys.executable).parent / "acp-agent"
+ACP_AGENT = Path(sys.executable).parent / "acp-harness-agent"
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,12 @@ def _registry(path: Path) -> list[Launch]:
         assert data.get(key), f"{path}: {key} missing"
     assert path.parent.name == data["id"], "the registry wants the directory named by the id"
     uvx = data["distribution"]["uvx"]
-    package, _, version = uvx["package"].partition("@")
+    _package, _, version = uvx["package"].partition("==")
     assert version == data["version"]
-    # `uvx acp-agent@V ARGS` runs the package's console script of the same name with ARGS.
-    return [Launch(str(path.relative_to(REPO)), package, list(uvx.get("args", [])), dict(uvx.get("env", {})))]
+    # `uvx --from PACKAGE==V CMD ARGS` runs the package's console script CMD with ARGS.
+    return [
+        Launch(str(path.relative_to(REPO)), uvx["cmd"], list(uvx.get("args", [])), dict(uvx.get("env", {})))
+    ]
 
 
 def snippets() -> list[Launch]:
@@ -103,7 +105,7 @@ def test_every_editor_directory_has_a_three_step_readme_and_a_snippet() -> None:
 
 @pytest.mark.parametrize("launch", snippets(), ids=lambda launch: launch.snippet)
 def test_snippet_command_answers_initialize(launch: Launch, tmp_path: Path) -> None:
-    assert launch.command == "acp-agent", "snippets run the installed console script"
+    assert launch.command == "acp-harness-agent", "snippets run the installed console script"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_AGENT_")}
     env.update(launch.env)
     env.update(ACP_AGENT_HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
@@ -126,7 +128,7 @@ def test_snippet_command_answers_initialize(launch: Launch, tmp_path: Path) -> N
     assert lines, f"no answer on stdout; stderr: {result.stderr[-2000:]}"
     answer = lines[0]
     assert answer["id"] == 1 and answer["result"]["protocolVersion"] == 1, answer
-    assert answer["result"]["agentInfo"]["name"] == "acp-agent"
+    assert answer["result"]["agentInfo"]["name"] == "acp-harness-agent"
 
 
 # --- the setups against the plugins' current versions (issue 14, item 12) ----------------------------------
@@ -160,7 +162,7 @@ def test_zeds_saved_config_options_name_options_and_values_the_agent_offers() ->
     from acp_agent.coding._thinking import THOUGHT
 
     entry = json.loads((EDITORS / "zed" / "settings.json").read_text(encoding="utf-8"))["agent_servers"][
-        "acp-agent"
+        "acp-harness-agent"
     ]
     offered = {"mode": set(MODE_INFO), "thought_level": set(THOUGHT[entry["env"]["ACP_AGENT_PROVIDER"]])}
     defaults = entry["default_config_options"]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ACP_AGENT = Path(sys.executable).parent / "acp-agent"
+ACP_AGENT = Path(sys.executable).parent / "acp-harness-agent"
 
 
 def make_session(
@@ -101,7 +101,7 @@ def test_an_unknown_session_is_one_sentence_and_exit_1(tmp_path: Path) -> None:
         result = run(tmp_path, action, "../etc")
         assert result.returncode == 1
         assert result.stdout == ""
-        assert "no session '../etc'" in result.stderr and "acp-agent sessions list" in result.stderr
+        assert "no session '../etc'" in result.stderr and "acp-harness-agent sessions list" in result.stderr
         assert "Traceback" not in result.stderr
 
 

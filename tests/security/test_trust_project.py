@@ -86,7 +86,7 @@ async def test_a_cloned_repos_mcp_command_runs_only_after_the_user_trusts_it(
             listing = json.dumps(asked["toolCall"])
             assert "runs `" in listing and "(MCP server evil)" in listing
             told = agent.texts(session)
-            assert told.count("was not applied") == 1 and "acp-agent trust" in told
+            assert told.count("was not applied") == 1 and "acp-harness-agent trust" in told
             assert agent.violations == []
         assert not canary.exists(), "the repository's MCP command ran without trust"
 

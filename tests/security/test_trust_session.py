@@ -72,7 +72,10 @@ async def test_reject_keeps_the_settings_off_and_says_so_once(tmp_path: Path) ->
             if u.get("sessionUpdate") == "agent_message_chunk"
         )
         assert told.count("was not applied") == 1
-        assert f"acp-agent trust {project}" in told and "starts sessions in the accept-edits mode" in told
+        assert (
+            f"acp-harness-agent trust {project}" in told
+            and "starts sessions in the accept-edits mode" in told
+        )
         assert not [u for u in editor.updates(sid) if u.get("sessionUpdate") == "current_mode_update"]
 
 

@@ -206,9 +206,11 @@ async def editor_agent(
     mode: str | None = None,
     flags: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    client_info: dict[str, Any] | None = None,
 ) -> AsyncGenerator[tuple[Editor, str, Path]]:
     """A coding agent (the real factory) with a fake model, an editor client, and a project directory.
-    Yields ``(editor, session_id, project)``; the session is created (mode set when given)."""
+    Yields ``(editor, session_id, project)``; the session is created (mode set when given).
+    ``client_info``: the ``clientInfo`` the editor names itself with (``{"name": "zed"}``, say)."""
     project = tmp / "project"
     project.mkdir(exist_ok=True)
     home = tmp / "home"
@@ -241,7 +243,10 @@ async def editor_agent(
                     if capabilities is not None
                     else {"fs": {"readTextFile": True, "writeTextFile": True}}
                 )
-                await editor.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
+                init: dict[str, Any] = {"protocolVersion": 1, "clientCapabilities": caps}
+                if client_info is not None:
+                    init["clientInfo"] = client_info
+                await editor.call("initialize", init)
                 sid = await editor.new_session(str(project))
                 yield editor, sid, project
             finally:
@@ -266,7 +271,8 @@ def final(editor: Editor, call_id: str) -> dict[str, Any]:
 
 
 def last(editor: Editor, call_id: str) -> dict[str, Any]:
-    """The call's last update (a call the user rejected or cancelled ends without a status)."""
+    """The call's last update (a call of a cancelled turn, or one the user rejected in Zed, ends without a
+    status)."""
     ups = tool_updates(editor, call_id)
     assert ups, f"call {call_id} was never announced"
     return ups[-1]

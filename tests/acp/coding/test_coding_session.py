@@ -192,8 +192,8 @@ async def test_accept_edits_without_a_sandbox_runs_the_edit_without_asking_but_a
         assert not (project / "ran.txt").exists()
         new_diff = final(editor, "call_0_write_file")["content"][0]
         assert new_diff["oldText"] is None and new_diff["newText"] == "hi\n"
-        shell_end = last(editor, "call_0_shell")  # rejected: the client marked it, no status over that
-        assert "status" not in shell_end and "rejected" in text_of(shell_end)
+        shell_end = last(editor, "call_0_shell")  # rejected: failed (only Zed marks it itself)
+        assert shell_end["status"] == "failed" and "rejected" in text_of(shell_end)
         assert not any(u.get("status") == "in_progress" for u in tool_updates(editor, "call_0_shell"))
 
 
@@ -236,9 +236,27 @@ async def test_without_fs_capability_the_disk_is_used(tmp_path: Path) -> None:
 # --- permissions -------------------------------------------------------------------------------------
 
 
-async def test_reject_once_leaves_the_file_and_sends_no_status_over_the_clients_mark(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "client_info",
+    [None, {"name": "toad", "version": "0.5"}, {"name": "acpx"}],
+    ids=["unnamed", "toad", "acpx"],
+)
+async def test_reject_once_leaves_the_file_and_ends_the_call_failed(
+    tmp_path: Path, client_info: dict[str, Any] | None
+) -> None:
     model = fake(calls(("write_file", {"path": "f.txt", "content": "new"})), Reply(text="ok"))
-    async with editor_agent(tmp_path, model) as (editor, sid, project):
+    async with editor_agent(tmp_path, model, client_info=client_info) as (editor, sid, project):
+        editor.permission = select("reject_once")
+        await prompt(editor, sid, "go")
+        assert not (project / "f.txt").exists()
+        end = last(editor, "call_0_write_file")
+        assert end["status"] == "failed" and "rejected" in text_of(end)
+
+
+@pytest.mark.parametrize("name", ["Zed", "zed"])
+async def test_in_zed_reject_once_sends_no_status_over_zeds_own_mark(tmp_path: Path, name: str) -> None:
+    model = fake(calls(("write_file", {"path": "f.txt", "content": "new"})), Reply(text="ok"))
+    async with editor_agent(tmp_path, model, client_info={"name": name}) as (editor, sid, project):
         editor.permission = select("reject_once")
         await prompt(editor, sid, "go")
         assert not (project / "f.txt").exists()
@@ -288,6 +306,68 @@ async def test_cancelled_permission_ends_the_turn_cancelled_without_running(tmp_
         assert (await prompt(editor, sid, "go"))["stopReason"] == "cancelled"
         assert not (project / "c.txt").exists()
         assert model.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        ({"outcome": {"outcome": "allow"}}, "outcome 'allow' is neither"),
+        ({"outcome": "selected"}, "no outcome object"),
+        ({}, "no outcome object"),
+        ({"outcome": {"outcome": "selected", "optionId": "yes_please"}}, "optionId 'yes_please' is not one"),
+        ({"outcome": {"outcome": "selected"}}, "optionId None is not one"),
+    ],
+    ids=["unknown outcome", "outcome a string", "empty", "unknown option", "no option"],
+)
+async def test_a_malformed_permission_answer_is_logged_told_to_the_model_and_the_turn_goes_on(
+    tmp_path: Path, answer: dict[str, Any], says: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = fake(calls(("write_file", {"path": "m.txt", "content": "x"})), Reply(text="understood"))
+    async with editor_agent(tmp_path, model) as (editor, sid, project):
+        editor.permission = lambda _params: answer
+        with caplog.at_level("WARNING"):
+            assert (await prompt(editor, sid, "go"))["stopReason"] == "end_turn"
+        assert not (project / "m.txt").exists()
+        assert model.calls == 2  # the turn went on after the call
+        told = repr(model.prompts[-1].messages)
+        assert "malformed" in told and says in told
+        assert any(
+            "malformed session/request_permission answer" in r.message and says in r.message
+            for r in caplog.records
+        )
+        assert final(editor, "call_0_write_file")["status"] == "failed"
+
+
+async def test_the_shell_permission_shows_the_command_once_and_a_long_one_whole_in_a_block(
+    tmp_path: Path,
+) -> None:
+    long = "echo " + "x" * 1200
+    model = fake(
+        calls(("shell", {"command": "git status"})), calls(("shell", {"command": long})), Reply(text="ok")
+    )
+    async with editor_agent(tmp_path, model) as (editor, sid, _project):
+        editor.permission = select("reject_once")
+        await prompt(editor, sid, "go")
+        short_ask, long_ask = [a["toolCall"] for a in editor.requests_of("session/request_permission")]
+        assert short_ask["title"] == "git status"
+        assert "git status" not in json.dumps(short_ask.get("content") or [])
+        assert long_ask["title"].endswith("…") and long in json.dumps(long_ask["content"])
+
+
+async def test_a_cancelled_permission_leaves_no_awaiting_input_placeholder_and_the_next_turn_runs(
+    tmp_path: Path,
+) -> None:
+    model = fake(
+        calls(("write_file", {"path": "c.txt", "content": "x"})),
+        Reply(text="next turn"),
+    )
+    async with editor_agent(tmp_path, model) as (editor, sid, project):
+        editor.permission = cancelled
+        assert (await prompt(editor, sid, "go"))["stopReason"] == "cancelled"
+        shown = json.dumps(tool_updates(editor, "call_0_write_file"))
+        assert "awaiting input" not in shown and "Cancelled" in text_of(last(editor, "call_0_write_file"))
+        assert (await prompt(editor, sid, "again"))["stopReason"] == "end_turn"
+        assert not (project / "c.txt").exists()
 
 
 async def test_mode_switch_mid_turn_applies_to_the_next_call(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ async def test_web_fetch_is_offered_and_asks_in_default_mode(tmp_path: Path) -> 
         assert asked["toolCall"]["title"] == "Fetch http://127.0.0.1:9/secret"
         assert asked["toolCall"]["kind"] == "fetch"
         ended = last(editor, "call_0_web_fetch")
-        assert "status" not in ended and "rejected" in text_of(ended)
+        assert ended["status"] == "failed" and "rejected" in text_of(ended)
 
 
 async def test_web_search_is_offered_when_searxng_is_configured(tmp_path: Path) -> None:

@@ -107,26 +107,26 @@ async def test_forking_an_unknown_session_is_not_found(tmp_path: Path) -> None:
 
 
 def test_fork_in_the_chat_continues_in_a_copy_and_the_source_stays_listed(tmp_path: Path) -> None:
-    from tests.product.test_chat import chat_env, pexpect, spawn_chat
+    from tests.product.test_chat import PROMPT, chat_env, pexpect, spawn_chat
 
     env = chat_env(tmp_path, [{"text": "Hello there."}, {"text": "In the fork."}])
     child = spawn_chat(tmp_path, env)
     try:
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("hi")
         child.expect_exact("Hello there.")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("/fork")
         child.expect(r"forked into session (sess_[0-9a-f]+); /load (sess_[0-9a-f]+) goes back")
         fork, source = child.match.group(1), child.match.group(2)
         assert fork != source
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("go on")
         child.expect_exact("In the fork.")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("/sessions")
         child.expect_exact("hi (fork)")
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendintr()
         child.expect(pexpect.EOF)
     finally:

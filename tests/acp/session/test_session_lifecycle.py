@@ -30,7 +30,7 @@ async def test_initialize_answers_version_1_and_needs_no_auth_with_a_model(tmp_p
         assert caps["loadSession"] is True
         assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}
         assert set(caps["sessionCapabilities"]) >= {"list", "resume", "close", "delete"}
-        assert result["agentInfo"]["name"] == "acp-agent"
+        assert result["agentInfo"]["name"] == "acp-harness-agent"
 
 
 async def test_without_a_model_an_auth_method_explains_the_setup_and_prompts_need_auth(

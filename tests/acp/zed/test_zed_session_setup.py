@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives acp-agent setup through a pty")
 
-ACP_AGENT = Path(sys.executable).parent / "acp-agent"
+ACP_AGENT = Path(sys.executable).parent / "acp-harness-agent"
 
 
 def _models(*names: str) -> Reply:
