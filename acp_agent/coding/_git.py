@@ -27,7 +27,6 @@ A setting git added after this list (a new program-starting key) is the residual
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -252,11 +251,9 @@ async def run_git(
         env = _env(environ, secrets, git_overrides(listed.stdout))
         command = _pinned(repo, args)
         if found.available:
-            # Landlock without the user+network namespace: in it every file's owner reads as "nobody", so
-            # git finds each index entry's stat changed and hashes the whole tree again (3-10x slower, and
-            # past the timeout in a big repository). TCP stays closed by Landlock (ABI 4+); see the notes.
-            landlock_only = dataclasses.replace(found, netns=False, unshare=None)
-            return await _run_sandboxed(command, repo, env, landlock_only, timeout_s, limit)
+            # The launcher's namespaces map the user's own uid (files keep their owner, so git does not
+            # re-hash the tree) and give git no network at all, UDP included.
+            return await _run_sandboxed(command, repo, env, found, timeout_s, limit)
         return await run_bounded(
             command, cwd=repo.work_tree, env=env, timeout_s=timeout_s, limit=limit, stop_at_limit=True
         )

@@ -19,7 +19,7 @@ import pytest
 from acp_agent.coding import _git
 from acp_agent.coding._environment import GitState, find_repository, git_state
 from harness.sandbox import Support, probe, unavailable
-from tests.acp.instructions._support import project_agent, system_of, text
+from tests.acp.instructions._support import project_agent, text, told
 
 pytestmark = [
     pytest.mark.anyio,
@@ -357,7 +357,7 @@ async def test_through_the_real_process_a_hostile_repository_runs_nothing_at_any
         await p.prompt("first")
         os.utime(repo / "a.txt", (1_100_000_000, 1_100_000_000))
         await p.prompt("second")
-        systems = [system_of(b) for b in p.bodies()]
+        systems = [told(b) for b in p.bodies()]  # the environment is a context message now, not the system
     assert not marker.exists()
     assert len(systems) == 2
     for system in systems:
