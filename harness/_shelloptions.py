@@ -166,7 +166,8 @@ def _tee_check(args: Sequence[str], given: int) -> str | None:
 
 
 def _make_check(args: Sequence[str], given: int) -> str | None:
-    if any(re.match(r"[A-Za-z_][A-Za-z0-9_.]*[:+?!]?=", a) for a in args[given:]):
+    # make takes every non-option word holding ``=`` as a variable, whatever its name (``.SHELLFLAGS=``).
+    if any("=" in a and not a.startswith("-") for a in args[given:]):
         return "a variable given to make (SHELL=, CC=...) changes what its recipes run"
     return None
 
@@ -243,7 +244,7 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
                     ("config", "manifest-path", "target-dir", "config-path")),
     "go": Unsafe("runs a program, in another folder, or writes the configuration", "C", ("modfile",),
                  check=_go_check),
-    "pytest": Unsafe("deletes a directory, writes files, sends data or loads code from elsewhere", "cp",
+    "pytest": Unsafe("deletes a directory, writes files, sends data or loads code from elsewhere", "cpo",
                      ("basetemp", "junitxml", "junit-xml", "pastebin", "log-file", "resultlog", "rootdir",
                       "config-file", "confcutdir", "override-ini", "plugins")),
     "npm": Unsafe("runs a package, another shell or another project", "C",
@@ -315,8 +316,8 @@ def _option_hit(row: Unsafe, word: str, *, bundle: bool) -> bool:
         return True
     if word.startswith("--") and len(word) > 2:
         given = word[2:].split("=", 1)[0]
-        # GNU getopt and git take any unambiguous prefix of a long option (--outp for --output).
-        return any(name == given or (len(given) >= 2 and name.startswith(given)) for name in row.long)
+        # GNU getopt and git take any unambiguous prefix of a long option (--outp, even --o, for --output).
+        return any(name.startswith(given) for name in row.long)
     if bundle or (word.startswith("-") and len(word) > 1):
         return bool(set(word if bundle else word[1:]) & set(row.short))
     return False

@@ -112,6 +112,16 @@ PROTECTED: tuple[Protected, ...] = (
     *_each(".npmrc .yarnrc .yarnrc.yml .pypirc .config/pip .pip .pydistutils.cfg .condarc", "a package "
            "tool's configuration: it names scripts, shells, indexes and credentials used at the next "
            "install or upload"),
+    *_each(".bash_completion .local/share/bash-completion .config/kitty .config/wezterm .wezterm.lua "
+           ".config/alacritty .config/i3 .config/sway .config/hypr .config/powershell .config/nushell",
+           "the shell, terminal or window manager runs this when it starts (completions: at the next tab)"),
+    *_each(".cargo/config.toml .cargo/config .gradle/init.d .gradle/init.gradle .gradle/init.gradle.kts",
+           "the build tool runs what this names (runners, wrappers, init scripts) at the next build"),
+    *_each(".aws/config .aws/credentials .kube/config .docker/config.json", "the cloud tool runs the "
+           "credential program this names at its next call"),
+    *_each(".ipython/profile_default/startup .gdbinit .lldbinit .lessfilter .mailcap .Rprofile .irbrc .pryrc "
+           ".psqlrc .sqliterc .julia/config", "this tool runs the file (or the programs it names) when it "
+           "starts or opens a file"),
 )  # fmt: skip
 
 ROOT_PATHS: tuple[str, ...] = tuple(p.spelling for p in PROTECTED if p.spelling and "*" not in p.spelling)

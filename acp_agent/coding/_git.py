@@ -250,8 +250,8 @@ async def run_git(
         env = _env(environ, secrets, git_overrides(listed.stdout))
         command = _pinned(repo, args)
         if found.available:
-            # The sandbox's user namespace maps the user's own uid, so git sees each index entry's owner
-            # unchanged and does not hash the tree again; no network, read-only outside nothing.
+            # The launcher's namespaces map the user's own uid (files keep their owner, so git does not
+            # re-hash the tree) and give git no network at all, UDP included.
             return await _run_sandboxed(command, repo, env, found, timeout_s, limit)
         return await run_bounded(
             command, cwd=repo.work_tree, env=env, timeout_s=timeout_s, limit=limit, stop_at_limit=True

@@ -66,8 +66,13 @@ _PREAMBLE: Final = (
 
 
 def repository_root(directory: Path) -> Path:
-    """The nearest ancestor of ``directory`` (itself included) holding ``.git``, else ``directory``."""
+    """The nearest ancestor of ``directory`` (itself included) holding ``.git``, else ``directory``. The home
+    folder and those above it count only when opened themselves: a dotfiles repository at ``~`` would make a
+    downloaded project's ``@~/.config/gh/hosts.yml`` import "inside the repository"."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
     for d in (directory, *directory.parents):
+        if d != directory and home.is_relative_to(d):
+            break
         if (d / ".git").exists():
             return d
     return directory

@@ -260,7 +260,6 @@ def _command(command: dict[str, Any], mid: str) -> list[Any]:
     return out
 
 
-
 def _user(m: Message, mid: str) -> list[Any]:
     from harness import Image, Text
 

@@ -101,6 +101,7 @@ def confine_and_run(spec: dict[str, Any], command: list[str], environ: dict[str,
     try:
         _ns.enter(net=bool(spec.get("netns")), pid=True)
         _ns.confine_writes(list(spec.get("rw", [])), list(spec.get("ro", [])))
+        _ns.private_shm()
         _ns.hide(list(spec.get("hide", [])))
     except Exception as exc:  # whatever went wrong, the command does not run unconfined
         _say(f"cannot apply the sandbox, not running the command: {exc}")

@@ -29,7 +29,7 @@ TYPE_CHECKING = False  # typing costs the launcher more than all its work
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["NamespaceError", "confine_writes", "enter", "hide", "libc", "mount_proc"]
+__all__ = ["NamespaceError", "confine_writes", "enter", "hide", "libc", "mount_proc", "private_shm"]
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -167,6 +167,17 @@ def confine_writes(writable: list[str], read_only: list[str]) -> None:
             os.close(fd)
     if here is not None:  # the working folder was the mount below: enter it again, through the new ones
         os.chdir(here)
+
+
+def private_shm() -> None:
+    """A fresh tmpfs on ``/dev/shm`` (in this mount namespace): the host's is shared with the user's other
+    programs, whose shared memory and semaphores a command could otherwise rewrite, and what a command left
+    there outlived it. Call after ``confine_writes``."""
+    if os.path.isdir("/dev/shm"):
+        flags = _MS_NOSUID | _MS_NODEV
+        _check(
+            int(libc().mount(b"tmpfs", b"/dev/shm", b"tmpfs", flags, b"mode=1777")), "mount tmpfs /dev/shm"
+        )
 
 
 def _blanks() -> int:

@@ -253,3 +253,19 @@ def test_the_launcher_never_runs_a_command_it_cannot_confine(tmp_path: Path) -> 
         check=False,
     )
     assert done.returncode == 126 and not marker.exists(), done.stderr
+
+
+async def test_dev_shm_is_the_command_s_own_so_the_user_s_shared_memory_is_out_of_reach(
+    world: dict[str, Path],
+) -> None:
+    """The host's /dev/shm holds the user's other programs' shared memory and semaphores: a command gets an
+    empty one of its own (POSIX semaphores still work), and nothing it leaves there outlives it."""
+    name = f"acp-redteam-{os.getpid()}"
+    result = await run(
+        world,
+        f"ls -A /dev/shm | wc -l; echo x > /dev/shm/{name} && "
+        "python3 -c 'import multiprocessing as m; l = m.Lock(); l.acquire(); print(\"semaphore\")'",
+    )
+    lines = result.as_text().splitlines()
+    assert lines[0].strip() == "0" and "semaphore" in lines, result.as_text()
+    assert not await anyio.Path("/dev/shm", name).exists()

@@ -214,6 +214,34 @@ def _global_config(tmp: Path, marker: Path) -> Path:
     return repo
 
 
+def _git_symlink(tmp: Path, marker: Path) -> Path:
+    """``.git`` is a symbolic link to a hostile git folder elsewhere."""
+    elsewhere = committed_repo(tmp / "elsewhere")
+    set_config(elsewhere, ("core.fsmonitor", payload(marker)), ("filter.evil.clean", payload(marker)))
+    repo = tmp / "repo"
+    repo.mkdir()
+    (repo / "a.txt").write_text("one\n")
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil merge=evil\n")
+    (repo / ".git").symlink_to(elsewhere / ".git")
+    return repo
+
+
+def _worktree_config(tmp: Path, marker: Path) -> Path:
+    """``extensions.worktreeConfig``: the fsmonitor sits in ``config.worktree``."""
+    repo = committed_repo(tmp / "repo")
+    set_config(repo, ("extensions.worktreeConfig", "true"))
+    git(repo, "config", "--worktree", "core.fsmonitor", payload(marker))
+    return repo
+
+
+def _onbranch_include(tmp: Path, marker: Path) -> Path:
+    """``includeIf "onbranch:main"`` brings a filter in."""
+    repo = committed_repo(tmp / "repo")
+    (repo / "branch.inc").write_text(f'[filter "evil"]\n\tclean = {payload(marker)}\n')
+    set_config(repo, ("includeIf.onbranch:main.path", "../branch.inc"))
+    return repo
+
+
 HOSTILE = {
     "clean filter": Hostile(_clean_filter),
     "process filter": Hostile(_process_filter),
@@ -228,6 +256,9 @@ HOSTILE = {
     ".git file pointing elsewhere": Hostile(_gitdir_elsewhere),
     "submodule with hostile config": Hostile(_hostile_submodule),
     "user's global filter": Hostile(_global_config),
+    ".git is a symbolic link elsewhere": Hostile(_git_symlink),
+    "fsmonitor in config.worktree": Hostile(_worktree_config),
+    "filter from includeIf onbranch": Hostile(_onbranch_include),
 }
 
 
@@ -269,6 +300,8 @@ async def test_the_agents_git_status_runs_nothing_a_hostile_repository_configure
             "filter from include.path",
             "filter name with a dot and =",
             "user's global filter",
+            ".git is a symbolic link elsewhere",
+            "filter from includeIf onbranch",
         ):
             os.utime(cwd / "a.txt", (1_000_000_000, 1_000_000_000))  # git refreshed nothing: stat again
     state = await _state(cwd, env, support)

@@ -57,6 +57,33 @@ SELF_RUNNING = [
     ".pypirc",
     ".npmrc",
     ".config/pip/pip.conf",
+    # Found by the acceptance round: each runs a program at the next command, build, shell or login.
+    ".bash_completion",  # sourced by bash-completion at every interactive shell
+    ".local/share/bash-completion/completions/git",  # runs at the next tab after `git`
+    ".cargo/config.toml",  # target runner, rustc-wrapper: the next cargo build
+    ".cargo/config",
+    ".gradle/init.d/evil.gradle",  # init scripts run with every gradle build
+    ".gradle/init.gradle.kts",
+    ".aws/config",  # credential_process runs at the next aws call
+    ".kube/config",  # users[].user.exec runs at the next kubectl
+    ".docker/config.json",  # credsStore names a helper program
+    ".ipython/profile_default/startup/00.py",
+    ".config/kitty/kitty.conf",
+    ".config/wezterm/wezterm.lua",
+    ".wezterm.lua",
+    ".config/alacritty/alacritty.toml",
+    ".config/i3/config",  # exec lines at login
+    ".config/sway/config",
+    ".config/hypr/hyprland.conf",
+    ".config/powershell/Microsoft.PowerShell_profile.ps1",
+    ".config/nushell/config.nu",
+    ".gdbinit",
+    ".lessfilter",  # lesspipe runs it at the next less
+    ".mailcap",
+    ".Rprofile",
+    ".irbrc",
+    ".psqlrc",
+    ".julia/config/startup.jl",
 ]
 
 

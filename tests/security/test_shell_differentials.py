@@ -174,6 +174,10 @@ HOSTILE = [
     "cargo -C /tmp/evil test",
     "pytest --rootdir=/tmp/evil",
     "pytest -p evil_plugin",
+    "pytest -o addopts=-pevil_plugin",  # -o is --override-ini: addopts loads the plugin like -p
+    "make test '.SHELLFLAGS=-c ./evil;:'",  # any word with = is a make variable, whatever its name
+    "sort --o=/tmp/evil data.txt",  # GNU getopt takes a one-letter prefix of a long option (--output)
+    "make test --f=/tmp/evil/Makefile",
     "terraform -chdir=/tmp/evil plan",
     "ninja -C /tmp/evil",
     "just -d /tmp/evil test",
