@@ -11,7 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import (
+
+from tests.reliability._reliability_support import (
     LONG,
     AgentProcess,
     agent_env,

@@ -22,10 +22,10 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import agent_env, initialized, write_script
-from _tool_agent_support import ToolAgent, is_update, tool_agent
 
 from acp_conformance.fake_model import Drop, FakeServer, Reply
+from tests.reliability._reliability_support import agent_env, initialized, write_script
+from tests.reliability._tool_agent_support import ToolAgent, is_update, tool_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 

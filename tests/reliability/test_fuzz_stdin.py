@@ -22,7 +22,11 @@ from typing import Any, cast
 import anyio
 import anyio.lowlevel
 import pytest
-from _reliability_support import (
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.reliability._reliability_support import (
     LONG,
     AgentProcess,
     agent_env,
@@ -30,9 +34,6 @@ from _reliability_support import (
     initialized,
     write_script,
 )
-from anyio.from_thread import BlockingPortal, start_blocking_portal
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 pytestmark = pytest.mark.timeout(36_000 if LONG else 900)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _reliability_support import agent_env, agent_process, initialized
+
+from tests.reliability._reliability_support import agent_env, agent_process, initialized
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 

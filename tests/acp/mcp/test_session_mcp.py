@@ -11,12 +11,12 @@ from typing import Any
 
 import anyio
 import pytest
-from _session_mcp_support import make_env, running
 
 from acp_agent.logs import log_file_path
 from acp_agent.session._mcp import SessionMcp, merge_servers
 from harness.mcp import Elicitation, ElicitationReply, McpError
 from harness.testing import call_tool
+from tests.acp.mcp._session_mcp_support import make_env, running
 from tests.conftest import REPO
 from tests.mcp.conftest import (
     FAULT_SERVER,
