@@ -1,6 +1,6 @@
 """The test tree is one package: every folder with Python in it has an ``__init__.py``, so each helper module
 loads once under one name (``tests.reliability._reliability_support``, never also ``_reliability_support``
-with a second ``AgentProcess`` class) and helpers are imported as ``tests.x.y``."""
+with a second ``AgentProcess`` class) and helpers are imported as ``tests.x.y`` (neither bare nor relative)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ def test_test_helpers_are_imported_by_their_absolute_name() -> None:
     for path in TESTS.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             match node:
-                case ast.ImportFrom(module=str(module), level=0) if module.split(".")[0] in helpers:
+                case ast.ImportFrom(module=module, level=level) if level > 0:
+                    bare.append(f"{path.relative_to(TESTS)}: from {'.' * level}{module or ''}")
+                case ast.ImportFrom(module=str(module)) if module.split(".")[0] in helpers:
                     bare.append(f"{path.relative_to(TESTS)}: from {module}")
                 case ast.Import(names=names):
                     bare += [

@@ -20,8 +20,7 @@ from harness.mcp import (
     ServerStatus,
 )
 from harness.testing import call_tool
-
-from .conftest import FAULT_SERVER, PYTHON, free_port, wait_until
+from tests.mcp.conftest import FAULT_SERVER, PYTHON, free_port, wait_until
 
 pytestmark = pytest.mark.anyio
 

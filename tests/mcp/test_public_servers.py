@@ -10,8 +10,7 @@ import pytest
 
 from harness.mcp import McpManager, McpServer, ServerStatus
 from harness.testing import call_tool
-
-from .conftest import PYTHON, free_port, require_everything, require_time_server
+from tests.mcp.conftest import PYTHON, free_port, require_everything, require_time_server
 
 pytestmark = pytest.mark.anyio
 

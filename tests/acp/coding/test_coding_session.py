@@ -12,8 +12,7 @@ import anyio
 import pytest
 
 from harness.testing import Reply
-
-from ._support import (
+from tests.acp.coding._support import (
     calls,
     cancelled,
     contents,

@@ -19,8 +19,7 @@ from harness import Decision, Question, ToolCall, ToolSpec
 from harness.mcp import Elicitation
 from harness.policy import Rule, Verdict
 from harness.testing import Reply
-
-from ._support import calls, editor_agent, fake, final, last, prompt, select, text_of
+from tests.acp.coding._support import calls, editor_agent, fake, final, last, prompt, select, text_of
 
 pytestmark = pytest.mark.anyio
 

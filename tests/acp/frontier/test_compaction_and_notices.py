@@ -11,8 +11,7 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import Turn
-
-from ._frontier_support import ZED_BETA, check_wire, frontier_agent
+from tests.acp.frontier._frontier_support import ZED_BETA, check_wire, frontier_agent
 
 pytestmark = pytest.mark.anyio
 

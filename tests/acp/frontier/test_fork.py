@@ -11,8 +11,7 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import Turn
-
-from ._frontier_support import check_wire, frontier_agent, model_messages, validate
+from tests.acp.frontier._frontier_support import check_wire, frontier_agent, model_messages, validate
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,7 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import ToolCall, Turn
-
-from ._frontier_support import check_wire, frontier_agent, validate
+from tests.acp.frontier._frontier_support import check_wire, frontier_agent, validate
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,7 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import ToolCall, Turn
-
-from ._frontier_support import check_wire, frontier_agent
+from tests.acp.frontier._frontier_support import check_wire, frontier_agent
 
 pytestmark = pytest.mark.anyio
 

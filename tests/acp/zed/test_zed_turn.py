@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from .zed_client import Thread, ZedClient, zed
+from tests.acp.zed.zed_client import Thread, ZedClient, zed
 
 pytestmark = pytest.mark.anyio
 
