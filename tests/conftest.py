@@ -7,7 +7,6 @@ Tests may skip (with the reason) where ``../shared`` or the npm test peers are a
 
 from __future__ import annotations
 
-import gc
 import os
 from pathlib import Path
 from typing import NoReturn
@@ -19,21 +18,6 @@ SHARED = REPO.parent / "shared"
 ACP_SCHEMA = SHARED / "acp-spec" / "schema.json"
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 """``CI=true``: a missing test peer or reference file fails the test instead of skipping it."""
-
-
-STRICT_RESOURCES = (REPO / "tests" / "acp" / "protocol", REPO / "tests" / "harness")
-"""The suites that make ResourceWarning an error (their conftest.py)."""
-
-
-def _strict(item: pytest.Item | None) -> bool:
-    return item is not None and any(item.path.is_relative_to(d) for d in STRICT_RESOURCES)
-
-
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Before a strict suite starts, collect the garbage the tests before it left (the mcp SDK's HTTP
-    streams on trio, say) under their warning filters, so it is not reported in a strict test."""
-    if _strict(nextitem) and not _strict(item):
-        gc.collect()
 
 
 @pytest.fixture
