@@ -13,6 +13,9 @@ from typing import NoReturn
 
 import pytest
 
+pytest_plugins = ("tests._process_marker", "pytester")
+"""A test that spawns a process must be marked ``process`` (the plugin fails it otherwise; ``pytester`` tests it)."""
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 ACP_SCHEMA = SHARED / "acp-spec" / "schema.json"

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 KEYS = {"bench", "figure", "value", "target", "baseline", "ok"}
 
 
+@pytest.mark.process
 def test_every_figure_line_of_a_quick_run_names_its_baseline() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "providers"],
@@ -36,6 +37,7 @@ def test_every_figure_line_of_a_quick_run_names_its_baseline() -> None:
         assert row.keys() >= KEYS, row
 
 
+@pytest.mark.process
 def test_an_unknown_benchmark_is_refused_with_the_list() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench", "nosuch"], cwd=REPO, capture_output=True, timeout=120, check=False

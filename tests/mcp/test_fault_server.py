@@ -22,7 +22,7 @@ from harness.mcp import (
 from harness.testing import call_tool
 from tests.mcp.conftest import FAULT_SERVER, MCP_SDK_SSE_LEAK, PYTHON, free_port, wait_until
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def fault(tmp_path: Path, env: dict[str, str] | None = None, **options: Any) -> McpServer:

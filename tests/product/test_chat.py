@@ -42,6 +42,7 @@ def spawn_chat(tmp_path: Path, env: dict[str, str]) -> Any:
     return child
 
 
+@pytest.mark.process
 def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path: Path) -> None:
     env = chat_env(
         tmp_path,
@@ -81,6 +82,7 @@ def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path:
     assert "Traceback" not in (child.before or "")
 
 
+@pytest.mark.process
 def test_ctrl_d_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     child = spawn_chat(tmp_path, chat_env(tmp_path, []))
     try:
@@ -92,6 +94,7 @@ def test_ctrl_d_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     assert child.exitstatus == 0
 
 
+@pytest.mark.process
 def test_a_second_ctrl_c_during_a_turn_exits(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [{"text": "Dawdling through a very long answer", "chunks": 40, "delay_ms": 500}])
     child = spawn_chat(tmp_path, env)
@@ -108,6 +111,7 @@ def test_a_second_ctrl_c_during_a_turn_exits(tmp_path: Path) -> None:
     assert child.exitstatus in (0, 1)
 
 
+@pytest.mark.process
 def test_a_broken_config_file_is_one_sentence_and_no_traceback(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [])
     config = tmp_path / "xdg" / "acp-agent" / "config.toml"
@@ -122,6 +126,7 @@ def test_a_broken_config_file_is_one_sentence_and_no_traceback(tmp_path: Path) -
     assert child.exitstatus == 2
 
 
+@pytest.mark.process
 def test_a_missing_api_key_is_named_with_its_fix(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [])
     env.update(ACP_AGENT_PROVIDER="anthropic", ACP_AGENT_MODEL="claude-x")
@@ -215,6 +220,7 @@ def test_plans_and_usage_render() -> None:
     assert r.usage_line() == "context 500/1000 tokens (50%), cost 0.2500 USD"
 
 
+@pytest.mark.process
 def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(tmp_path: Path) -> None:
     import socket
     import subprocess
@@ -242,6 +248,7 @@ def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(tmp_path
     assert "Traceback" not in result.stdout + result.stderr
 
 
+@pytest.mark.process
 def test_chat_asks_a_permission_inline_shows_the_diff_and_writes_the_file_when_allowed(
     tmp_path: Path,
 ) -> None:
@@ -377,6 +384,7 @@ def test_the_block_stream_never_cuts_inside_a_code_fence() -> None:
     assert blocks.flush() == "after"
 
 
+@pytest.mark.process
 def test_chat_shows_markdown_and_a_commands_output_once(tmp_path: Path) -> None:
     pyte = pytest.importorskip("pyte", reason="pyte (dev extra) emulates the terminal screen")
     import io

@@ -24,7 +24,7 @@ from tests.reliability._reliability_support import (
     update_of,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120), pytest.mark.process]
 
 LIMIT_S = 60
 

@@ -23,7 +23,7 @@ from tests.reliability._reliability_support import (
     write_script,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240), pytest.mark.process]
 
 CYCLES = 1000 if LONG else 100
 SEED = 1_000

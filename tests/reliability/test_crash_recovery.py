@@ -24,7 +24,7 @@ from tests.reliability._reliability_support import (
     write_script,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240), pytest.mark.process]
 
 TRIALS = 200 if LONG else 20
 SEED = 9_2024

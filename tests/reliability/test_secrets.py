@@ -11,7 +11,7 @@ import pytest
 
 from tests.reliability._reliability_support import agent_env, agent_process, initialized
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180), pytest.mark.process]
 
 SECRET = "sk-test-SECRET-1234567890"
 

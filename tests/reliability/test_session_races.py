@@ -19,7 +19,7 @@ from tests.reliability._reliability_support import (
     write_script,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120), pytest.mark.process]
 
 ROUNDS = 30
 

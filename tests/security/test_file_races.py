@@ -14,7 +14,7 @@ import pytest
 from tests.security._attack import Project, calls, reply, victim_agent
 from tests.security._flip import flipping
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 SECRET = "TOP-SECRET-outside-the-project"
 

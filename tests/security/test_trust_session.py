@@ -110,6 +110,7 @@ async def test_a_project_trusted_meanwhile_is_not_asked_about(tmp_path: Path) ->
         assert modes == ["accept-edits"]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("answer", ["allow_once", "reject_once"])
 async def test_trusting_mid_session_applies_the_projects_sandbox_paths_to_the_next_command(
     tmp_path: Path, answer: str

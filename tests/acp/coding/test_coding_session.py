@@ -37,6 +37,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 # --- session responses, modes, options, commands --------------------------------------------------
 
 
+@pytest.mark.process
 async def test_session_new_offers_modes_config_options_and_then_commands(tmp_path: Path) -> None:
     async with editor_agent(tmp_path, fake()) as (editor, sid, _):
         answer = next(m for m in editor.messages if m.get("result", {}).get("sessionId") == sid)
@@ -235,6 +236,7 @@ async def test_reject_once_leaves_the_file_and_sends_no_status_over_the_clients_
         assert all(u.get("status") != "failed" for u in tool_updates(editor, "call_0_write_file"))
 
 
+@pytest.mark.process
 async def test_allow_always_is_remembered_in_the_project_file_across_restarts(tmp_path: Path) -> None:
     first = fake(calls(("shell", {"command": "git status"})), Reply(text="ok"))
     (tmp_path / "project").mkdir()
@@ -278,6 +280,7 @@ async def test_cancelled_permission_ends_the_turn_cancelled_without_running(tmp_
         assert model.calls == 1
 
 
+@pytest.mark.process
 async def test_mode_switch_mid_turn_applies_to_the_next_call(tmp_path: Path) -> None:
     model = fake(
         calls(("shell", {"command": "echo one"})),
@@ -375,6 +378,7 @@ async def test_bad_tool_input_fails_the_call_clearly(
 # --- shell ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_shell_runs_in_the_editor_terminal_embedded_in_the_call(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "echo hello; exit 3"})), Reply(text="ok"))
     caps = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
@@ -394,6 +398,7 @@ async def test_shell_runs_in_the_editor_terminal_embedded_in_the_call(tmp_path: 
         assert ups[0]["title"] == "shell" or any(u.get("title") == "echo hello; exit 3" for u in ups)
 
 
+@pytest.mark.process
 async def test_cancel_during_an_editor_terminal_kills_then_releases(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "sleep 60"})), Reply(text="never"))
     caps = {"terminal": True}
@@ -416,6 +421,7 @@ async def test_cancel_during_an_editor_terminal_kills_then_releases(tmp_path: Pa
         assert methods.index("terminal/kill") < methods.index("terminal/release")
 
 
+@pytest.mark.process
 async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Path) -> None:
     (tmp_path / "project" / "run").mkdir(parents=True)
     pidfile = tmp_path / "project" / "run" / "pid"  # inside the project: the sandbox allows it
@@ -448,6 +454,7 @@ def _alive(pid: int) -> bool:
     return not (status.exists() and "State:\tZ" in status.read_text())
 
 
+@pytest.mark.process
 async def test_local_shell_streams_with_zed_terminal_meta_when_advertised(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "echo streamed"})), Reply(text="ok"))
     caps = {"_meta": {"terminal_output": True}}
@@ -468,6 +475,7 @@ async def test_local_shell_streams_with_zed_terminal_meta_when_advertised(tmp_pa
         ]
 
 
+@pytest.mark.process
 async def test_local_shell_output_is_text_content_without_terminal_support(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "echo plain"})), Reply(text="ok"))
     async with editor_agent(tmp_path, model, capabilities={}) as (editor, sid, _):

@@ -14,7 +14,7 @@ import pytest
 from acp_conformance.fake_model import ToolCall, Turn
 from tests.acp.frontier._frontier_support import check_wire, frontier_agent, validate
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 class EchoServer:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.acp.instructions._support import calls, git, project_agent, system_of, text, tool_messages
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def _repo(tmp: Path) -> Path:

@@ -22,7 +22,7 @@ from tests.providers.model_lists import (
     route_vllm,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 LIMIT_S = 60
 

@@ -17,7 +17,7 @@ from acp_conformance.fake_model import FakeServer, Reply, Stall
 from tests.acp.zed.zed_client import Thread, zed
 from tests.providers.sse_fixtures import fixture
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives acp-agent setup through a pty")
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.acp.zed.zed_client import Thread, ZedClient, zed
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 APP = "".join(f"# line {i}\n" for i in range(1, 40)) + "def answer():\n    return 41\n"
 SHELL = "python3 -c 'print(1)' && echo \"two  words\""
