@@ -68,6 +68,7 @@ class AgentProcess:
         except OSError as exc:
             self.start_error = f"cannot start {self.command[0]!r}: {exc.strerror or exc}"
             raise
+        self._close_lines()  # a restarted agent gets a fresh stream; the last one is read no more
         send, self.lines = anyio.create_memory_object_stream[Line | None](10_000)
         self.eof = anyio.Event()
         tg.start_soon(self._read_stdout, self.process, send, self.eof)
@@ -155,6 +156,12 @@ class AgentProcess:
                 await self.process.wait()
         await self.kill()
         self._reap_group()
+        self._close_lines()
+
+    def _close_lines(self) -> None:
+        """The receiving end of the stdout lines is closed once nothing reads it (else a ResourceWarning)."""
+        if self.lines is not None:
+            self.lines.close()
 
     def _reap_group(self) -> None:
         """Children the agent left behind in its group (an MCP server, a shell) are killed too."""

@@ -7,12 +7,14 @@ Tests may skip (with the reason) where ``../shared`` or the npm test peers are a
 
 from __future__ import annotations
 
-import gc
 import os
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+pytest_plugins = ("tests._process_marker", "pytester")
+"""A test that spawns a process must be marked ``process`` (the plugin fails it otherwise; ``pytester`` tests it)."""
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -21,21 +23,6 @@ ACP_UNSTABLE_SCHEMA = SHARED / "acp-spec" / "next" / "v1" / "schema.unstable.jso
 """The ACP v1 schemas the suite checks messages against (TypeScript SDK 2.4.0, November 2026)."""
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 """``CI=true``: a missing test peer or reference file fails the test instead of skipping it."""
-
-
-STRICT_RESOURCES = (REPO / "tests" / "acp" / "protocol", REPO / "tests" / "harness")
-"""The suites that make ResourceWarning an error (their conftest.py)."""
-
-
-def _strict(item: pytest.Item | None) -> bool:
-    return item is not None and any(item.path.is_relative_to(d) for d in STRICT_RESOURCES)
-
-
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Before a strict suite starts, collect the garbage the tests before it left (the mcp SDK's HTTP
-    streams on trio, say) under their warning filters, so it is not reported in a strict test."""
-    if _strict(nextitem) and not _strict(item):
-        gc.collect()
 
 
 @pytest.fixture

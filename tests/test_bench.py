@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 KEYS = {"bench", "figure", "value", "target", "baseline", "ok"}
 
 
+@pytest.mark.process
 def test_every_figure_line_of_a_quick_run_names_its_baseline() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "providers"],
@@ -36,6 +37,7 @@ def test_every_figure_line_of_a_quick_run_names_its_baseline() -> None:
         assert row.keys() >= KEYS, row
 
 
+@pytest.mark.process
 def test_an_unknown_benchmark_is_refused_with_the_list() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench", "nosuch"], cwd=REPO, capture_output=True, timeout=120, check=False
@@ -51,7 +53,7 @@ async def test_the_bench_streams_parse_into_as_many_text_deltas(provider: str) -
         server.route("POST", API_PATHS[provider], Reply.sse(stream_for(provider, 50), every=100))
         base = server.url + "/v1" if provider == "openai" else server.url
         model = build_model(provider, model="m", base_url=base)
-        with anyio.fail_after(30):
+        with anyio.fail_after(10):  # a local HTTP stream of 50 events: 0.35 s on a loaded machine
             texts = [
                 d async for d in model.stream(Prompt("s", [Message.user("go")], [])) if type(d) is TextChunk
             ]

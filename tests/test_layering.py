@@ -104,6 +104,7 @@ def _python(code: str) -> None:
 _NO_HARNESS = "assert not [m for m in sys.modules if m == 'harness' or m.startswith('harness.')], 'harness';"
 
 
+@pytest.mark.process
 def test_importing_the_protocol_package_loads_neither_pydantic_nor_harness_until_a_model_is_used() -> None:
     _python(
         "import sys, acp_agent.protocol as p, acp_agent.protocol.stdio;"
@@ -113,9 +114,11 @@ def test_importing_the_protocol_package_loads_neither_pydantic_nor_harness_until
     )
 
 
+@pytest.mark.process
 def test_the_wire_models_load_no_harness_module() -> None:
     _python(f"import sys, acp_agent.protocol.models; {_NO_HARNESS}")
 
 
+@pytest.mark.process
 def test_importing_the_session_layer_loads_no_harness_module() -> None:
     _python(f"import sys, acp_agent.session; {_NO_HARNESS}")

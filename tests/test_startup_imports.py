@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 
 # Runs the agent's entry point; when the early answer to request argv[2] (``initialize``, or the

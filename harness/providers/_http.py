@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -134,7 +134,7 @@ class Endpoint:
         headers: Mapping[str, str],
         body: Mapping[str, Any],
         last: Callable[[SseEvent], bool] | None = None,
-    ) -> AsyncIterator[SseEvent]:
+    ) -> AsyncGenerator[SseEvent]:
         """POST ``body`` as JSON and yield the SSE records. Cancelling closes the stream at once. The rest
         of the body is read (for at most ``_DRAIN_S``) before the record ``last`` says ends the stream is
         yielded, and when a consumer stops reading early, so the connection goes back to the pool instead

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ModelError, UnsupportedOptionError
@@ -160,28 +161,31 @@ class Messages(HttpModel):
         ep = self._ep
         reply = _MessagesReply(ep)
         finish: FinishReason | None = None
-        async for event in ep.sse("/v1/messages", self._auth(), body, _is_stop):
-            ev = stream_record(event.data, ep.shown_url)
-            match ev.get("type") or event.event:
-                case "content_block_delta":
-                    d = reply.block_delta(ev)
-                case "content_block_start":
-                    d = reply.block_start(ev)
-                case "content_block_stop":
-                    d = reply.block_stop(ev)
-                case "message_start":
-                    d = reply.message_start(ev)
-                case "message_delta":
-                    d = reply.message_delta(ev)
-                case "message_stop":
-                    finish = reply.message_stop()
-                    break
-                case "error":
-                    raise classify_error_body(ev, ep)
-                case _:  # ping and unknown events
-                    continue
-            if d is not None:
-                yield d
+        # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
+        # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
+        async with aclosing(ep.sse("/v1/messages", self._auth(), body, _is_stop)) as events:
+            async for event in events:
+                ev = stream_record(event.data, ep.shown_url)
+                match ev.get("type") or event.event:
+                    case "content_block_delta":
+                        d = reply.block_delta(ev)
+                    case "content_block_start":
+                        d = reply.block_start(ev)
+                    case "content_block_stop":
+                        d = reply.block_stop(ev)
+                    case "message_start":
+                        d = reply.message_start(ev)
+                    case "message_delta":
+                        d = reply.message_delta(ev)
+                    case "message_stop":
+                        finish = reply.message_stop()
+                        break
+                    case "error":
+                        raise classify_error_body(ev, ep)
+                    case _:  # ping and unknown events
+                        continue
+                if d is not None:
+                    yield d
         if finish is None:
             raise truncated(ep, "message_stop")
         # A tool_use block cut by max_tokens (no content_block_stop) gets no ToolReady: its input is incomplete.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -211,13 +212,16 @@ class ChatCompletions(HttpModel):
         reply = _ChatReply(ep, ThinkSplitter() if self.think_tags else None)
         done = False
         on_chunk, base_url = reply.on_chunk, ep.shown_url
-        async for event in ep.sse("/chat/completions", self._auth(), body, _is_done):
-            data = event.data
-            if data == "[DONE]":
-                done = True
-                break
-            for d in on_chunk(stream_record(data, base_url)):
-                yield d
+        # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
+        # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
+        async with aclosing(ep.sse("/chat/completions", self._auth(), body, _is_done)) as events:
+            async for event in events:
+                data = event.data
+                if data == "[DONE]":
+                    done = True
+                    break
+                for d in on_chunk(stream_record(data, base_url)):
+                    yield d
         for d in reply.end(done):
             yield d
 

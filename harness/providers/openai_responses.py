@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -102,13 +103,16 @@ class Responses(HttpModel):
     async def _stream(self, body: dict[str, Any]) -> AsyncIterator[Delta]:
         ep = self._ep
         reply = _ResponsesReply(ep)
-        async for event in ep.sse("/responses", self._auth(), body, _is_final):
-            if event.data == "[DONE]":
-                continue
-            for d in reply.on_event(stream_record(event.data, ep.shown_url)):
-                yield d
-            if reply.done:
-                return
+        # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
+        # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
+        async with aclosing(ep.sse("/responses", self._auth(), body, _is_final)) as events:
+            async for event in events:
+                if event.data == "[DONE]":
+                    continue
+                for d in reply.on_event(stream_record(event.data, ep.shown_url)):
+                    yield d
+                if reply.done:
+                    return
         raise truncated(ep, "response.completed")
 
 

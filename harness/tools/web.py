@@ -15,6 +15,7 @@ import logging
 import re
 import ssl
 from collections.abc import Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -235,12 +236,14 @@ class WebFetch:
         media = content_type.split(";", 1)[0].strip().lower()
         data = bytearray()
         cut = False
-        async for chunk in response.aiter_bytes():
-            data += chunk
-            if len(data) > self.max_bytes:  # one byte past the cap tells that the body goes on
-                cut = True
-                del data[self.max_bytes :]
-                break
+        # Closed here, not left to the garbage collector (a ResourceWarning on trio) when the cap stops the read.
+        async with aclosing(response.aiter_bytes()) as chunks:
+            async for chunk in chunks:
+                data += chunk
+                if len(data) > self.max_bytes:  # one byte past the cap tells that the body goes on
+                    cut = True
+                    del data[self.max_bytes :]
+                    break
         raw = bytes(data)
         is_html = media in _HTML_TYPES or (
             not media and raw.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))

@@ -15,7 +15,7 @@ import pytest
 from acp_conformance.fake_model import FakeServer, Reply
 from tests.reliability._reliability_support import agent_env, agent_process
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.process
+
 FAKE = Path(__file__).parent / "fake_agents.py"
 PROFILE = """\
 # A user's own profile: the agent answers prompts itself, no model.

@@ -186,6 +186,7 @@ def test_the_validator_rejects_a_malformed_update_and_an_unstable_one() -> None:
     assert validator.check(good, {("int", 3): "session/new"}) == []
 
 
+@pytest.mark.process
 def test_the_kit_imports_neither_the_agent_nor_the_harness_nor_pydantic() -> None:
     import subprocess
 

@@ -23,7 +23,7 @@ from anyio.streams.text import TextReceiveStream
 from tests.conftest import REPO
 from tests.mcp.conftest import FAULT_SERVER, PYTHON, free_port, require_everything, require_time_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 AGENT = [sys.executable, "-m", "acp_agent"]
 

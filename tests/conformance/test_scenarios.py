@@ -80,16 +80,19 @@ def test_the_kit_and_project_scenarios_cover_at_least_forty_reference_scenarios(
     assert len(refs) >= 40, sorted(refs)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("scenario", KIT, ids=[s.name for s in KIT])
 async def test_kit_scenario(scenario: Any, init: dict[str, Any], validator: MessageValidator) -> None:
     await _run(scenario, init, validator)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("scenario", PROJECT, ids=[s.name for s in PROJECT])
 async def test_project_scenario(scenario: Any, init: dict[str, Any], validator: MessageValidator) -> None:
     await _run(scenario, init, validator)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("api", ["responses", "anthropic"])
 @pytest.mark.parametrize("scenario", PROMPT_TURNS, ids=[s.name for s in PROMPT_TURNS])
 async def test_prompt_turns_through_each_fake_model_api(
@@ -98,6 +101,7 @@ async def test_prompt_turns_through_each_fake_model_api(
     await _run(scenario, init, validator, api)
 
 
+@pytest.mark.process
 async def test_official_sdk_client_drives_a_conversation(tmp_path: Path) -> None:
     import acp
     from acp import schema

@@ -6,12 +6,12 @@ from typing import Any
 
 import anyio
 import pytest
-from run_support import LIMIT_S, ScriptModel, drive, ended, of
 
 from harness import Call, EndReason, Message, Result, Run, Tools, tool
 from harness.events import MessageEnded, TextDelta, ToolCallReady, ToolEnded, TurnEnded
 from harness.model import TextChunk
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import LIMIT_S, ScriptModel, drive, ended, of
 
 pytestmark = pytest.mark.anyio
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from run_support import drive, ended, of, results_of
 
 from harness import Call, EndReason, FunctionTool, Hints, Message, Run, Tools, tool
 from harness.events import ToolEnded, ToolProgress
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import drive, ended, of, results_of
 
 pytestmark = pytest.mark.anyio
 

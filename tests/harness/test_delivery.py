@@ -6,12 +6,12 @@ from typing import Any
 
 import anyio
 import pytest
-from run_support import LIMIT_S, ScriptModel, drive, ended
 
 from harness import Call, Delivery, EndReason, Message, Run, Tools, tool
 from harness.events import MessageEnded, TextDelta, ToolEnded, ToolProgress, TurnEnded, TurnStarted
 from harness.model import Finish, FinishReason, TextChunk
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import LIMIT_S, ScriptModel, drive, ended
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import anyio
 import pytest
-from run_support import drive, ended, of
 
 from harness import (
     Approval,
@@ -31,6 +30,7 @@ from harness.events import MessageEnded, TextDelta, TurnEnded
 from harness.middleware import NextModel
 from harness.model import Delta, Prompt
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import drive, ended, of
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from run_support import ScriptModel, drive, ended, of, types
 
 from harness import (
     Approval,
@@ -36,6 +35,7 @@ from harness.events import (
 )
 from harness.model import Finish, ReasoningChunk, TextChunk, ToolInput, ToolReady, ToolStart
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import ScriptModel, drive, ended, of, types
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from run_support import all_results, drive, ended
 
 from harness import (
     Call,
@@ -23,6 +22,7 @@ from harness import (
 from harness.middleware import NextModel, NextTool
 from harness.model import Delta, Prompt, TextChunk
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import all_results, drive, ended
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from run_support import all_results, assert_paired, drive, ended, of, results_of, types
 
 from harness import (
     Answer,
@@ -28,6 +27,7 @@ from harness import (
 from harness.events import InputRequested, StepStarted, ToolDecided, ToolEnded, TurnEnded
 from harness.middleware import NextTool
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import all_results, assert_paired, drive, ended, of, results_of, types
 
 pytestmark = pytest.mark.anyio
 

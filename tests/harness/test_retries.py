@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from run_support import ScriptModel, all_results, assert_paired, drive, ended
 
 from harness import EndReason, ErrorKind, Message, Options, Retry, Run, Tools, tool
 from harness.model import Finish, FinishReason, ToolInput, ToolReady, ToolStart
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import ScriptModel, all_results, assert_paired, drive, ended
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import anyio
 import pytest
-from run_support import LIMIT_S, assert_paired, drive, ended, of, types
 
 from harness import (
     EndReason,
@@ -35,6 +34,7 @@ from harness.events import (
     TurnEnded,
 )
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import LIMIT_S, assert_paired, drive, ended, of, types
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from run_support import all_results, assert_paired, drive, ended, of
 
 from harness import (
     Approval,
@@ -22,6 +21,7 @@ from harness import (
 )
 from harness.events import Interjected, MessageStarted, TextDelta, ToolEnded, TurnEnded, TurnStarted
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import all_results, assert_paired, drive, ended, of
 
 pytestmark = pytest.mark.anyio
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from run_support import all_results, drive, ended
 
 from harness import Call, EndReason, FunctionTool, Hints, Message, Result, Run, Tool, Tools, ToolSpec
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import all_results, drive, ended
 
 pytestmark = pytest.mark.anyio
 

@@ -138,6 +138,7 @@ def test_the_stdio_env_base_drops_our_secrets_and_adds_the_configured_env(
     assert env["MY_TOKEN"] == "given"
 
 
+@pytest.mark.process
 def test_importing_harness_mcp_does_not_import_the_sdk() -> None:
     code = "import sys, harness.mcp; sys.exit(1 if 'mcp' in sys.modules or 'mcp_types' in sys.modules else 0)"
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2], timeout=60)

@@ -10,10 +10,9 @@ import pytest
 
 from harness.mcp import McpManager, McpServer, ServerStatus
 from harness.testing import call_tool
+from tests.mcp.conftest import PYTHON, free_port, require_everything, require_time_server
 
-from .conftest import PYTHON, free_port, require_everything, require_time_server
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]  # the public servers run as processes
 
 
 async def test_time_server_lists_its_tools_with_hints_and_answers_a_call() -> None:

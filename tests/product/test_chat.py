@@ -44,6 +44,7 @@ def spawn_chat(tmp_path: Path, env: dict[str, str]) -> Any:
     return child
 
 
+@pytest.mark.process
 def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path: Path) -> None:
     env = chat_env(
         tmp_path,
@@ -131,6 +132,7 @@ def test_ctrl_d_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     assert child.exitstatus == 0
 
 
+@pytest.mark.process
 def test_a_second_ctrl_c_during_a_turn_exits(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [{"text": "Dawdling through a very long answer", "chunks": 40, "delay_ms": 500}])
     child = spawn_chat(tmp_path, env)
@@ -147,6 +149,7 @@ def test_a_second_ctrl_c_during_a_turn_exits(tmp_path: Path) -> None:
     assert child.exitstatus in (0, 1)
 
 
+@pytest.mark.process
 def test_a_broken_config_file_is_one_sentence_and_no_traceback(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [])
     config = tmp_path / "xdg" / "acp-agent" / "config.toml"
@@ -261,6 +264,7 @@ def test_plans_and_usage_render() -> None:
     )
 
 
+@pytest.mark.process
 def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(tmp_path: Path) -> None:
     import socket
     import subprocess
@@ -288,6 +292,7 @@ def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(tmp_path
     assert "Traceback" not in result.stdout + result.stderr
 
 
+@pytest.mark.process
 def test_chat_asks_a_permission_inline_shows_the_diff_and_writes_the_file_when_allowed(
     tmp_path: Path,
 ) -> None:
@@ -423,6 +428,7 @@ def test_the_block_stream_never_cuts_inside_a_code_fence() -> None:
     assert blocks.flush() == "after"
 
 
+@pytest.mark.process
 def test_chat_shows_markdown_and_a_commands_output_once(tmp_path: Path) -> None:
     pyte = pytest.importorskip("pyte", reason="pyte (dev extra) emulates the terminal screen")
     import io

@@ -340,6 +340,7 @@ def test_every_setting_is_in_the_readme_configuration_table() -> None:
         assert ("needs trust to widen" in row) == bool(s.narrows), f"{s.key}: say a project may narrow it"
 
 
+@pytest.mark.process
 def test_resolving_the_configuration_imports_neither_pydantic_nor_anyio_nor_harness(tmp_path: Path) -> None:
     import subprocess
     import sys

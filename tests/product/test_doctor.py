@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.process
+
 ACP_AGENT = Path(sys.executable).parent / "acp-harness-agent"
 MCP_TIME = Path(sys.executable).parent / "mcp-server-time"
 

@@ -103,6 +103,7 @@ def test_every_editor_directory_has_a_three_step_readme_and_a_snippet() -> None:
     assert len([s for s in snippets() if s.snippet.startswith("editors/zed/")]) == 2
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("launch", snippets(), ids=lambda launch: launch.snippet)
 def test_snippet_command_answers_initialize(launch: Launch, tmp_path: Path) -> None:
     assert launch.command == "acp-harness-agent", "snippets run the installed console script"

@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 
 from harness.policy import PermissionStore, Rule, Verdict
+
+pytestmark = pytest.mark.process
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

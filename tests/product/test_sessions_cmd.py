@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.process
+
 ACP_AGENT = Path(sys.executable).parent / "acp-harness-agent"
 
 

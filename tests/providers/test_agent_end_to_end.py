@@ -8,12 +8,12 @@ from typing import Any
 
 import anyio
 import pytest
-from sse_fixtures import fixture
 
 from acp_conformance.fake_model import FakeServer, Reply
+from tests.providers.sse_fixtures import fixture
 from tests.reliability._reliability_support import agent_env, agent_process, initialized
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 KEY = "sk-test-e2e-0123456789"
 

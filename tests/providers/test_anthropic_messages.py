@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from provider_support import LIMIT_S, drain, drain_until_error, prompt, weather_tool
-from sse_fixtures import fixture
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness import (
@@ -23,6 +21,8 @@ from harness import (
 )
 from harness.model import Finish, ReasoningChunk, TextChunk, ToolInput, ToolReady, ToolStart, UsageChunk
 from harness.providers import Messages
+from tests.providers.provider_support import LIMIT_S, drain, drain_until_error, prompt, weather_tool
+from tests.providers.sse_fixtures import fixture
 
 pytestmark = pytest.mark.anyio
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from provider_support import LIMIT_S, drain_until_error, prompt
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness import ErrorKind, ModelError
 from harness.providers import ChatCompletions, Messages
+from tests.providers.provider_support import LIMIT_S, drain_until_error, prompt
 
 pytestmark = pytest.mark.anyio
 

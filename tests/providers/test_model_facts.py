@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from model_lists import route_litellm, route_llamacpp, route_ollama, route_openrouter, route_vllm
-from provider_support import LIMIT_S
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness.providers.factory import describe_models
 from harness.providers.model_info import ModelInfo, parse_model_list
+from tests.providers.model_lists import (
+    route_litellm,
+    route_llamacpp,
+    route_ollama,
+    route_openrouter,
+    route_vllm,
+)
+from tests.providers.provider_support import LIMIT_S
 
 pytestmark = pytest.mark.anyio
 

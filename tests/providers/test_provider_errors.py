@@ -6,12 +6,12 @@ from typing import Any
 
 import anyio
 import pytest
-from provider_support import LIMIT_S, drain_until_error, prompt
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness import ErrorKind, ModelError
 from harness.model import Model
 from harness.providers import ChatCompletions, Messages, Responses
+from tests.providers.provider_support import LIMIT_S, drain_until_error, prompt
 
 pytestmark = pytest.mark.anyio
 

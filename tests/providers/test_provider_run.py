@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from provider_support import LIMIT_S
-from sse_fixtures import fixture
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness import EndReason, Message, Reasoning, Run, Tools, tool
 from harness.providers import Messages, RetryModel
+from tests.providers.provider_support import LIMIT_S
+from tests.providers.sse_fixtures import fixture
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,6 @@ from typing import Any
 
 import anyio
 import pytest
-from provider_support import LIMIT_S, drain, drain_until_error, prompt
-from sse_fixtures import fixture
 
 from acp_conformance.fake_model import Drop, FakeServer, Reply, Stall
 from harness import ErrorKind, FinishReason, ModelError
@@ -22,6 +20,8 @@ from harness.providers import (
     build_model,
     list_models,
 )
+from tests.providers.provider_support import LIMIT_S, drain, drain_until_error, prompt
+from tests.providers.sse_fixtures import fixture
 
 pytestmark = pytest.mark.anyio
 

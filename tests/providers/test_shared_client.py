@@ -9,12 +9,12 @@ from collections.abc import Sequence
 
 import anyio
 import pytest
-from provider_support import LIMIT_S, drain, prompt
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness.model import TextChunk
 from harness.providers import ChatCompletions, Messages, _clients
 from harness.providers._clients import shared_clients
+from tests.providers.provider_support import LIMIT_S, drain, prompt
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _reliability_support import REPO, AgentProcess, params_of, update_of
 from anyio.streams.buffered import BufferedByteReceiveStream
+
+from tests.reliability._reliability_support import REPO, AgentProcess, params_of, update_of
 
 
 @dataclass

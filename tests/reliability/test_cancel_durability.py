@@ -12,12 +12,19 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import AgentProcess, agent_env, agent_process, initialized, params_of, update_of
 
 from acp_conformance.fake_model import FakeServer, Recorded, Reply, Stall
 from bench._wire import http_agent, provider_server, stream_for
+from tests.reliability._reliability_support import (
+    AgentProcess,
+    agent_env,
+    agent_process,
+    initialized,
+    params_of,
+    update_of,
+)
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120), pytest.mark.process]
 
 LIMIT_S = 60
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import (
+
+from tests.reliability._reliability_support import (
     LONG,
     AgentProcess,
     agent_env,
@@ -22,7 +23,7 @@ from _reliability_support import (
     write_script,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240), pytest.mark.process]
 
 CYCLES = 1000 if LONG else 100
 SEED = 1_000

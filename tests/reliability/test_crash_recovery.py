@@ -10,7 +10,9 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import (
+
+from acp_agent.protocol.jsonvalue import as_object
+from tests.reliability._reliability_support import (
     LONG,
     AgentProcess,
     agent_env,
@@ -22,9 +24,7 @@ from _reliability_support import (
     write_script,
 )
 
-from acp_agent.protocol.jsonvalue import as_object
-
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(1800 if LONG else 240), pytest.mark.process]
 
 TRIALS = 200 if LONG else 20
 SEED = 9_2024

@@ -22,12 +22,12 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import agent_env, initialized, write_script
-from _tool_agent_support import ToolAgent, is_update, tool_agent
 
 from acp_conformance.fake_model import Drop, FakeServer, Reply
+from tests.reliability._reliability_support import agent_env, initialized, write_script
+from tests.reliability._tool_agent_support import ToolAgent, is_update, tool_agent
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180), pytest.mark.process]
 
 LIMIT_S = 20  # generous: a prompt here is a few local round trips, but CI machines are slow and shared
 FAULT_SERVER = Path(__file__).parents[1] / "mcp" / "fault_server.py"

@@ -22,7 +22,11 @@ from typing import Any, cast
 import anyio
 import anyio.lowlevel
 import pytest
-from _reliability_support import (
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.reliability._reliability_support import (
     LONG,
     AgentProcess,
     agent_env,
@@ -30,11 +34,8 @@ from _reliability_support import (
     initialized,
     write_script,
 )
-from anyio.from_thread import BlockingPortal, start_blocking_portal
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-pytestmark = pytest.mark.timeout(36_000 if LONG else 900)
+pytestmark = [pytest.mark.timeout(36_000 if LONG else 900), pytest.mark.process]
 
 TOTAL_EXAMPLES = int(os.environ.get("RELIABILITY_FUZZ_EXAMPLES") or (100_000 if LONG else 2_000))
 # The share of the examples each test gets (sums to TOTAL_EXAMPLES).

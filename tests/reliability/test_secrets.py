@@ -8,9 +8,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _reliability_support import agent_env, agent_process, initialized
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+from tests.reliability._reliability_support import agent_env, agent_process, initialized
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180), pytest.mark.process]
 
 SECRET = "sk-test-SECRET-1234567890"
 

@@ -9,9 +9,17 @@ from typing import Any
 
 import anyio
 import pytest
-from _reliability_support import AgentProcess, agent_env, agent_process, initialized, update_of, write_script
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+from tests.reliability._reliability_support import (
+    AgentProcess,
+    agent_env,
+    agent_process,
+    initialized,
+    update_of,
+    write_script,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120), pytest.mark.process]
 
 ROUNDS = 30
 

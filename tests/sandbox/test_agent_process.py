@@ -12,7 +12,7 @@ import pytest
 
 from tests.acp.coding.test_sdk_end_to_end import Editor, agent_env, open_agent
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("landlock")]
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("landlock"), pytest.mark.process]
 
 
 async def open_session(conn: Any, project: Path, *, terminal: bool) -> str:

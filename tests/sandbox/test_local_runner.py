@@ -40,6 +40,7 @@ async def run(world: dict[str, Path], command: str, make_dirs: list[str] | None 
     return (await call_tool(shell, {"command": command, **extra})).result
 
 
+@pytest.mark.process
 async def test_a_sandboxed_command_writes_in_the_project_and_its_temp_but_nowhere_else(
     world: dict[str, Path],
 ) -> None:
@@ -57,6 +58,7 @@ async def test_a_sandboxed_command_writes_in_the_project_and_its_temp_but_nowher
     assert 'sandbox: "off"' in result.as_text()  # the note tells the model how to ask
 
 
+@pytest.mark.process
 async def test_protected_paths_cannot_be_written_nor_created(world: dict[str, Path]) -> None:
     project = world["project"]
     await run(
@@ -71,6 +73,7 @@ async def test_protected_paths_cannot_be_written_nor_created(world: dict[str, Pa
     assert (project / "src").is_dir() and not (project / "moved").exists()
 
 
+@pytest.mark.process
 async def test_a_child_of_the_command_inherits_the_sandbox(world: dict[str, Path]) -> None:
     out = world["outside"]
     await run(
@@ -88,6 +91,7 @@ _CONNECT = (
 )
 
 
+@pytest.mark.process
 async def test_tcp_to_a_local_listener_is_refused_with_network_off(
     world: dict[str, Path], listener: int
 ) -> None:
@@ -95,6 +99,7 @@ async def test_tcp_to_a_local_listener_is_refused_with_network_off(
     assert "connect 0" not in result.as_text() and result.value["exit_code"] != 0
 
 
+@pytest.mark.process
 async def test_tcp_to_a_local_listener_connects_with_network_on(
     world: dict[str, Path], listener: int
 ) -> None:
@@ -102,6 +107,7 @@ async def test_tcp_to_a_local_listener_connects_with_network_on(
     assert "connect 0" in result.as_text() and result.value["exit_code"] == 0
 
 
+@pytest.mark.process
 async def test_udp_leaves_only_where_a_network_namespace_closes_the_gap(world: dict[str, Path]) -> None:
     if not probe().netns:
         pytest.skip("no network namespace here: UDP is not covered by Landlock ABI < 10")
@@ -113,6 +119,7 @@ async def test_udp_leaves_only_where_a_network_namespace_closes_the_gap(world: d
     assert "sent" not in result.as_text() and "unreachable" in result.as_text()
 
 
+@pytest.mark.process
 async def test_the_same_command_unsandboxed_writes_outside(world: dict[str, Path]) -> None:
     out = world["outside"]
     shell = Shell(Root([world["project"]]), sandbox=lambda _input: None)
@@ -121,6 +128,7 @@ async def test_the_same_command_unsandboxed_writes_outside(world: dict[str, Path
     assert result.value["sandbox"] == "off"
 
 
+@pytest.mark.process
 async def test_a_new_top_level_folder_is_refused_to_the_command_and_made_for_it_through_make_dirs(
     world: dict[str, Path],
 ) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("landlock")
+pytestmark = [pytest.mark.usefixtures("landlock"), pytest.mark.process]
 
 
 def _sandbox(cwd: Path, script: str, *flags: str) -> subprocess.CompletedProcess[str]:

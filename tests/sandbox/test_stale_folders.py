@@ -15,6 +15,8 @@ import pytest
 from acp_agent.coding import _sandboxing
 from acp_agent.coding._sandboxing import FOLDER_PREFIX, STALE_AFTER_S, sweep_stale_folders
 
+pytestmark = pytest.mark.process
+
 
 def _gone_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])

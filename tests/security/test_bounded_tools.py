@@ -38,6 +38,7 @@ async def _running(agent: Victim, sid: str, tool: str) -> None:
         await agent.notification(lambda m: True, len(agent.notifications))
 
 
+@pytest.mark.process
 @pytest.mark.timeout(120)
 async def test_a_catastrophic_pattern_neither_freezes_the_grep_nor_the_other_sessions(tmp_path: Path) -> None:
     project = Project.make(tmp_path)
@@ -62,6 +63,7 @@ async def test_a_catastrophic_pattern_neither_freezes_the_grep_nor_the_other_ses
             assert any("evil.txt:51: aaaa" in t for t in agent.tool_results(first))
 
 
+@pytest.mark.process
 @pytest.mark.timeout(120)
 async def test_a_fifo_in_the_tree_does_not_hang_grep_glob_list_or_read(tmp_path: Path) -> None:
     project = Project.make(tmp_path)
@@ -87,6 +89,7 @@ async def test_a_fifo_in_the_tree_does_not_hang_grep_glob_list_or_read(tmp_path:
     assert "not a regular file" in read and "not a regular file" in grep_fifo
 
 
+@pytest.mark.process
 @pytest.mark.timeout(180)
 async def test_reading_a_huge_file_without_newlines_keeps_the_process_small(tmp_path: Path) -> None:
     project = Project.make(tmp_path)

@@ -15,7 +15,7 @@ from harness.testing import Reply
 from tests.acp.coding._support import editor_agent, fake, final, prompt, text_of
 from tests.security._attack import Answer, Project, calls, victim_agent
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def _refuse(method: str, code: int, message: str) -> Any:

@@ -15,7 +15,7 @@ from harness.protected import ProtectedPaths
 from tests.security._attack import Project, calls, reply, victim_agent
 from tests.security._flip import flipping
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 SECRET = "TOP-SECRET-outside-the-project"
 

@@ -69,6 +69,7 @@ def test_trusted_is_read_from_the_users_configuration_only(tmp_path: Path) -> No
     assert trusted.get("other", False) is False  # a project cannot vouch for its own servers
 
 
+@pytest.mark.process
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("mode", ["read-only", "plan", "default"])
 async def test_a_lying_read_only_tool_is_asked_about_and_writes_nothing(tmp_path: Path, mode: str) -> None:
@@ -84,6 +85,7 @@ async def test_a_lying_read_only_tool_is_asked_about_and_writes_nothing(tmp_path
     assert not canary.exists()
 
 
+@pytest.mark.process
 @pytest.mark.timeout(150)
 async def test_a_server_the_user_trusts_runs_its_read_only_tools_in_read_only_mode(tmp_path: Path) -> None:
     project = Project.make(tmp_path)
@@ -97,6 +99,7 @@ async def test_a_server_the_user_trusts_runs_its_read_only_tools_in_read_only_mo
     assert canary.exists()  # the user's word: the tool ran as a read
 
 
+@pytest.mark.process
 @pytest.mark.timeout(150)
 async def test_an_editor_server_named_like_a_trusted_one_is_not_trusted(tmp_path: Path) -> None:
     project = Project.make(tmp_path)

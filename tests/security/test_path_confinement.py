@@ -10,7 +10,7 @@ import pytest
 
 from tests.security._attack import Project, calls, victim_agent
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 SECRET = "TOP-SECRET-outside-the-project"
 

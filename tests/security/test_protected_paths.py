@@ -173,6 +173,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.process
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "no-sandbox"])
 @pytest.mark.parametrize("editor_fs", [True, False], ids=["editor-fs", "disk"])
@@ -214,6 +215,7 @@ async def test_accept_edits_with_always_rules_asks_for_every_protected_write_and
     assert not any(b"CANARY" in data for data in after.values())
 
 
+@pytest.mark.process
 @pytest.mark.timeout(120)
 async def test_the_users_configuration_folder_is_protected_when_a_home_folder_is_the_project(
     tmp_path: Path,

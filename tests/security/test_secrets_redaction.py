@@ -102,6 +102,7 @@ def test_a_log_record_holding_a_key_is_redacted_in_the_file_and_on_stderr(tmp_pa
                 handler.close()
 
 
+@pytest.mark.process
 async def test_the_editors_terminal_is_told_to_blank_the_keys_the_agent_holds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

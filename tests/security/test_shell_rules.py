@@ -214,6 +214,7 @@ def test_every_row_of_the_table_says_what_the_options_do() -> None:
 # --- the real process ------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.timeout(150)
 async def test_remembered_rules_do_not_run_the_attacks_that_used_to_slip_through(tmp_path: Path) -> None:
     project = Project.make(tmp_path)

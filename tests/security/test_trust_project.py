@@ -25,7 +25,7 @@ from tests.security._trust_support import (
     tool,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240), pytest.mark.process]
 
 
 @pytest.fixture

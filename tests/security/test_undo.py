@@ -23,6 +23,7 @@ def _said(agent: Victim, sid: str) -> str:
     )
 
 
+@pytest.mark.process
 @pytest.mark.timeout(120)
 async def test_undo_after_a_folder_became_a_symlink_writes_nothing_outside(tmp_path: Path) -> None:
     project = Project.make(tmp_path)
@@ -42,6 +43,7 @@ async def test_undo_after_a_folder_became_a_symlink_writes_nothing_outside(tmp_p
     assert "skipped" in said and "symbolic link" in said
 
 
+@pytest.mark.process
 @pytest.mark.timeout(120)
 async def test_undo_asks_before_losing_changes_made_since_and_a_no_keeps_them(tmp_path: Path) -> None:
     project = Project.make(tmp_path)
@@ -65,6 +67,7 @@ async def test_undo_asks_before_losing_changes_made_since_and_a_no_keeps_them(tm
     assert "Nothing was undone" in _said(agent, sid) and "those changes are lost" in _said(agent, sid)
 
 
+@pytest.mark.process
 @pytest.mark.timeout(120)
 async def test_undo_of_a_protected_file_asks_even_after_the_write_was_allowed(tmp_path: Path) -> None:
     project = Project.make(tmp_path)

@@ -64,6 +64,7 @@ def _call(shell: Shell, host: _Host, command: str) -> Call:
     return Call(ToolCall("c1", "shell", {"command": command}), host=host, spec=shell.spec())
 
 
+@pytest.mark.process
 async def test_output_streams_as_progress_and_the_result_has_the_exit_code(tmp_path: Path) -> None:
     out = await call_tool(Shell(Root([tmp_path])), {"command": "echo one; echo two >&2; exit 3"})
     assert "".join(p["output"] for p in out.progress) == "one\ntwo\n"
@@ -73,12 +74,14 @@ async def test_output_streams_as_progress_and_the_result_has_the_exit_code(tmp_p
     assert r.value["timed_out"] is False and r.value["cancelled"] is False
 
 
+@pytest.mark.process
 async def test_stdin_is_empty_so_reading_commands_do_not_hang(tmp_path: Path) -> None:
     with anyio.fail_after(10):
         out = await call_tool(Shell(Root([tmp_path])), {"command": "cat; read x; echo done"})
     assert out.result.value["output"] == "done\n"
 
 
+@pytest.mark.process
 async def test_cwd_is_confined_to_the_root(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     shell = Shell(Root([tmp_path]))
@@ -108,6 +111,7 @@ async def test_blank_command_is_an_error_result(tmp_path: Path) -> None:
     assert (await call_tool(Shell(Root([tmp_path])), {"command": "   "})).result.error
 
 
+@pytest.mark.process
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     shell = Shell(Root([tmp_path]))
     with anyio.fail_after(20):
@@ -117,12 +121,14 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     await _wait_dead(*_pids(r.value["output"]))
 
 
+@pytest.mark.process
 async def test_timeout_is_capped(tmp_path: Path) -> None:
     shell = Shell(Root([tmp_path]), max_timeout_s=30)
     r = (await call_tool(shell, {"command": "true", "timeout_s": 1000})).result
     assert "[timeout_s capped at 30]" in r.as_text() and r.value["exit_code"] == 0
 
 
+@pytest.mark.process
 async def test_cancelling_the_task_kills_the_whole_process_group(tmp_path: Path) -> None:
     shell = Shell(Root([tmp_path]))
     host = _Host()
@@ -134,6 +140,7 @@ async def test_cancelling_the_task_kills_the_whole_process_group(tmp_path: Path)
     await _wait_dead(*_pids("".join(host.chunks)))
 
 
+@pytest.mark.process
 async def test_the_run_cancel_flag_kills_the_group_and_ends_cancelled(tmp_path: Path) -> None:
     shell = Shell(Root([tmp_path]), cancel_poll_s=0.01)
     host = _Host()
@@ -153,6 +160,7 @@ async def test_the_run_cancel_flag_kills_the_group_and_ends_cancelled(tmp_path: 
     await _wait_dead(*_pids("".join(host.chunks)))
 
 
+@pytest.mark.process
 async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path) -> None:
     with anyio.fail_after(20):
         out = await call_tool(Shell(Root([tmp_path])), {"command": "sleep 300 & echo bg=$!"})
@@ -160,6 +168,7 @@ async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path) -> Non
     await _wait_dead(int(out.result.value["output"].split("=")[1]))
 
 
+@pytest.mark.process
 async def test_output_is_capped_keeping_head_and_tail(tmp_path: Path) -> None:
     shell = Shell(Root([tmp_path]), max_output_chars=1000)
     r = (await call_tool(shell, {"command": "seq 1 100000"})).result

@@ -13,8 +13,7 @@ import anyio
 import pytest
 
 from harness.testing import Reply
-
-from ._support import (
+from tests.acp.coding._support import (
     calls,
     cancelled,
     contents,
@@ -39,6 +38,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 # --- session responses, modes, options, commands --------------------------------------------------
 
 
+@pytest.mark.process
 async def test_session_new_offers_modes_config_options_and_then_commands(tmp_path: Path) -> None:
     async with editor_agent(tmp_path, fake()) as (editor, sid, _):
         answer = next(m for m in editor.messages if m.get("result", {}).get("sessionId") == sid)
@@ -265,6 +265,7 @@ async def test_in_zed_reject_once_sends_no_status_over_zeds_own_mark(tmp_path: P
         assert all(u.get("status") != "failed" for u in tool_updates(editor, "call_0_write_file"))
 
 
+@pytest.mark.process
 async def test_allow_always_is_remembered_in_the_project_file_across_restarts(tmp_path: Path) -> None:
     first = fake(calls(("shell", {"command": "git status"})), Reply(text="ok"))
     (tmp_path / "project").mkdir()
@@ -470,6 +471,7 @@ async def test_bad_tool_input_fails_the_call_clearly(
 # --- shell ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_shell_runs_in_the_editor_terminal_embedded_in_the_call(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "echo hello; exit 3"})), Reply(text="ok"))
     caps = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
@@ -489,6 +491,7 @@ async def test_shell_runs_in_the_editor_terminal_embedded_in_the_call(tmp_path: 
         assert ups[0]["title"] == "shell" or any(u.get("title") == "echo hello; exit 3" for u in ups)
 
 
+@pytest.mark.process
 async def test_cancel_during_an_editor_terminal_kills_then_releases(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "sleep 60"})), Reply(text="never"))
     caps = {"terminal": True}
@@ -511,6 +514,7 @@ async def test_cancel_during_an_editor_terminal_kills_then_releases(tmp_path: Pa
         assert methods.index("terminal/kill") < methods.index("terminal/release")
 
 
+@pytest.mark.process
 async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Path) -> None:
     from tests.sandbox.test_namespaces import running, wait_gone
 
@@ -564,6 +568,7 @@ async def test_local_shell_streams_with_the_terminal_meta_the_client_advertised(
         ]
 
 
+@pytest.mark.process
 async def test_local_shell_output_is_text_content_without_terminal_support(tmp_path: Path) -> None:
     model = fake(calls(("shell", {"command": "echo plain"})), Reply(text="ok"))
     async with editor_agent(tmp_path, model, capabilities={}) as (editor, sid, _):

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from harness.testing import Reply
-
-from ._support import editor_agent, fake, prompt
+from tests.acp.coding._support import editor_agent, fake, prompt
 
 pytestmark = pytest.mark.anyio
 

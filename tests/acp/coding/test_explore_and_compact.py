@@ -14,8 +14,7 @@ import pytest
 from acp_agent.session._updates import PARENT_META_KEY
 from harness import ToolResult, Usage
 from harness.testing import Reply
-
-from ._support import calls, editor_agent, fake, final, prompt, text_of, tool_updates
+from tests.acp.coding._support import calls, editor_agent, fake, final, prompt, text_of, tool_updates
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 AGENT = [sys.executable, "-m", "acp_agent"]
 

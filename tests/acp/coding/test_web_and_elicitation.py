@@ -19,8 +19,7 @@ from harness import Decision, Question, ToolCall, ToolSpec
 from harness.mcp import Elicitation
 from harness.policy import Rule, Verdict
 from harness.testing import Reply
-
-from ._support import calls, editor_agent, fake, final, last, prompt, select, text_of
+from tests.acp.coding._support import calls, editor_agent, fake, final, last, prompt, select, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -108,6 +107,7 @@ def _fault_config(project: Path) -> None:
     )
 
 
+@pytest.mark.process
 async def test_an_mcp_form_elicitation_goes_to_the_editor_and_the_answer_back(tmp_path: Path) -> None:
     _fault_config(tmp_path / "project")
     model = fake(calls(("mcp__fault__ask", {})), Reply(text="ok"))
@@ -126,6 +126,7 @@ async def test_an_mcp_form_elicitation_goes_to_the_editor_and_the_answer_back(tm
         assert "accept:Ada:36" in text_of(ended)
 
 
+@pytest.mark.process
 async def test_without_elicitation_a_free_form_field_is_declined(tmp_path: Path) -> None:
     _fault_config(tmp_path / "project")
     model = fake(calls(("mcp__fault__ask", {})), Reply(text="ok"))

@@ -11,10 +11,9 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import Turn
+from tests.acp.frontier._frontier_support import ZED_BETA, check_wire, frontier_agent
 
-from ._frontier_support import ZED_BETA, check_wire, frontier_agent
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 NEAR_WINDOW = {"input": 195_000, "output": 10}
 UNSTABLE = {"compaction_update", "compaction_summary_chunk", "notice", "plan_update", "plan_removed"}

@@ -11,10 +11,9 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import Turn
+from tests.acp.frontier._frontier_support import check_wire, frontier_agent, model_messages, validate
 
-from ._frontier_support import check_wire, frontier_agent, model_messages, validate
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def _texts(messages: list[dict[str, Any]]) -> list[str]:

@@ -12,10 +12,9 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import ToolCall, Turn
+from tests.acp.frontier._frontier_support import check_wire, frontier_agent, validate
 
-from ._frontier_support import check_wire, frontier_agent, validate
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 class EchoServer:

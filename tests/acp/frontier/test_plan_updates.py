@@ -10,10 +10,9 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import ToolCall, Turn
+from tests.acp.frontier._frontier_support import check_wire, frontier_agent
 
-from ._frontier_support import check_wire, frontier_agent
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 STEPS = [{"content": "read the code", "status": "in_progress"}, {"content": "fix it"}]
 

@@ -13,10 +13,9 @@ import pytest
 
 from acp_conformance.fake_model import FakeModel, Turn
 from acp_conformance.fake_model.turn import ToolCall
+from tests.acp.frontier._frontier_support import KEY, check_wire, frontier_agent, validate
 
-from ._frontier_support import KEY, check_wire, frontier_agent, validate
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 SECRET = "gw-token-5f0e1d2c3b4a"
 

@@ -14,10 +14,9 @@ import pytest
 
 from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.fake_model import ToolCall, Turn
+from tests.acp.frontier._frontier_support import check_wire, frontier_agent
 
-from ._frontier_support import check_wire, frontier_agent
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 PROMPT = "Where is foo defined?"
 TURNS = [

@@ -19,7 +19,7 @@ from tests.acp.instructions._support import (
     user_messages,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def _commands(p: Project) -> dict[str, dict[str, Any]]:

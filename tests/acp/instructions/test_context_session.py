@@ -52,6 +52,7 @@ def _hook_entries(editor: Any) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.process
 async def test_a_user_prompt_hook_that_blocks_keeps_the_prompt_from_the_model_which_is_told_why(
     tmp_path: Path,
 ) -> None:
@@ -71,6 +72,7 @@ command = "grep -q 'password' && { echo 'the prompt holds a password' >&2; exit 
     assert entry["status"] == "failed" and entry["title"].startswith("Prompt blocked by hook: grep -q")
 
 
+@pytest.mark.process
 async def test_prompt_and_session_start_hooks_add_context_and_the_stop_hook_sees_the_reply(
     tmp_path: Path,
 ) -> None:
@@ -98,6 +100,7 @@ command = "cat > {seen}"
     assert titles.count("Hook session_start: echo 'The staging server is down today.'") == 1
 
 
+@pytest.mark.process
 async def test_a_pre_tool_hook_that_asks_puts_the_question_to_the_user_where_the_mode_would_not(
     tmp_path: Path,
 ) -> None:
@@ -119,6 +122,7 @@ command = "echo '{\\"decision\\": \\"ask\\", \\"reason\\": \\"generated files ne
         assert "generated files need a review" in text_of(entry)
 
 
+@pytest.mark.process
 async def test_hooks_run_in_the_project_without_the_agents_credentials(tmp_path: Path) -> None:
     dump = _out(tmp_path) / "env.txt"
     toml = f'[[hooks.pre_tool_use]]\ncommand = "env > {dump}; pwd >> {dump}"\n'
@@ -166,6 +170,7 @@ async def test_an_unreadable_prompt_file_fails_session_new_with_a_clear_error(tm
     assert f"system_prompt_file {mine} cannot be read" in error["message"]
 
 
+@pytest.mark.process
 async def test_a_hung_prompt_hook_is_killed_when_the_prompt_is_cancelled(tmp_path: Path) -> None:
     fifo = _out(tmp_path) / "hook.pid"
     os.mkfifo(fifo)

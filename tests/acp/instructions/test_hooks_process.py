@@ -13,7 +13,7 @@ import pytest
 
 from tests.acp.instructions._support import LIMIT_S, calls, project_agent, text, tool_messages
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def _user_config(tmp: Path, toml: str) -> None:

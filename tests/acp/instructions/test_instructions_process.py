@@ -18,7 +18,7 @@ from tests.acp.instructions._support import (
     tool_messages,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def _repo(tmp: Path) -> Path:

@@ -11,12 +11,12 @@ from typing import Any
 
 import anyio
 import pytest
-from _session_mcp_support import make_env, running
 
 from acp_agent.logs import log_file_path
 from acp_agent.session._mcp import SessionMcp, merge_servers
 from harness.mcp import Elicitation, ElicitationReply, McpError
 from harness.testing import call_tool
+from tests.acp.mcp._session_mcp_support import make_env, running
 from tests.conftest import REPO
 from tests.mcp.conftest import (
     FAULT_SERVER,
@@ -107,6 +107,7 @@ def test_session_entries_win_over_config_entries_of_the_same_name() -> None:
     ]
 
 
+@pytest.mark.process
 def test_importing_the_module_loads_neither_the_sdk_nor_harness_mcp() -> None:
     code = (
         "import sys, acp_agent.session._mcp\n"
@@ -117,6 +118,7 @@ def test_importing_the_module_loads_neither_the_sdk_nor_harness_mcp() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, env=env, timeout=60)
 
 
+@pytest.mark.process
 async def test_a_server_goes_from_starting_to_ready_and_each_change_calls_on_change(tmp_path: Path) -> None:
     require_time_server()
     changes = Changes()
@@ -134,6 +136,7 @@ async def test_a_server_goes_from_starting_to_ready_and_each_change_calls_on_cha
         assert mcp.take_failures() == []
 
 
+@pytest.mark.process
 async def test_start_returns_while_a_slow_server_starts_and_its_tools_appear_once_ready(
     tmp_path: Path,
 ) -> None:
@@ -156,6 +159,7 @@ async def test_start_returns_while_a_slow_server_starts_and_its_tools_appear_onc
         assert "ready" in changes.states("slow")
 
 
+@pytest.mark.process
 async def test_a_server_that_fails_to_start_is_reported_once_with_cause_and_log_path(tmp_path: Path) -> None:
     env = make_env(tmp_path, [fault(tmp_path, "broken", FAULT_FAIL_START="1"), fault(tmp_path, "fine")])
     changes = Changes()
@@ -179,6 +183,7 @@ async def test_a_server_that_fails_to_start_is_reported_once_with_cause_and_log_
         assert mcp.status_meta()["fine"]["state"] == "ready"
 
 
+@pytest.mark.process
 async def test_an_unusable_entry_is_a_failed_server_and_the_others_still_start(tmp_path: Path) -> None:
     env = make_env(tmp_path, [{"name": "empty", "command": ""}, fault(tmp_path, "fine")])
     changes = Changes()
@@ -192,6 +197,7 @@ async def test_an_unusable_entry_is_a_failed_server_and_the_others_still_start(t
         await changes.until(lambda m: m["fine"]["state"] == "ready" and m["empty"]["state"] == "failed")
 
 
+@pytest.mark.process
 async def test_config_servers_are_merged_with_the_sessions_by_name(tmp_path: Path) -> None:
     config = [
         {"name": "fault", "command": "/nonexistent/server"},  # overridden by the session's entry
@@ -206,6 +212,7 @@ async def test_config_servers_are_merged_with_the_sessions_by_name(tmp_path: Pat
         assert mcp.take_failures() == []
 
 
+@pytest.mark.process
 async def test_a_stdio_server_runs_in_the_project_with_the_roots_of_the_session(tmp_path: Path) -> None:
     env = make_env(tmp_path, [fault(tmp_path)])
     async with running(env) as mcp:
@@ -216,6 +223,7 @@ async def test_a_stdio_server_runs_in_the_project_with_the_roots_of_the_session(
         assert await anyio.Path(f"/proc/{pid}/cwd").resolve() == await anyio.Path(env.cwd).resolve()
 
 
+@pytest.mark.process
 async def test_elicitation_is_declined_by_default_and_goes_to_a_handler_set_after_start(
     tmp_path: Path,
 ) -> None:
@@ -235,6 +243,7 @@ async def test_elicitation_is_declined_by_default_and_goes_to_a_handler_set_afte
         assert asked[0].server == "fault" and asked[0].message == "What is your name?"
 
 
+@pytest.mark.process
 async def test_aclose_ends_every_server_process_and_its_children(tmp_path: Path) -> None:
     env = make_env(tmp_path, [fault(tmp_path, "one"), fault(tmp_path, "two")])
     pids: list[int] = []
@@ -261,6 +270,7 @@ async def test_aclose_ends_every_server_process_and_its_children(tmp_path: Path)
         assert {v["state"] for v in mcp.status_meta().values()} == {"stopped"}
 
 
+@pytest.mark.process  # server-everything (node), skipped where the npm peers are absent
 async def test_prompts_of_server_everything_become_commands_that_expand_into_the_prompt(
     tmp_path: Path,
 ) -> None:
@@ -288,6 +298,7 @@ async def test_prompts_of_server_everything_become_commands_that_expand_into_the
                 await mcp.expand("everything.args-prompt", "")
 
 
+@pytest.mark.process  # server-everything (node), skipped where the npm peers are absent
 async def test_a_streamable_http_entry_with_headers_connects(tmp_path: Path) -> None:
     everything = require_everything()
     port = free_port()

@@ -12,11 +12,10 @@ import anyio.to_thread
 import pytest
 
 from acp_conformance.fake_model import FakeServer, Reply
+from tests.acp.models._support import chat_text
 from tests.providers.model_lists import route_ollama, route_vllm
 
-from ._support import chat_text
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def _doctor(tmp: Path, server: FakeServer, model: str, user_config: str = "") -> str:

@@ -13,6 +13,7 @@ import pytest
 
 from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.fake_model import FakeServer, Reply
+from tests.acp.models._support import Agent, chat_text, model_option, models_agent
 from tests.providers.model_lists import (
     route_litellm,
     route_llamacpp,
@@ -21,9 +22,7 @@ from tests.providers.model_lists import (
     route_vllm,
 )
 
-from ._support import Agent, chat_text, model_option, models_agent
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 LIMIT_S = 60
 

@@ -9,11 +9,10 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import FakeServer, Reply
+from tests.acp.models._support import KEY, chat_text, models_agent, sse
 from tests.providers.model_lists import route_vllm
 
-from ._support import KEY, chat_text, models_agent, sse
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 LIMIT_S = 60
 

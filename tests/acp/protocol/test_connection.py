@@ -5,10 +5,10 @@ from typing import Any, cast
 
 import anyio
 import pytest
-from _acp_protocol_support import WAIT, AcpClient, ScriptedHandler, agent_connection
 
 from acp_agent.protocol import Connection, ConnectionClosedError, RpcError
 from acp_agent.protocol.models import AgentMessageChunk, SessionNotification, TextContent
+from tests.acp.protocol._acp_protocol_support import WAIT, AcpClient, ScriptedHandler, agent_connection
 from tests.acp_client import memory_pipe
 
 pytestmark = pytest.mark.anyio

@@ -10,6 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
+pytestmark = pytest.mark.process
+
 SCRIPT = Path(__file__).parent / "_stdio_agent_script.py"
 REPO = Path(__file__).resolve().parents[3]
 REQUESTS = (

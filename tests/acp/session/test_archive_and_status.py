@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from harness.testing import FakeModel, Reply
+from tests.acp.session._support import running_agent
 from tests.acp_client import AcpClient
-
-from ._support import running_agent
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,7 @@ import pytest
 
 import harness.transcript
 from harness.model import Delta, Prompt, TextChunk
-
-from ._support import running_agent
+from tests.acp.session._support import running_agent
 
 pytestmark = pytest.mark.anyio
 

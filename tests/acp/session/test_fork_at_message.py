@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from harness.testing import FakeModel, Reply
+from tests.acp.session._support import running_agent, transcript_lines
 from tests.acp_client import AcpClient
-
-from ._support import running_agent, transcript_lines
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,7 @@ import pytest
 from acp_agent.session import SessionEnvironment, SessionSetup
 from harness import Tools, tool
 from harness.testing import FakeModel, Reply
-
-from ._support import running_agent, transcript_lines
+from tests.acp.session._support import running_agent, transcript_lines
 
 pytestmark = pytest.mark.anyio
 

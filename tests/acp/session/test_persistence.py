@@ -10,8 +10,7 @@ import pytest
 from acp_agent.session import SessionMeta, SessionStore
 from harness import Message
 from harness.testing import FakeModel, Reply
-
-from ._support import running_agent, transcript_lines
+from tests.acp.session._support import running_agent, transcript_lines
 
 pytestmark = pytest.mark.anyio
 

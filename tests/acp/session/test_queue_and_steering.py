@@ -12,9 +12,8 @@ import pytest
 from acp_agent.session import SessionEnvironment, SessionSetup
 from harness import Tools, tool
 from harness.testing import FakeModel, Reply
+from tests.acp.session._support import running_agent
 from tests.acp_client import AcpClient
-
-from ._support import running_agent
 
 pytestmark = pytest.mark.anyio
 

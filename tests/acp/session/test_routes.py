@@ -14,8 +14,7 @@ from acp_agent.session import _agent as agent_module  # pyright: ignore[reportPr
 from acp_agent.session._agent import ROUTES
 from acp_agent.session._setup import SessionEnvironment, SessionSetup
 from harness.testing import FakeModel, Reply
-
-from ._support import running_agent
+from tests.acp.session._support import running_agent
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,7 @@ from acp_agent.session import SessionEnvironment, SessionSetup, default_factory
 from harness import ErrorKind, ModelError, Result, Tools, tool
 from harness.testing import FakeModel, Reply
 from harness.tools._values import ToolMeta
-
-from ._support import kinds, running_agent, transcript_lines
+from tests.acp.session._support import kinds, running_agent, transcript_lines
 
 pytestmark = pytest.mark.anyio
 

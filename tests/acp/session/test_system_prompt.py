@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from harness.testing import FakeModel, Reply
-
-from ._support import running_agent
+from tests.acp.session._support import running_agent
 
 pytestmark = pytest.mark.anyio
 

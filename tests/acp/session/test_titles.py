@@ -13,9 +13,8 @@ from acp_agent.protocol.jsonvalue import as_object
 from acp_agent.session import SessionEnvironment, SessionSetup
 from harness import Model
 from harness.testing import FakeModel, Reply
+from tests.acp.session._support import running_agent
 from tests.acp_client import AcpClient
-
-from ._support import running_agent
 
 pytestmark = pytest.mark.anyio
 

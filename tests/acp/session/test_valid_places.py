@@ -11,7 +11,7 @@ import pytest
 
 from tests.acp_client import AcpClient, spawned_agent
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"]), pytest.mark.process]
 
 
 def _places(tmp_path: Path) -> dict[str, Path]:

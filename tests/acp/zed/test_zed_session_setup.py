@@ -14,11 +14,10 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import FakeServer, Reply, Stall
+from tests.acp.zed.zed_client import Thread, zed
 from tests.providers.sse_fixtures import fixture
 
-from .zed_client import Thread, zed
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives acp-agent setup through a pty")
 

@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from .zed_client import Thread, ZedClient, zed
+from tests.acp.zed.zed_client import Thread, ZedClient, zed
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 APP = "".join(f"# line {i}\n" for i in range(1, 40)) + "def answer():\n    return 41\n"
 SHELL = "python3 -c 'print(1)' && echo \"two  words\""

@@ -39,8 +39,7 @@ from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from acp_conformance.validate import MessageValidator
-
-from .zed_terminals import Refused, Terminal, TerminalHost, kill
+from tests.acp.zed.zed_terminals import Refused, Terminal, TerminalHost, kill
 
 __all__ = ["ZED_CAPABILITIES", "Terminal", "Thread", "ToolCall", "ZedClient", "zed"]
 
