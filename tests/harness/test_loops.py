@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from run_support import all_results, drive, ended
 
 from harness import EndReason, Message, Options, Result, Run, Tools, tool
 from harness.loops import LoopGuard
 from harness.testing import FakeModel, Reply
+from tests.harness.run_support import all_results, drive, ended
 
 pytestmark = pytest.mark.anyio
 

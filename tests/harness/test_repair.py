@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 import pytest
-from run_support import ScriptModel, all_results, drive
 
 from harness import Message, Run, Tools, tool
 from harness._repair import repair_arguments, resolve_name
 from harness.model import Finish, FinishReason, ToolInput, ToolReady, ToolStart
+from tests.harness.run_support import ScriptModel, all_results, drive
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _robust_support import (
+
+from acp_conformance.fake_model import FakeServer, Recorded, Reply
+from tests.providers._robust_support import (
     anthropic_call,
     anthropic_text,
     chat_call,
@@ -18,8 +20,6 @@ from _robust_support import (
     robust_agent,
     sent_tool_results,
 )
-
-from acp_conformance.fake_model import FakeServer, Recorded, Reply
 
 pytestmark = pytest.mark.anyio
 
