@@ -27,7 +27,6 @@ A setting git added after this list (a new program-starting key) is the residual
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -194,9 +193,9 @@ async def _run_sandboxed(
     timeout_s: float,
     limit: int,
 ) -> Completed:
-    """``argv`` read-only (no TCP either) in the sandbox, started in-process (no launcher interpreter: ~10 ms,
-    not ~100); its stderr is dropped (the sandbox merges it into stdout, which is parsed). The whole group
-    is killed at the end, whatever happens."""
+    """``argv`` read-only and offline in the sandbox (through the launcher, like every sandboxed command);
+    its stderr is dropped (the sandbox merges it into stdout, which is parsed). The whole group is killed
+    at the end, whatever happens."""
     from harness.sandbox import open_process
 
     wrapped = ["/bin/sh", "-c", 'exec "$@" 2>/dev/null', "sh", *argv]  # argv stays arguments: no quoting
@@ -252,11 +251,10 @@ async def run_git(
         env = _env(environ, secrets, git_overrides(listed.stdout))
         command = _pinned(repo, args)
         if found.available:
-            # Landlock without the user+network namespace: in it every file's owner reads as "nobody", so
-            # git finds each index entry's stat changed and hashes the whole tree again (3-10x slower, and
-            # past the timeout in a big repository). TCP stays closed by Landlock (ABI 4+); see the notes.
-            landlock_only = dataclasses.replace(found, netns=False, unshare=None)
-            return await _run_sandboxed(command, repo, env, landlock_only, timeout_s, limit)
+            # The whole sandbox, namespaces included: the launcher maps the user's uid to itself, so the
+            # index's owners read as they are and git does not hash the whole tree again (it did when an
+            # unmapped namespace showed every owner as "nobody").
+            return await _run_sandboxed(command, repo, env, found, timeout_s, limit)
         return await run_bounded(
             command, cwd=repo.work_tree, env=env, timeout_s=timeout_s, limit=limit, stop_at_limit=True
         )
