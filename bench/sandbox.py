@@ -4,8 +4,8 @@ The command is `bash -c true` (start-up is all there is to measure), started as 
 
 - local runner: ``LocalCommandRunner`` with the session's policy (through the launcher: user, mount, PID
   and network namespaces, then Landlock) against the same runner with no policy. Target: median overhead
-  <= 10 ms; missed since the namespaces (an interpreter's start-up, about 25-40 ms): see the notes.
-- launcher: the command line sent to an editor's terminal (``python -I -S _launch.py SPEC -- bash -c
+  <= 10 ms; missed since the namespaces (an interpreter's start-up; about 30 ms of CPU in all).
+- launcher: the command line sent to an editor's terminal (``python -I -S _start.py SPEC -- bash -c
   true``) against ``bash -c true``, both spawned directly. Reported, no target: it is an interpreter's
   start-up, paid where the editor already spends tens of milliseconds creating a terminal.
 

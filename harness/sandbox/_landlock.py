@@ -1,8 +1,8 @@
 """A small layer over Linux Landlock (C calls through ``_libc``), and the compiled spec the launcher reads.
 
-Standard library only, and light to import (no ``ctypes.util``, no dataclasses): the launcher script
-(``_launch.py``) runs it under ``python -I -S`` for every command sent to an editor's terminal, where
-each millisecond of start-up counts. It is also imported normally by ``harness.sandbox``.
+Standard library only, and light to import (no ``ctypes``, no dataclasses): the launcher (``_launch``,
+started as ``_start.py``) runs it under ``python -I -S`` for every sandboxed command, where each
+millisecond of start-up counts. It is also imported normally by ``harness.sandbox``.
 
 Kernel interface (``linux/landlock.h``, ``Documentation/userspace-api/landlock.rst``):
 
