@@ -4,7 +4,7 @@ apply a sandbox policy to this process, then exec ``CMD`` under it.
 Without ``--policy`` the current folder (and ``--write`` paths) are writable, with the default protected
 paths kept read-only, and the network is off. ``--policy`` takes a ``SandboxPolicy`` as JSON (the
 ``to_dict`` form). Exit status 126 when no sandbox can be applied: the command never runs unsandboxed.
-The agent itself wraps editor-terminal commands with the leaner launcher (``harness/sandbox/_launch.py``),
+The agent itself wraps editor-terminal commands with the leaner launcher (``harness/sandbox/_start.py``),
 which applies the same compiled rules without loading the CLI.
 """
 

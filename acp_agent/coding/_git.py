@@ -18,8 +18,8 @@ hooks, external diff and textconv drivers, credential helpers, a pager. So:
   Overrides go through ``GIT_CONFIG_COUNT`` variables (a driver name may hold ``=``, which ``-c`` cannot);
 - in an environment of a few named variables (no credential, no ``GIT_*`` of the user's that could redirect
   git, ``GIT_CONFIG_NOSYSTEM``), without optional locks, submodules ignored;
-- and, where this machine has a sandbox, inside it: read-only (no write anywhere) and, with Landlock ABI 4 or
-  newer, no TCP (not in a network namespace: see ``run_git``).
+- and, where this machine has a sandbox, inside it, as a shell command is: read-only (no write anywhere), no
+  network at all (its own network namespace), its processes ending with it (see ``run_git``).
 
 A setting git added after this list (a new program-starting key) is the residual risk the sandbox covers.
 """

@@ -55,7 +55,8 @@ __all__ = [
     "write_spec",
 ]
 
-LAUNCHER: Final = Path(__file__).with_name("_launch.py")
+LAUNCHER: Final = Path(__file__).with_name("_start.py")
+"""The launcher's entry script (``_launch`` does the work; see ``_start`` for why two)."""
 
 
 class SandboxUnavailable(OSError):

@@ -1,8 +1,8 @@
-"""A small ``ctypes`` layer over Linux Landlock, and the compiled spec the launcher reads.
+"""A small layer over Linux Landlock (C calls through ``_libc``), and the compiled spec the launcher reads.
 
-Standard library only, and light to import (no ``ctypes.util``, no dataclasses): the launcher script
-(``_launch.py``) runs it under ``python -I -S`` for every command sent to an editor's terminal, where
-each millisecond of start-up counts. It is also imported normally by ``harness.sandbox``.
+Standard library only, and light to import (no ``ctypes``, no dataclasses): the launcher (``_launch``,
+started as ``_start.py``) runs it under ``python -I -S`` for every sandboxed command, where each
+millisecond of start-up counts. It is also imported normally by ``harness.sandbox``.
 
 Kernel interface (``linux/landlock.h``, ``Documentation/userspace-api/landlock.rst``):
 
@@ -24,10 +24,18 @@ cost the launcher more than the rest of its work).
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import stat
+
+if __package__:
+    from ._libc import errno as _errno
+    from ._libc import libc as _libc
+    from ._libc import packed
+else:  # the launcher, run as a script
+    from _libc import errno as _errno
+    from _libc import libc as _libc
+    from _libc import packed
 
 TYPE_CHECKING = False  # typing costs the launcher more than all its work
 if TYPE_CHECKING:
@@ -90,34 +98,13 @@ class LandlockError(OSError):
     """A Landlock (or namespace) call failed; ``errno`` says why."""
 
 
-class _RulesetAttr(ctypes.Structure):
-    # struct landlock_ruleset_attr; the kernel accepts a shorter struct from an older ABI.
-    _fields_ = [
-        ("handled_access_fs", ctypes.c_uint64),
-        ("handled_access_net", ctypes.c_uint64),
-        ("scoped", ctypes.c_uint64),
-    ]
-
-
-class _PathBeneathAttr(ctypes.Structure):
-    _pack_ = 1  # struct landlock_path_beneath_attr is __attribute__((packed))
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-_libc: Any = None
-
-
 def _c() -> Any:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-    return _libc
+    return _libc()
 
 
 def _check(result: int, what: str) -> int:
     if result < 0:
-        err = ctypes.get_errno()
+        err = _errno()
         raise LandlockError(err, f"{what}: {os.strerror(err)}")
     return result
 
@@ -157,9 +144,9 @@ def restrict(handled_fs: int, handled_net: int, scoped: int, rules: list[tuple[s
     A rule on a path that does not exist (any more) is skipped; rights a file cannot carry are
     dropped for files. Irreversible for this thread: call it in a thread or process of its own."""
     libc = _c()
-    attr = _RulesetAttr(handled_fs, handled_net, scoped)
+    attr = packed((handled_fs, 8), (handled_net, 8), (scoped, 8))  # struct landlock_ruleset_attr
     fd = _check(
-        int(libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)),
+        int(libc.syscall(_SYS_CREATE_RULESET, attr, len(attr), 0)),
         "landlock_create_ruleset",
     )
     try:
@@ -180,9 +167,9 @@ def restrict(handled_fs: int, handled_net: int, scoped: int, rules: list[tuple[s
                     allowed &= FILE_RIGHTS
                 if not allowed:
                     continue
-                rule = _PathBeneathAttr(allowed, parent)
+                rule = packed((allowed, 8), (parent, 4))  # struct landlock_path_beneath_attr (packed)
                 _check(
-                    int(libc.syscall(_SYS_ADD_RULE, fd, _RULE_PATH_BENEATH, ctypes.byref(rule), 0)),
+                    int(libc.syscall(_SYS_ADD_RULE, fd, _RULE_PATH_BENEATH, rule, 0)),
                     f"landlock_add_rule {path}",
                 )
             finally:

@@ -1,4 +1,4 @@
-"""The sandbox launcher: ``python -I -S _launch.py SPEC [--tied] -- CMD [ARG...]`` runs ``CMD`` under the
+"""The sandbox launcher: ``python -I -S _start.py SPEC [--tied] -- CMD [ARG...]`` runs ``CMD`` under the
 compiled spec, for the local shell runner, an editor's terminal, a hook; ``--probe`` says whether this
 machine can (status 0).
 
@@ -33,7 +33,7 @@ else:  # run as a script: the sibling modules, without importing the harness pac
 
 __all__ = ["confine_and_run", "main"]
 
-_USAGE = "usage: _launch.py SPEC [--tied] -- COMMAND [ARG...] | _launch.py --probe"
+_USAGE = "usage: _start.py SPEC [--tied] -- COMMAND [ARG...] | _start.py --probe"
 _PR_SET_PDEATHSIG = 1
 _SIGKILL = 9
 _SIG_DFL = 0

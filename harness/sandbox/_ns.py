@@ -22,8 +22,14 @@ Kernel interface: ``unshare(2)``, ``mount(2)``, ``open_tree(2)`` (428), ``move_m
 
 from __future__ import annotations
 
-import ctypes
 import os
+
+if __package__:
+    from ._libc import errno, packed
+    from ._libc import libc as _libc
+else:  # the launcher, run as a script
+    from _libc import errno, packed
+    from _libc import libc as _libc
 
 TYPE_CHECKING = False  # typing costs the launcher more than all its work
 if TYPE_CHECKING:
@@ -62,30 +68,14 @@ class NamespaceError(OSError):
     """A namespace or mount call failed; ``errno`` says why."""
 
 
-class _MountAttr(ctypes.Structure):
-    _fields_ = [
-        ("attr_set", ctypes.c_uint64),
-        ("attr_clr", ctypes.c_uint64),
-        ("propagation", ctypes.c_uint64),
-        ("userns_fd", ctypes.c_uint64),
-    ]
-
-
-_libc: Any = None
-
-
 def libc() -> Any:
-    """The C library (loaded once)."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-    return _libc
+    """The C library (``_libc``: without importing ``ctypes``)."""
+    return _libc()
 
 
 def _check(result: int, what: str) -> int:
     if result < 0:
-        err = ctypes.get_errno()
+        err = errno()
         raise NamespaceError(err, f"{what}: {os.strerror(err)}")
     return result
 
@@ -112,7 +102,7 @@ def _clone(path: str) -> int | None:
         )
     )
     if fd < 0:
-        err = ctypes.get_errno()
+        err = errno()
         if err in (2, 20, 40):  # ENOENT, ENOTDIR, ELOOP: nothing to keep writable there
             return None
         raise NamespaceError(err, f"open_tree {path}: {os.strerror(err)}")
@@ -120,13 +110,9 @@ def _clone(path: str) -> int | None:
 
 
 def _read_only(fd: int, path: bytes, flags: int, what: str) -> None:
-    attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0)
+    attr = packed((_MOUNT_ATTR_RDONLY, 8), (0, 8), (0, 8), (0, 8))  # struct mount_attr
     _check(
-        int(
-            libc().syscall(
-                _SYS_MOUNT_SETATTR, fd, path, flags | _AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)
-            )
-        ),
+        int(libc().syscall(_SYS_MOUNT_SETATTR, fd, path, flags | _AT_RECURSIVE, attr, len(attr))),
         f"mount_setattr {what}",
     )
 

@@ -190,25 +190,46 @@ def _absolute(value: str, key: str) -> Path:
     return path
 
 
-def _real(path: Path) -> Path:
-    return Path(os.path.realpath(path))
+def _under(path: str, base: str) -> bool:
+    """Whether ``path`` is ``base`` or beneath it (both absolute and normalised: ``realpath``'s). Strings,
+    not ``pathlib``: thousands of ``is_relative_to`` made the spec cost tens of ms per command."""
+    return path == base or path.startswith(base if base.endswith("/") else base + "/")
 
 
-def _beneath(path: Path, base: Path) -> bool:
-    return path == base or path.is_relative_to(base)
+def _protected_real(policy: SandboxPolicy, roots: list[str]) -> list[str]:
+    """``realpath`` of every protected path of every root, with one ``lstat`` for most (a name that is
+    no symlink, in a folder already resolved) instead of one per component of the whole path."""
+    folders: dict[str, str] = {}
+    out: list[str] = []
+    for root, real_root in zip(policy.roots, roots, strict=True):
+        for rel in policy.protected:
+            parent, _, name = str(rel).rpartition("/")
+            if str(rel).startswith("/") or {"", ".", ".."} & {*str(rel).split("/")}:  # (not in ROOT_PATHS)
+                out.append(os.path.realpath(os.path.join(root, rel)))
+                continue
+            where = f"{root}/{parent}" if parent else str(root)
+            if (real_parent := folders.get(where)) is None:
+                real_parent = folders[where] = real_root if not parent else os.path.realpath(where)
+            path = f"{real_parent}/{name}" if real_parent != "/" else f"/{name}"
+            try:
+                link = stat.S_ISLNK(os.lstat(path).st_mode)
+            except OSError:
+                link = False
+            out.append(os.path.realpath(path) if link else path)
+    return out
 
 
-def _split(base: Path, access: int, excluded: Sequence[Path], dir_access: int) -> list[tuple[str, int]]:
+def _split(base: str, access: int, excluded: list[str], dir_access: int) -> list[tuple[str, int]]:
     """Rules granting ``access`` beneath ``base`` except beneath each ``excluded`` path.
 
     A folder on the way to an excluded path gets only ``dir_access`` itself; its other entries get
     ``access`` (symlinks none: their targets are judged where they lie)."""
-    if any(_beneath(base, e) for e in excluded):
+    if any(_under(base, e) for e in excluded):
         return []
-    inside = [e for e in excluded if e.is_relative_to(base)]
+    inside = [e for e in excluded if _under(e, base)]
     if not inside:
-        return [(str(base), access)]
-    rules: list[tuple[str, int]] = [(str(base), dir_access)] if dir_access else []
+        return [(base, access)]
+    rules: list[tuple[str, int]] = [(base, dir_access)] if dir_access else []
     try:
         entries = list(os.scandir(base))
     except OSError:
@@ -220,11 +241,11 @@ def _split(base: Path, access: int, excluded: Sequence[Path], dir_access: int) -
             is_dir = stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode)
         except OSError:
             continue
-        child = Path(entry.path)
+        child = entry.path
         if is_dir:
             rules.extend(_split(child, access, inside, dir_access))
-        elif not any(_beneath(child, e) for e in inside):
-            rules.append((str(child), access))
+        elif not any(_under(child, e) for e in inside):
+            rules.append((child, access))
     return rules
 
 
@@ -241,31 +262,33 @@ def compile_spec(policy: SandboxPolicy, abi: int, *, netns: bool = False) -> dic
     ``netns``: also run the command in a network namespace of its own when the network is off."""
     if not policy.enabled:
         raise ValueError("a policy with mode off has no sandbox to compile")
-    roots = [_real(r) for r in policy.roots]
-    denied = [_real(p) for p in policy.deny_read]
+    # Strings, not ``Path``s: this runs before every sandboxed command (~120 protected paths a root).
+    roots = [os.path.realpath(r) for r in policy.roots]
+    denied = [os.path.realpath(p) for p in policy.deny_read]
     # Roots stay readable even when they lie under a denied path (a project inside the agent's data).
-    read_denied = [d for d in denied if not any(_beneath(r, d) for r in roots)]
-    no_write = [*(_real(p) for p in policy.protected_paths()), *denied]
+    read_denied = [d for d in denied if not any(_under(r, d) for r in roots)]
+    no_write = [*_protected_real(policy, roots), *denied]
     if policy.state_dir is not None:  # the specs of later commands
-        no_write.append(_real(policy.state_dir))
-    rules: list[tuple[str, int]] = _split(Path("/"), _READ_ALL, read_denied, _READ_DIR)
-    rules.extend((str(r), _READ_ALL) for r in roots)
-    writable: list[Path] = []
+        no_write.append(os.path.realpath(policy.state_dir))
+    rules: list[tuple[str, int]] = _split("/", _READ_ALL, read_denied, _READ_DIR)
+    rules.extend((r, _READ_ALL) for r in roots)
+    writable: list[str] = []
     if policy.mode == "workspace-write":
         writable.extend(roots)
-        writable.extend(_real(p) for p in policy.writable)
+        writable.extend(os.path.realpath(p) for p in policy.writable)
     if policy.temp is not None:
-        writable.append(_real(policy.temp))
+        writable.append(os.path.realpath(policy.temp))
     for path in writable:
         split = _split(path, _WRITE, no_write, 0)
         rules.extend((p, a | _READ_ALL) for p, a in split)
         if split and policy.mode == "workspace-write":  # new files at the top (``_guard`` after the fact)
-            rules.append((str(path), _NEW_FILES | _READ_ALL))
+            rules.append((path, _NEW_FILES | _READ_ALL))
     rules.extend((d, _ALL) for d in _DEVICES)
-    rw = [*(str(p) for p in writable), *(d for d in _DEVICE_DIRS if os.path.isdir(d))]
-    ro = [str(p) for p in [*no_write, *nested_repositories(roots)] if any(_beneath(p, w) for w in writable)]
+    rw = [*writable, *(d for d in _DEVICE_DIRS if os.path.isdir(d))]
+    nested = [str(p) for p in nested_repositories([Path(r) for r in roots])]
+    ro = [p for p in [*no_write, *nested] if any(_under(p, w) for w in writable)]
     # Landlock cannot refuse reads beneath a readable root: a denied path inside one is covered instead.
-    hide = [str(d) for d in denied if any(d != r and _beneath(d, r) for r in roots)]
+    hide = [d for d in denied if any(d != r and _under(d, r) for r in roots)]
     return {
         "abi": abi,
         "handled_fs": ll.fs_rights(abi),

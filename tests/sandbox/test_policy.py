@@ -3,6 +3,7 @@ Seatbelt profile says the same policy, and a denial gets its note."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,28 @@ def test_a_denied_write_gets_a_note_naming_the_way_out_and_clean_output_none(pro
     assert note is not None and 'sandbox: "off"' in note and "network: true" in note
     assert explain_denial("3 passed\n", policy) is None
     assert explain_denial("Permission denied", SandboxPolicy(mode="off")) is None
+
+
+def test_protected_paths_resolve_as_realpath_would_through_symlinked_names_and_folders(
+    tmp_path: Path,
+) -> None:
+    # The spec resolves ~120 protected names a root with one lstat each; it must agree with realpath
+    # wherever a name, or the folder holding it, is a symlink (inside or outside the project).
+    from harness.sandbox._policy import _protected_real  # pyright: ignore[reportPrivateUsage]
+
+    outside = tmp_path / "dotfiles"
+    (outside / "config").mkdir(parents=True)
+    real = tmp_path / "real-project"
+    (real / "sub").mkdir(parents=True)
+    link = tmp_path / "project"
+    link.symlink_to(real)
+    (real / ".bashrc").symlink_to(outside / "bashrc")
+    (real / ".config").symlink_to(outside / "config")
+    (real / ".envrc").symlink_to("sub/envrc")
+    (real / ".profile").symlink_to(real / ".profile-loop")
+    (real / ".profile-loop").symlink_to(real / ".profile")
+    protected = (".bashrc", ".config/git", ".config/zed", ".envrc", ".profile", ".git", "a/b/c", "/etc/x")
+    policy = SandboxPolicy(roots=(link, Path("/")), protected=protected)
+    roots = [str(real), "/"]
+    expected = [os.path.realpath(p) for p in policy.protected_paths()]
+    assert _protected_real(policy, roots) == expected
