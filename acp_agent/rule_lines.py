@@ -12,12 +12,13 @@ as ``str.splitlines`` does (CRLF included); a line that is not a JSON object (a 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
+
+from harness.rule_lines import split_rule_lines
 
 __all__ = ["RULE_FILE_LIMIT", "RuleLines", "read_rule_lines"]
 
@@ -80,19 +81,5 @@ def read_rule_lines(path: Path) -> RuleLines:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return RuleLines(exists=True, error=f"is not UTF-8 text (byte {exc.start})")
-    objects: list[tuple[int, dict[str, Any]]] = []
-    foreign: list[int] = []
-    for n, line in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            value: Any = json.loads(line)
-        except (ValueError, RecursionError):
-            foreign.append(n)
-            continue
-        if isinstance(value, dict):
-            objects.append((n, cast("dict[str, Any]", value)))
-        else:
-            foreign.append(n)
+    objects, foreign = split_rule_lines(text)
     return RuleLines(tuple(objects), tuple(foreign), exists=True)

@@ -8,7 +8,7 @@ import logging
 import os
 import stat
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -16,6 +16,7 @@ import anyio.to_thread
 from ._errors import HarnessUsageError
 from ._rules import Rule
 from .atomic import write_text_atomic
+from .rule_lines import split_rule_lines
 
 __all__ = ["PermissionFileError", "PermissionStore"]
 
@@ -92,22 +93,7 @@ class PermissionStore:
         text = self._text()
         if text is None:
             return None
-        objects: list[tuple[int, dict[str, Any]]] = []
-        foreign: list[int] = []
-        for n, line in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            try:
-                data: Any = json.loads(line)
-            except (ValueError, RecursionError):
-                foreign.append(n)
-                continue
-            if isinstance(data, dict):
-                objects.append((n, cast("dict[str, Any]", data)))
-            else:
-                foreign.append(n)
-        return objects, foreign
+        return split_rule_lines(text)
 
     def _text(self) -> str | None:
         """The file's text; None when it is absent. Raises ``PermissionFileError`` for what is not a
