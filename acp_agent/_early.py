@@ -297,6 +297,8 @@ def record_session(sessions: Path, session_id: str, params: Mapping[str, Any]) -
         "id": session_id,
         "cwd": os.path.normpath(str(params["cwd"])),
         "title": None,
+        "titleSource": None,
+        "archived": False,
         "createdAt": now,
         "updatedAt": now,
         "additionalDirectories": [os.path.normpath(str(d)) for d in dirs],

@@ -24,7 +24,7 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from acp_conformance.fake_model import FakeServer, Reply
 from acp_conformance.fake_model.server import Recorded
@@ -94,7 +94,7 @@ class CacheServer:
     def url(self) -> str:
         return self.server.url
 
-    def __enter__(self) -> CacheServer:
+    def __enter__(self) -> Self:
         self.server.start()
         return self
 

@@ -28,34 +28,38 @@ def _user(text: str) -> dict[str, Any]:
 
 
 def test_each_turn_starts_with_its_first_action_in_the_agents_own_dialect() -> None:
-    server = pc.SessionServer(pc._claude, REPO)
-    step = server._step(_request(_user(pc.SESSION[2].prompt)))
-    assert step is not None
-    assert step.calls == (
-        (
-            "Edit",
-            {"file_path": "/project/src/m0.py", "old_string": "def f0_3(x):", "new_string": "def triple(x):"},
-        ),
-    )
+    with pc.SessionServer(pc._claude, REPO) as server:
+        step = server._step(_request(_user(pc.SESSION[2].prompt)))
+        assert step is not None
+        assert step.calls == (
+            (
+                "Edit",
+                {
+                    "file_path": "/project/src/m0.py",
+                    "old_string": "def f0_3(x):",
+                    "new_string": "def triple(x):",
+                },
+            ),
+        )
 
 
 def test_after_the_tool_result_the_turn_answers_and_later_turns_pick_their_own_prompt() -> None:
-    server = pc.SessionServer(pc._fast, REPO)
-    first = pc.SESSION[0]
-    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}]}
-    history = [_user(first.prompt), {"role": "assistant", "content": [{"type": "tool_use"}]}, result]
-    step = server._step(_request(*history))
-    assert step is not None and step.text == first.answer and not step.calls
-    later = [*history, {"role": "assistant", "content": "done"}, _user(pc.SESSION[1].prompt)]
-    step = server._step(_request(*later))
-    assert step is not None
-    assert step.calls[0][0] == "bash" and "f1_3" in step.calls[0][1]["command"]
+    with pc.SessionServer(pc._fast, REPO) as server:
+        first = pc.SESSION[0]
+        result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}]}
+        history = [_user(first.prompt), {"role": "assistant", "content": [{"type": "tool_use"}]}, result]
+        step = server._step(_request(*history))
+        assert step is not None and step.text == first.answer and not step.calls
+        later = [*history, {"role": "assistant", "content": "done"}, _user(pc.SESSION[1].prompt)]
+        step = server._step(_request(*later))
+        assert step is not None
+        assert step.calls[0][0] == "bash" and "f1_3" in step.calls[0][1]["command"]
 
 
 def test_a_request_without_tools_or_without_a_scripted_prompt_is_a_side_request() -> None:
-    server = pc.SessionServer(pc._ours, REPO)
-    assert server._step(_request(_user(pc.SESSION[0].prompt), tools=[])) is None
-    assert server._step(_request(_user("Write a title for this chat"))) is None
+    with pc.SessionServer(pc._ours, REPO) as server:
+        assert server._step(_request(_user(pc.SESSION[0].prompt), tools=[])) is None
+        assert server._step(_request(_user("Write a title for this chat"))) is None
 
 
 def test_every_action_of_the_session_has_a_form_in_every_dialect() -> None:

@@ -21,7 +21,6 @@ from ..protocol.errors import ConnectionClosedError, RpcError
 from ._client import ChatClient
 from ._input import LineReader, Lines
 from ._render import Renderer, as_obj, as_objs
-from ._typing import turns_typing_ahead
 
 __all__ = ["ChatApp", "ChatOptions", "agent_command"]
 
@@ -76,7 +75,7 @@ class ChatApp:
         self.can_load = False
         self.can_fork = False
         self.turns = 0
-        """Prompts sent and not answered yet (those typed during a turn queue: ``_typing``)."""
+        """Prompts sent and not answered yet."""
         self._cancelling = False
         self._asking: anyio.CancelScope | None = None
         self.typing: anyio.CancelScope | None = None
@@ -238,7 +237,9 @@ class ChatApp:
                 if text.startswith("/") and not await self.command(text):
                     return 0
                 if not text.startswith("/") or self.is_agent_command(text):
-                    await turns_typing_ahead(self, text)
+                    # One turn at a time: reading lines during a turn fought prompt_toolkit's
+                    # own terminal handling (Ctrl-C echo, Ctrl-D after the turn); see the README.
+                    await self.turn(text)
             if self.conn is not None and self.conn.closed:
                 self.renderer.error(
                     "the agent exited; its last messages are above (see the log with --log-level debug)."

@@ -24,6 +24,7 @@ def _spawn(tmp_path: Path) -> Any:
     return pexpect.spawn(str(AGENT), [], env=env, cwd=str(tmp_path), encoding="utf-8", timeout=TIMEOUT)
 
 
+@pytest.mark.process
 def test_in_a_terminal_it_says_what_it_is_and_leaves_on_the_first_ctrl_d(tmp_path: Path) -> None:
     child = _spawn(tmp_path)
     try:
@@ -38,6 +39,7 @@ def test_in_a_terminal_it_says_what_it_is_and_leaves_on_the_first_ctrl_d(tmp_pat
     assert child.exitstatus == 0
 
 
+@pytest.mark.process
 def test_typed_text_gets_a_sentence_not_a_parse_error_and_ctrl_d_still_leaves(tmp_path: Path) -> None:
     child = _spawn(tmp_path)
     try:
@@ -55,6 +57,7 @@ def test_typed_text_gets_a_sentence_not_a_parse_error_and_ctrl_d_still_leaves(tm
     assert "-32700" not in seen and "Parse error" not in seen and "jsonrpc" not in seen
 
 
+@pytest.mark.process
 def test_a_json_rpc_message_pasted_in_the_terminal_is_answered_and_one_ctrl_d_ends_it(tmp_path: Path) -> None:
     child = _spawn(tmp_path)
     try:

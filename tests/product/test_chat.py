@@ -84,6 +84,11 @@ def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path:
     assert "Traceback" not in (child.before or "")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="typing during a turn is off in chat: it fights prompt_toolkit's terminal handling (issue 29 open)",
+)
+@pytest.mark.process
 def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_turn(tmp_path: Path) -> None:
     env = chat_env(
         tmp_path,
@@ -121,6 +126,7 @@ def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_t
     ]
 
 
+@pytest.mark.process
 def test_ctrl_d_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     child = spawn_chat(tmp_path, chat_env(tmp_path, []))
     try:
@@ -164,6 +170,7 @@ def test_a_broken_config_file_is_one_sentence_and_no_traceback(tmp_path: Path) -
     assert child.exitstatus == 2
 
 
+@pytest.mark.process
 def test_a_missing_api_key_is_named_with_its_fix_and_leads_into_the_setup(tmp_path: Path) -> None:
     env = chat_env(tmp_path, [])
     env.update(ACP_AGENT_PROVIDER="anthropic", ACP_AGENT_MODEL="claude-x")

@@ -70,6 +70,7 @@ def _end(child: Any) -> None:
     child.expect(pexpect.EOF)
 
 
+@pytest.mark.process
 def test_a_cancelled_replys_partial_text_shows_once(tmp_path: Path) -> None:
     slow = {"text": "Pondering at length about everything there is", "chunks": 40, "delay_ms": 150}
     child = _spawn(tmp_path, [slow])
@@ -89,6 +90,7 @@ def test_a_cancelled_replys_partial_text_shows_once(tmp_path: Path) -> None:
     assert not any(ln.startswith("^C") and "cancelling" not in ln for ln in lines), lines
 
 
+@pytest.mark.process
 def test_a_write_shows_its_diff_once_and_one_line_for_the_call(tmp_path: Path) -> None:
     write = {"tool_calls": [{"name": "write_file", "input": {"path": "a.txt", "content": "hello\n"}}]}
     child = _spawn(tmp_path, [write, {"text": "Done."}])
@@ -109,6 +111,7 @@ def test_a_write_shows_its_diff_once_and_one_line_for_the_call(tmp_path: Path) -
     assert len([ln for ln in lines if "Write a.txt" in ln and "[edit]" in ln]) == 1, lines
 
 
+@pytest.mark.process
 def test_help_lists_mode_and_model_once(tmp_path: Path) -> None:
     child = _spawn(tmp_path, [{"text": "ok"}])
     try:
@@ -128,6 +131,7 @@ def test_help_lists_mode_and_model_once(tmp_path: Path) -> None:
     assert any(ln.startswith("/undo") for ln in lines)  # the agent's own commands are still listed
 
 
+@pytest.mark.process
 def test_a_failed_turn_is_one_error_line_without_the_agents_log_line(tmp_path: Path) -> None:
     child = _spawn(tmp_path, [{"error": "overloaded"}])
     try:
@@ -143,6 +147,7 @@ def test_a_failed_turn_is_one_error_line_without_the_agents_log_line(tmp_path: P
     assert not any("WARNING" in ln or ln.startswith("agent:") for ln in lines), lines
 
 
+@pytest.mark.process
 def test_up_recalls_the_last_prompt_and_the_history_outlives_the_chat(tmp_path: Path) -> None:
     replies = [{"text": "First."}, {"text": "Again."}, {"text": "Third."}]
     child = _spawn(tmp_path, replies)

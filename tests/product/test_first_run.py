@@ -69,6 +69,7 @@ def _server() -> FakeServer:
     return server
 
 
+@pytest.mark.process
 def test_doctor_without_a_model_points_to_setup(tmp_path: Path) -> None:
     result = _run(tmp_path, "doctor")
     model = next(line for line in result.stdout.splitlines() if "model" in line and "no model" in line)
@@ -76,6 +77,7 @@ def test_doctor_without_a_model_points_to_setup(tmp_path: Path) -> None:
     assert result.returncode == 1
 
 
+@pytest.mark.process
 def test_a_broken_config_toml_is_reported_by_doctor_without_claiming_all_defaults(tmp_path: Path) -> None:
     _config(tmp_path).parent.mkdir(parents=True)
     _config(tmp_path).write_text('provider = "openai"\nmodel = \n')
@@ -86,6 +88,7 @@ def test_a_broken_config_toml_is_reported_by_doctor_without_claiming_all_default
     assert "problems above" in settings
 
 
+@pytest.mark.process
 def test_setup_reports_a_broken_config_toml_before_asking_anything_and_leaves_it(tmp_path: Path) -> None:
     _config(tmp_path).parent.mkdir(parents=True)
     broken = 'provider = "openai"\nmodel = \n'
@@ -101,6 +104,7 @@ def test_setup_reports_a_broken_config_toml_before_asking_anything_and_leaves_it
     assert _config(tmp_path).read_text() == broken
 
 
+@pytest.mark.process
 def test_setup_lets_a_wrong_url_be_entered_again_and_then_writes_the_right_one(tmp_path: Path) -> None:
     with _server() as server:
         child: Any = pexpect.spawn(
@@ -134,6 +138,7 @@ def test_setup_lets_a_wrong_url_be_entered_again_and_then_writes_the_right_one(t
     assert f'base_url = "{server.url}/v1"' in written and NOWHERE not in written
 
 
+@pytest.mark.process
 def test_setup_quit_after_a_failed_check_writes_nothing(tmp_path: Path) -> None:
     child: Any = pexpect.spawn(str(AGENT), ["setup"], env=_env(tmp_path), encoding="utf-8", timeout=TIMEOUT)
     try:
@@ -154,12 +159,14 @@ def test_setup_quit_after_a_failed_check_writes_nothing(tmp_path: Path) -> None:
     assert child.exitstatus == 1 and not _config(tmp_path).exists()
 
 
+@pytest.mark.process
 def test_chat_without_a_model_and_without_a_terminal_says_to_run_setup(tmp_path: Path) -> None:
     result = _run(tmp_path, "chat")
     assert result.returncode == 2
     assert "no model is configured; run `acp-harness-agent setup` first" in result.stderr
 
 
+@pytest.mark.process
 def test_chat_without_a_model_in_a_terminal_runs_the_setup_and_then_chats(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

@@ -31,6 +31,7 @@ def _run_without_npm(tmp_path: Path, ci: str | None) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("ci", [None, "", "false", "0"])
 def test_without_npm_outside_ci_the_script_succeeds_and_says_the_npm_tests_skip(
     ci: str | None, tmp_path: Path
@@ -40,6 +41,7 @@ def test_without_npm_outside_ci_the_script_succeeds_and_says_the_npm_tests_skip(
     assert "npm is not installed; the MCP npm tests will be skipped" in result.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("ci", ["true", "TRUE", "1", "yes"])
 def test_without_npm_in_ci_the_script_fails(ci: str, tmp_path: Path) -> None:
     result = _run_without_npm(tmp_path, ci)

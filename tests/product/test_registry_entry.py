@@ -143,6 +143,7 @@ def _initialize(tmp_path: Path, capabilities: dict[str, Any]) -> dict[str, Any]:
     [({}, "agent"), ({"auth": {"terminal": True}}, "terminal")],
     ids=["plain client", "client with terminal auth"],
 )
+@pytest.mark.process
 def test_a_clean_start_offers_an_agent_or_terminal_auth_method(
     capabilities: dict[str, Any], wanted: str, tmp_path: Path
 ) -> None:

@@ -43,6 +43,7 @@ async def _one_call(tmp_path: Path, call: bytes, *, provider: str = "openai") ->
             return sent_tool_results(bodies[1]), agent.text()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_an_edit_whose_indentation_drifted_is_applied_reindented_and_reported(
     tmp_path: Path, provider: str
@@ -60,6 +61,7 @@ async def test_an_edit_whose_indentation_drifted_is_applied_reindented_and_repor
     assert "ignoring indentation" in results[0] and "at line 3" in results[0]
 
 
+@pytest.mark.process
 async def test_an_edit_with_curly_quotes_for_straight_ones_is_applied_with_the_files_quotes(
     tmp_path: Path,
 ) -> None:
@@ -77,6 +79,7 @@ async def test_an_edit_with_curly_quotes_for_straight_ones_is_applied_with_the_f
     assert "ignoring unicode punctuation" in results[0]
 
 
+@pytest.mark.process
 async def test_an_edit_matching_two_places_loosely_is_refused_with_their_lines(tmp_path: Path) -> None:
     (tmp_path / "project").mkdir()
     body = "def a():\n    pass\n\ndef b():\n    pass\n"
@@ -97,6 +100,7 @@ async def test_an_edit_matching_two_places_loosely_is_refused_with_their_lines(t
     ],
     ids=["trailing comma", "double-encoded", "prefixed name and string integer", "fence, quotes, case"],
 )
+@pytest.mark.process
 async def test_arguments_and_names_as_models_send_them_run_the_call(
     tmp_path: Path, name: str, raw: str
 ) -> None:
@@ -105,6 +109,7 @@ async def test_arguments_and_names_as_models_send_them_run_the_call(
     assert "if ready" not in results[0], "limit 2 reached the tool as an integer"
 
 
+@pytest.mark.process
 async def test_an_argument_beyond_repair_tells_the_model_the_field_the_type_and_the_schema(
     tmp_path: Path,
 ) -> None:
@@ -126,6 +131,7 @@ DIALECTS = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("dialect", list(DIALECTS))
 async def test_a_tool_call_written_as_text_runs_and_the_user_is_told_how_to_turn_the_parser_on(
     tmp_path: Path, dialect: str
@@ -165,6 +171,7 @@ async def test_a_tool_call_written_as_text_runs_and_the_user_is_told_how_to_turn
     ],
     ids=["inside a code fence", "an unknown tool", "a JSON answer"],
 )
+@pytest.mark.process
 async def test_a_look_alike_of_a_text_call_stays_text(tmp_path: Path, reply: str) -> None:
     with FakeServer() as server:
         server.route("POST", "/v1/chat/completions", Reply.sse(chat_text(reply, pieces=5), every=31))
@@ -188,6 +195,7 @@ LLAMA_CPP_OVERFLOW = {
 }
 
 
+@pytest.mark.process
 async def test_a_context_overflow_compacts_once_and_the_step_is_sent_again(tmp_path: Path) -> None:
     with FakeServer() as server:
         server.route(
@@ -212,6 +220,7 @@ async def test_a_context_overflow_compacts_once_and_the_step_is_sent_again(tmp_p
             assert "Done." in agent.text()
 
 
+@pytest.mark.process
 async def test_a_second_overflow_ends_the_turn_with_the_error_and_what_to_do(tmp_path: Path) -> None:
     with FakeServer() as server:
         server.route("POST", "/v1/chat/completions", Reply.json(400, LLAMA_CPP_OVERFLOW))
@@ -224,6 +233,7 @@ async def test_a_second_overflow_ends_the_turn_with_the_error_and_what_to_do(tmp
             assert len(posts(server)) == 2, "one retry, no more"
 
 
+@pytest.mark.process
 async def test_a_call_cut_by_the_output_limit_is_not_run_and_the_model_is_told(tmp_path: Path) -> None:
     cut = chat_call("write_file", '{"path": "big.txt", "content": "line one\\nline tw', finish="length")
     results, _ = await _one_call(tmp_path, cut)
@@ -231,6 +241,7 @@ async def test_a_call_cut_by_the_output_limit_is_not_run_and_the_model_is_told(t
     assert "not run" in results[0] and "output limit" in results[0] and "smaller pieces" in results[0]
 
 
+@pytest.mark.process
 async def test_a_model_repeating_a_failing_edit_is_told_once_then_stopped_for_the_user(
     tmp_path: Path,
 ) -> None:
@@ -251,6 +262,7 @@ async def test_a_model_repeating_a_failing_edit_is_told_once_then_stopped_for_th
             assert (agent.project / "a.py").read_text() == PY
 
 
+@pytest.mark.process
 async def test_a_two_megabyte_output_is_cut_and_the_model_reads_its_middle_back_through_the_file(
     tmp_path: Path,
 ) -> None:
@@ -304,6 +316,7 @@ async def test_a_two_megabyte_output_is_cut_and_the_model_reads_its_middle_back_
     ],
     ids=["crlf, bom and no final newline kept", "trailing whitespace"],
 )
+@pytest.mark.process
 async def test_each_looseness_level_is_applied_and_reported_through_the_agent(
     tmp_path: Path, before: bytes, old: str, new: str, after: bytes, level: str
 ) -> None:
@@ -316,6 +329,7 @@ async def test_each_looseness_level_is_applied_and_reported_through_the_agent(
     assert f"ignoring {level}" in results[0]
 
 
+@pytest.mark.process
 async def test_apply_patch_seeks_drifted_context_through_the_agent(tmp_path: Path) -> None:
     patch = "--- a/a.py\n+++ b/a.py\n@@ -3,2 +3,2 @@\n   if ready:\n-    return 1\n+    return 11\n"
     results, _ = await _one_call(tmp_path, chat_call("apply_patch", json.dumps({"patch": patch})))
@@ -323,6 +337,7 @@ async def test_apply_patch_seeks_drifted_context_through_the_agent(tmp_path: Pat
     assert "matched at line 3 ignoring indentation" in results[0]
 
 
+@pytest.mark.process
 async def test_anthropic_input_json_with_slips_is_repaired_through_the_agent(tmp_path: Path) -> None:
     results, _ = await _one_call(
         tmp_path, anthropic_call("read_file", '{"path": "a.py", "limit": "2",}'), provider="anthropic"

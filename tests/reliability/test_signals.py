@@ -40,6 +40,7 @@ async def _loads(home: Path, env: dict[str, str], session: str, project: Path) -
             )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: s.name)
 async def test_a_session_answered_at_start_up_survives_a_signal_right_after_the_answer(
     tmp_path: Path, signum: signal.Signals
@@ -67,6 +68,7 @@ async def test_a_session_answered_at_start_up_survives_a_signal_right_after_the_
     assert await _loads(home, env, session, project) is not None
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: s.name)
 async def test_a_session_answered_by_the_connection_survives_a_signal_right_after_the_answer(
     tmp_path: Path, signum: signal.Signals
@@ -84,6 +86,7 @@ async def test_a_session_answered_by_the_connection_survives_a_signal_right_afte
     assert await _loads(home, env, answer["sessionId"], project) is not None
 
 
+@pytest.mark.process
 async def test_a_signal_after_initialize_before_any_session_ends_the_process_cleanly(tmp_path: Path) -> None:
     home = tmp_path / "home"
     async with agent_process(home, _env(home, tmp_path)) as agent:
@@ -93,6 +96,7 @@ async def test_a_signal_after_initialize_before_any_session_ends_the_process_cle
             assert await agent.process.wait() == 0
 
 
+@pytest.mark.process
 async def test_a_signal_during_a_turn_answers_it_cancelled_and_keeps_the_session(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
@@ -115,6 +119,7 @@ async def test_a_signal_during_a_turn_answers_it_cancelled_and_keeps_the_session
     assert loaded is not None
 
 
+@pytest.mark.process
 async def test_a_session_answered_at_start_up_is_on_disk_even_when_killed_9_right_after_the_answer(
     tmp_path: Path,
 ) -> None:

@@ -65,6 +65,7 @@ _METADATA_VARIANTS = [
 ]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("variant", _METADATA_VARIANTS)
 async def test_a_sandboxed_command_cannot_change_metadata_outside_the_project(
     world: dict[str, Path], variant: str
@@ -81,6 +82,7 @@ async def test_a_sandboxed_command_cannot_change_metadata_outside_the_project(
             assert "user.evil" not in os.listxattr(target)
 
 
+@pytest.mark.process
 async def test_metadata_inside_the_project_and_temp_still_changes(world: dict[str, Path]) -> None:
     result = await run(
         world,
@@ -93,6 +95,7 @@ async def test_metadata_inside_the_project_and_temp_still_changes(world: dict[st
     assert (world["project"] / "src" / "main.sh").stat().st_mtime < 1e9
 
 
+@pytest.mark.process
 async def test_files_made_in_the_sandbox_belong_to_the_user_who_also_sees_their_own_uid(
     world: dict[str, Path],
 ) -> None:
@@ -158,6 +161,7 @@ _BACKGROUND_VARIANTS = [
 ]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("variant", _BACKGROUND_VARIANTS)
 async def test_nothing_a_command_started_outlives_it(
     world: dict[str, Path], marker: str, variant: str
@@ -168,6 +172,7 @@ async def test_nothing_a_command_started_outlives_it(
     await wait_gone(marker)
 
 
+@pytest.mark.process
 async def test_nothing_a_command_started_outlives_its_cancellation(
     world: dict[str, Path], marker: str
 ) -> None:
@@ -181,12 +186,14 @@ async def test_nothing_a_command_started_outlives_its_cancellation(
     await wait_gone(marker)
 
 
+@pytest.mark.process
 async def test_a_command_sees_only_its_own_processes(world: dict[str, Path]) -> None:
     result = await run(world, "ls /proc | grep -c '^[0-9]'; echo $$")
     count, pid = result.as_text().splitlines()[:2]
     assert int(count) <= 5 and int(pid) <= 3, result.as_text()
 
 
+@pytest.mark.process
 async def test_a_nested_repository_s_git_is_read_only_in_the_sandbox(world: dict[str, Path]) -> None:
     nested = world["project"] / "vendor" / "lib"
     (nested / ".git" / "hooks").mkdir(parents=True)
@@ -238,6 +245,7 @@ def test_landlock_without_user_namespaces_is_no_sandbox_so_commands_ask(
     assert not found.network_enforced
 
 
+@pytest.mark.process
 def test_the_launcher_never_runs_a_command_it_cannot_confine(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -255,6 +263,7 @@ def test_the_launcher_never_runs_a_command_it_cannot_confine(tmp_path: Path) -> 
     assert done.returncode == 126 and not marker.exists(), done.stderr
 
 
+@pytest.mark.process
 async def test_dev_shm_is_the_command_s_own_so_the_user_s_shared_memory_is_out_of_reach(
     world: dict[str, Path],
 ) -> None:

@@ -53,6 +53,7 @@ def _sleeper(tmp_path: Path, marker: str) -> Path:
     return path
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local-runner"])
 async def test_an_unasked_command_neither_changes_metadata_outside_nor_leaves_a_process_behind(
     tmp_path: Path, terminal: bool, marker: str
@@ -78,6 +79,7 @@ async def test_an_unasked_command_neither_changes_metadata_outside_nor_leaves_a_
     await wait_gone(marker)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("how", ["session-closed", "agent-killed"])
 async def test_a_running_command_and_its_background_processes_end_with_the_agent(
     tmp_path: Path, how: str, marker: str
@@ -117,6 +119,7 @@ def _commit_all(project: Path) -> None:
     subprocess.run([*git, "commit", "-qm", "one"], check=True)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local-runner"])
 async def test_everyday_commands_run_unasked_in_accept_edits(tmp_path: Path, terminal: bool) -> None:
     project = tmp_path / "project"
@@ -136,6 +139,7 @@ async def test_everyday_commands_run_unasked_in_accept_edits(tmp_path: Path, ter
     assert (project / "notes.txt").exists() and (project / "build" / "obj" / "a.o").exists()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local-runner"])
 async def test_a_cancelled_command_takes_its_escaped_background_processes_with_it(
     tmp_path: Path, terminal: bool, marker: str

@@ -42,6 +42,7 @@ async def run(project: Path, command: str, **inp: Any) -> Any:
     return (await call_tool(shell, {"command": command, **inp})).result
 
 
+@pytest.mark.process
 async def test_ordinary_files_are_made_changed_and_removed_at_the_top_of_the_project(project: Path) -> None:
     result = await run(
         project,
@@ -70,6 +71,7 @@ _PROTECTED_FILES = [
 ]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("command", "name"), _PROTECTED_FILES)
 async def test_a_protected_name_made_by_a_command_does_not_stay(
     project: Path, command: str, name: str
@@ -85,12 +87,14 @@ async def test_a_protected_name_made_by_a_command_does_not_stay(
     "command",
     ["mkdir .vscode", "ln -s /etc .vscode", "mkfifo .envrc", "mkdir -p .config/autostart", "mkdir build"],
 )
+@pytest.mark.process
 async def test_folders_links_and_special_files_are_not_made_at_the_top(project: Path, command: str) -> None:
     await run(project, command)
     assert _names(project) == [".config", "README.md", "src"]
     assert _names(project / ".config") == []
 
 
+@pytest.mark.process
 async def test_existing_protected_entries_cannot_be_removed_renamed_or_replaced(project: Path) -> None:
     (project / ".git").mkdir()
     (project / ".git" / "config").write_text("[core]\n")
@@ -103,6 +107,7 @@ async def test_existing_protected_entries_cannot_be_removed_renamed_or_replaced(
     assert (project / ".envrc").read_text() == "ok\n"
 
 
+@pytest.mark.process
 async def test_a_build_folder_still_comes_from_make_dirs(project: Path) -> None:
     result = await run(project, "touch build/out.o && echo built", make_dirs=["build"])
     assert "built" in result.as_text() and (project / "build" / "out.o").exists()

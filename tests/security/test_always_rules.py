@@ -149,6 +149,7 @@ def test_a_patch_spanning_the_project_and_a_folder_beside_it_remembers_each_fold
 # --- through the agent ------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_the_stored_rules_are_the_ones_the_chosen_option_named(tmp_path: Path) -> None:
     command = "ls -la && cat a && head b && tail c && rm -rf build"
     model = fake(calls(("shell", {"command": command})), Reply(text="ok"))

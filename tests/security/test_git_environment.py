@@ -282,6 +282,7 @@ def _supports() -> list[Support]:
     return [NO_SANDBOX, found] if found.available else [NO_SANDBOX]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("support", _supports(), ids=lambda s: s.mechanism)
 @pytest.mark.parametrize("name", list(HOSTILE))
 async def test_the_agents_git_status_runs_nothing_a_hostile_repository_configures(
@@ -328,6 +329,7 @@ def test_the_overrides_empty_every_driver_the_configuration_names() -> None:
     assert overrides["core.fsmonitor"] == "false" and overrides["safe.bareRepository"] == "explicit"
 
 
+@pytest.mark.process
 async def test_the_users_git_variables_do_not_redirect_the_agents_git(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     repo = committed_repo(tmp_path / "repo")
@@ -348,6 +350,7 @@ async def test_the_users_git_variables_do_not_redirect_the_agents_git(tmp_path: 
     assert state.repo == repo and state.dirty is False
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not probe().available, reason="no sandbox on this machine")
 async def test_a_setting_the_overrides_missed_still_cannot_write_in_the_sandbox(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -364,6 +367,7 @@ async def test_a_setting_the_overrides_missed_still_cannot_write_in_the_sandbox(
     assert state.describe().startswith(f"a git repository (root {repo}), branch main")
 
 
+@pytest.mark.process
 async def test_a_clean_repository_still_reads_clean_and_a_change_reads_dirty(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -380,6 +384,7 @@ async def test_a_clean_repository_still_reads_clean_and_a_change_reads_dirty(tmp
     assert (await _state(repo, _environ(tmp_path), probe())).dirty is True
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("mode", ["default", "read-only"])
 async def test_through_the_real_process_a_hostile_repository_runs_nothing_at_any_turn(
     tmp_path: Path, mode: str

@@ -139,6 +139,7 @@ _WRITES = [
 ]
 
 
+@pytest.mark.process
 @pytest.mark.anyio
 @pytest.mark.parametrize("command", _WRITES)
 async def test_a_sandboxed_command_cannot_write_them_in_a_home_folder_opened_as_a_project(
@@ -166,6 +167,7 @@ def _snapshot(root: Path) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.process
 @pytest.mark.anyio
 async def test_the_agents_own_files_inside_a_home_folder_opened_as_a_project_stay_unreadable(
     home: Path,

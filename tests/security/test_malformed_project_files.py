@@ -154,6 +154,7 @@ VARIANTS: dict[str, Make] = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", list(VARIANTS))
 async def test_a_malformed_project_file_leaves_a_working_agent(tmp_path: Path, name: str) -> None:
     project = tmp_path / "project"

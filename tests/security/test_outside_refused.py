@@ -57,6 +57,7 @@ def test_the_refusal_is_the_tools_own_words_and_only_for_paths_outside(tmp_path:
         assert confine.refusal(ToolCall("c", name, inp)) is None, (name, inp)
 
 
+@pytest.mark.process
 @pytest.mark.timeout(150)
 async def test_a_write_outside_the_project_is_refused_without_a_question(tmp_path: Path) -> None:
     project = Project.make(tmp_path)
@@ -79,6 +80,7 @@ async def test_a_write_outside_the_project_is_refused_without_a_question(tmp_pat
     assert (project.root / "inside.txt").read_text() == "hello"
 
 
+@pytest.mark.process
 @pytest.mark.timeout(150)
 async def test_accept_edits_refuses_a_write_outside_the_project_without_a_question_too(
     tmp_path: Path,

@@ -42,6 +42,7 @@ def everything_under(root: Path) -> list[Path]:
     return [root, *root.rglob("*")]
 
 
+@pytest.mark.process
 @pytest.mark.usefixtures("open_umask")
 async def test_sessions_transcripts_and_logs_are_the_users_alone(tmp_path: Path) -> None:
     home = tmp_path / "agent-home"

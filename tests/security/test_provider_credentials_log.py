@@ -43,6 +43,7 @@ def _logs(root: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.process
 async def test_providers_set_credentials_are_masked_in_every_log_in_every_encoding(tmp_path: Path) -> None:
     with FakeModel([Turn(text="never")], model="local-model") as other:
         host = other.url.removeprefix("http://")

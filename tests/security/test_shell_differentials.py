@@ -299,6 +299,7 @@ def test_always_offers_nothing_for_a_command_the_checker_cannot_read() -> None:
 # --- the real process ------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.timeout(150)
 async def test_hidden_commands_do_not_run_under_an_always_allow_rule(tmp_path: Path) -> None:
     project = Project.make(tmp_path)
@@ -407,6 +408,7 @@ def _nested(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 generated: st.SearchStrategy[str] = st.recursive(_simple, _nested, max_leaves=6)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not Path(BASH).exists(), reason="needs bash as the oracle")
 @settings(max_examples=600, deadline=None)
 @given(generated)
@@ -421,6 +423,7 @@ def test_what_the_checker_allows_starts_nothing_bash_would_not_be_allowed_to(com
     assert set(started) <= ORACLE_ALLOWED | {"nice", "timeout"}, (command, started)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not Path(BASH).exists(), reason="needs bash as the oracle")
 @pytest.mark.parametrize("command", [c for c in HOSTILE if "rm -rf ~" in c])
 def test_each_hostile_variant_really_starts_a_command_the_rules_do_not_allow(

@@ -135,6 +135,7 @@ async def test_an_allow_rule_written_after_trust_was_given_needs_trust_again(tmp
     assert [r.to_dict() for r in rules if r.verdict is Verdict.ALLOW] == [ALLOW_ALL]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("variant", ["undecodable byte", "BOM", "CRLF", "NUL in a line"])
 async def test_a_shipped_allow_everything_never_runs_a_command_unasked(
     world: dict[str, Path],  # noqa: F811

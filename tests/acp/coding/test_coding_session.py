@@ -371,6 +371,7 @@ async def test_a_cancelled_permission_leaves_no_awaiting_input_placeholder_and_t
         assert not (project / "c.txt").exists()
 
 
+@pytest.mark.process
 async def test_mode_switch_mid_turn_applies_to_the_next_call(tmp_path: Path) -> None:
     model = fake(
         calls(("shell", {"command": "echo one"})),
@@ -543,6 +544,7 @@ async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Pat
         await wait_gone(marker)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("key", ["terminal_output", "terminal_output_delta"])  # Zed's, JetBrains'
 async def test_local_shell_streams_with_the_terminal_meta_the_client_advertised(
     tmp_path: Path, key: str

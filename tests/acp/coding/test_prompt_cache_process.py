@@ -62,6 +62,7 @@ def _head(body: dict[str, Any]) -> str:
     return json.dumps(strip_cache_control([body.get("tools"), system]), sort_keys=True)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 async def test_every_request_extends_the_one_before_across_a_dirtied_tree_and_a_load(
     tmp_path: Path, provider: str
@@ -130,6 +131,7 @@ def _updates(agent: AgentProcess, kind: str) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.process
 async def test_each_turn_answers_its_usage_and_usage_update_carries_the_sessions_cost_across_a_load(
     tmp_path: Path,
 ) -> None:
@@ -172,6 +174,7 @@ async def test_each_turn_answers_its_usage_and_usage_update_carries_the_sessions
         assert abs(cost["amount"] - whole) <= 0.01 * whole, "the loaded session goes on from its total"
 
 
+@pytest.mark.process
 async def test_a_model_with_no_known_price_gets_usage_but_no_cost(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     home = tmp_path / "home"
@@ -197,6 +200,7 @@ async def test_a_model_with_no_known_price_gets_usage_but_no_cost(tmp_path: Path
     assert json.loads((home / "sessions" / session / "usage.json").read_text())["costUsd"] is None
 
 
+@pytest.mark.process
 async def test_a_declared_price_prices_the_session(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     home = tmp_path / "home"
@@ -227,6 +231,7 @@ async def test_a_declared_price_prices_the_session(tmp_path: Path) -> None:
 HAIKU = (1.0, 5.0, 0.10, 1.25)
 
 
+@pytest.mark.process
 async def test_side_work_runs_on_the_small_model_and_is_counted_at_its_price(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     script = [

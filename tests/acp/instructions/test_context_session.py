@@ -188,6 +188,7 @@ async def test_a_hung_prompt_hook_is_killed_when_the_prompt_is_cancelled(tmp_pat
     assert model.calls == 0
 
 
+@pytest.mark.process
 async def test_the_users_hooks_run_as_the_user_unless_one_asks_for_the_sandbox(tmp_path: Path) -> None:
     from tests.sandbox.conftest import require_landlock
 
