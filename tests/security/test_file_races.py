@@ -88,13 +88,13 @@ async def test_a_thread_flipping_a_folder_to_a_symlink_out_never_gets_a_read_out
     rounds = 15  # one model step each (four calls), under the turn's step limit
     script = [
         *(
-            reply(
-                ("read_file", {"path": "sub/notes.txt"}),
-                ("grep", {"pattern": "SECRET|inside", "path": "sub"}),
-                ("list_dir", {"path": "sub"}),
-                ("glob", {"pattern": "*.txt", "path": "sub"}),
+            reply(  # each round's inputs differ: the loop guard stops the same read repeated unchanged
+                ("read_file", {"path": "sub/notes.txt", "limit": 100 + i}),
+                ("grep", {"pattern": f"SECRET|inside|round{i}", "path": "sub"}),
+                ("list_dir", {"path": "./" * i + "sub"}),
+                ("glob", {"pattern": "*.txt", "path": "./" * i + "sub"}),
             )
-            for _ in range(rounds)
+            for i in range(rounds)
         ),
         reply(text="done"),
     ]
