@@ -85,6 +85,7 @@ async def _refresh_alone(cwd: Path, user: Path, n: int) -> tuple[list[float], li
 
     class _Env:
         session_id = "bench-context"
+        system_prompt = None  # no client-provided system prompt (ACP's unstable ``systemPrompt``)
 
         def __init__(self) -> None:
             self.cwd = cwd
