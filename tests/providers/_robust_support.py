@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from acp_conformance.fake_model import FakeServer
-from tests.acp_client import AcpClient, spawned_agent
+from tests.acp.models._support import Agent
+from tests.acp_client import spawned_agent
 
 __all__ = [
     "RobustAgent",
@@ -115,24 +116,10 @@ def anthropic_text(text: str) -> bytes:
 
 
 @dataclass
-class RobustAgent:
-    client: AcpClient
-    session: str
-    home: Path
+class RobustAgent(Agent):
+    """The models suite's agent handle, with the project folder the replies work in."""
+
     project: Path
-
-    async def prompt(self, text: str) -> dict[str, Any]:
-        rid = await self.client.send_request("session/prompt", self.client.prompt_params(self.session, text))
-        return await self.client.response(rid)
-
-    def updates(self, kind: str) -> list[dict[str, Any]]:
-        return [u for u in self.client.updates(self.session) if u["sessionUpdate"] == kind]
-
-    def text(self) -> str:
-        return "".join(u["content"]["text"] for u in self.updates("agent_message_chunk"))
-
-    def stderr(self) -> str:
-        return (self.home / "agent-stderr.log").read_text(encoding="utf-8", errors="replace")
 
 
 async def _allow(method: str, params: Any) -> Any:
