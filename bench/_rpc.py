@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -164,3 +165,13 @@ def figure(
     row.update(extra)
     row["ok"] = ok
     return row
+
+
+def git(cwd: Path, *args: str) -> None:
+    """``git ARGS`` in ``cwd`` for a benchmark's project (a fixed author, output kept quiet)."""
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@example.com", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )

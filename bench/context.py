@@ -13,24 +13,14 @@ run in the same repository in the same run (its unavoidable part); target: a ref
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench._rpc import INIT, Agent, figure, median, our_agent
+from bench._rpc import INIT, Agent, figure, git, median, our_agent
 
 BENCH = "context"
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=b", "-c", "user.email=b@example.com", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
 
 
 def _project(root: Path) -> Path:
@@ -54,9 +44,9 @@ def _project(root: Path) -> Path:
         (skill / "SKILL.md").write_text(
             f"---\nname: skill-{i}\ndescription: Skill number {i}.\n---\nBody {i}\n"
         )
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "init")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "init")
     (repo / "src" / "pkg" / "m0.py").write_text("changed\n")
     return repo / "src" / "pkg"
 

@@ -22,28 +22,18 @@ within 1 %, base request <= ``BASE_CEILING`` tokens. ``--quick``: 6 turns.
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from bench._cache_sim import Billed, CacheServer, Step, strip_cache_control, tokens
-from bench._rpc import INIT, Agent, figure, our_agent
+from bench._rpc import INIT, Agent, figure, git, our_agent
 
 BENCH = "cost"
 BASE_CEILING = 4000
 """Tokens of tools + system the base request may not grow past (measured 3,037, 2026-12-04; the suite
 fails past it: ``tests/acp/coding/test_prompt_cache_process.py``)."""
 SONNET = (3.0, 15.0, 0.30, 3.75)
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=b", "-c", "user.email=b@example.com", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
 
 
 def _project(root: Path) -> Path:
@@ -53,9 +43,9 @@ def _project(root: Path) -> Path:
         body = "".join(f"def f{i}_{j}(x):\n    return x * {j}\n\n" for j in range(30))
         (repo / "src" / f"m{i}.py").write_text(body)
     (repo / "AGENTS.md").write_text("# Rules\n\nRun `make check` before you finish. Keep functions short.\n")
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "init")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "init")
     return repo
 
 
