@@ -22,7 +22,7 @@ import anyio
 from ..session._setup import CommandOutcome
 
 if TYPE_CHECKING:
-    from ._gate import SessionLink
+    from .permissions._gate import SessionLink
 
 __all__ = ["CommandProvider", "McpPrompts", "SlashCommand", "SlashCommands", "StaticCommands"]
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from .._early import advertised
-from ._model_facts import resolve_facts
-from ._model_list import HTTP_PROVIDERS, cache_key, model_values, read_cache
-from ._thinking import THOUGHT, ThoughtLevel
 from ._toggles import Toggle, session_switches
+from .models._model_facts import resolve_facts
+from .models._model_list import HTTP_PROVIDERS, cache_key, model_values, read_cache
+from .models._thinking import THOUGHT, ThoughtLevel
 
 if TYPE_CHECKING:
     from ..config import Config

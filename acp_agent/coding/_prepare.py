@@ -25,14 +25,14 @@ from harness.tools import Root
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session._store import SessionStore
 from ..trust import TrustStore, rule_key
-from ._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
-from ._compact import CHECKPOINTS_FILE, read_checkpoints
-from ._context import ProjectContext, PromptFileError
-from ._gate import SessionLink
 from ._later import Later
-from ._modes import ModeState, protected_paths, read_rules, store_paths
-from ._sandboxing import SessionSandbox
-from ._trust import ProjectRuleStore
+from .context._compact import CHECKPOINTS_FILE, read_checkpoints
+from .context._context import ProjectContext, PromptFileError
+from .models._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
+from .permissions._gate import SessionLink
+from .permissions._modes import ModeState, protected_paths, read_rules, store_paths
+from .permissions._sandboxing import SessionSandbox
+from .permissions._trust import ProjectRuleStore
 
 if TYPE_CHECKING:
     from harness.compact import Checkpoint

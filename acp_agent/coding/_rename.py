@@ -14,7 +14,7 @@ from ..session._titles import MAX_TITLE
 if TYPE_CHECKING:
     from harness import Model
 
-    from ._gate import SessionLink
+    from .permissions._gate import SessionLink
 
 __all__ = ["RENAME_DESCRIPTION", "RenameCommand", "title_model_of"]
 
