@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
         sessions=Path(config.home) / "sessions",
     )
     _ending.hold()
-    from harness.providers._clients import keep_idle_clients
+    from harness.providers import keep_idle_clients
     from harness.secrets import Secrets
 
     from .coding import coding_factory
@@ -177,7 +177,7 @@ def _opening(flags: Mapping[str, Any]) -> Opening:
     ``initialize`` answer goes out first)."""
 
     def opening(cwd: Path, client_capabilities: Mapping[str, Any]) -> dict[str, Any] | None:
-        from .coding._opening import EarlyOpening
+        from .coding.opening import EarlyOpening
 
         return EarlyOpening(flags, os.environ)(cwd, client_capabilities)
 

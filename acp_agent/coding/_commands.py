@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import anyio
 
-from ..session._setup import CommandOutcome
+from ..session.plugin import CommandOutcome
 
 if TYPE_CHECKING:
     from .permissions._gate import SessionLink

@@ -42,7 +42,7 @@ from harness.text_calls import SERVER_PARSER_HINT, TextToolCalls
 from harness.tools import Journal, Shell, file_tools
 from harness.tools.plan import Plan
 
-from ..session._setup import SessionSetup, ToolDisplay
+from ..session.plugin import SessionSetup, ToolDisplay
 from ..trust import TrustStore
 from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from harness.sandbox import Support
 
     from ..config import Config
-    from ..session._setup import SessionEnvironment
+    from ..session.plugin import SessionEnvironment
     from .context._context import ProjectContext
 
 __all__ = ["CodingFactory"]
@@ -324,7 +324,7 @@ class CodingFactory:
         sandbox: SessionSandbox,
     ) -> None:
         """The user trusted the project mid-session (at the first prompt): its settings apply now."""
-        from ..session._mcp import merge_servers
+        from ..session.plugin import merge_servers
 
         environ = self.environ
 
@@ -348,7 +348,7 @@ class CodingFactory:
         servers = [s.to_acp() for s in config.mcp_servers]
         if not env.mcp_servers and not servers and not defer:
             return None
-        from ..session._mcp import SessionMcp
+        from ..session.plugin import SessionMcp
 
         async def on_change() -> None:
             from ..protocol.models import SessionInfoUpdate
@@ -373,7 +373,7 @@ def _trusted_servers(config: Config, env: SessionEnvironment) -> list[str]:
 
 
 def _user_config_file(environ: Mapping[str, str]) -> Path:
-    from ..config._files import user_config_dir
+    from ..config import user_config_dir
 
     return user_config_dir(environ) / "config.toml"
 

@@ -23,7 +23,7 @@ from harness.policy import PermissionStore, ProtectedPaths, Rule
 from harness.tools import Root
 
 from ..protocol.errors import INTERNAL_ERROR, RpcError
-from ..session._store import SessionStore
+from ..session.plugin import SessionStore
 from ..trust import TrustStore, rule_key
 from ._later import Later
 from .context._compact import CHECKPOINTS_FILE, read_checkpoints
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from harness.secrets import Secrets
 
     from ..config import Config
-    from ..session._setup import SessionEnvironment
+    from ..session.plugin import SessionEnvironment
 
 __all__ = ["Prepared", "RuleFiles", "load_config_sync", "prepare_session", "rule_stores", "trusted_rule_keys"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from ..session._setup import CommandOutcome
+from ..session.plugin import CommandOutcome
 from .permissions._gate import Cancelled
 
 if TYPE_CHECKING:

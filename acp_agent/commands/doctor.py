@@ -98,7 +98,7 @@ async def run_checks(
         report(await _check_mcp(server, cwd))
     report(await anyio.to_thread.run_sync(_check_home, config.home))
     report(await anyio.to_thread.run_sync(_check_log, config.home, env))
-    from ..coding.permissions._sandboxing import sandbox_status
+    from ..coding.reports import sandbox_status
 
     report(Check("sandbox", *await anyio.to_thread.run_sync(sandbox_status, config, env)))
     return done
@@ -173,7 +173,7 @@ async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
         listed, infos = await _check_listing(model, config.model, where)
         checks.append(listed)
         if listed.ok is not False:
-            from ..config._files import user_config_dir
+            from ..config import user_config_dir
             from .doctor_facts import facts_check
 
             checks.append(facts_check(config, infos, str(user_config_dir(env) / "config.toml")))

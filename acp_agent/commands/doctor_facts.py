@@ -26,8 +26,7 @@ def _said(value: int | bool | None, source: str | None, unit: str = "") -> str:
 
 def facts_check(config: Config, infos: Sequence[ModelInfo], env_config_file: str) -> Check:
     """The facts of the configured model, given what its server's list said (``infos``)."""
-    from ..coding.models._model_facts import resolve_facts
-    from ..coding.models._model_notes import ollama_warning
+    from ..coding.reports import ollama_warning, resolve_facts
     from .doctor import Check
 
     name = config.model or ""

@@ -40,7 +40,7 @@ def _config(cwd: Path) -> Any:
 async def _run(action: str, numbers: list[int], cwd: Path) -> int:
     from harness.policy import PermissionStore, Rule, Verdict
 
-    from ..coding.permissions._modes import store_paths
+    from ..coding.reports import store_paths
     from ..trust import TrustStore, rule_key
 
     config = _config(cwd)

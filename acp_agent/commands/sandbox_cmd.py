@@ -58,9 +58,13 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
     if not argv:
         print("acp-harness-agent sandbox: give the command after --", file=sys.stderr)
         return 2
-    from harness.sandbox import compile_spec, probe, seatbelt_profile
-    from harness.sandbox._landlock import spec_environ
-    from harness.sandbox._launch import confine_and_run
+    from harness.sandbox import (
+        compile_spec,
+        confine_and_run,
+        probe,
+        seatbelt_profile,
+        spec_environ,
+    )
 
     try:
         policy = _policy(args)

@@ -221,7 +221,7 @@ class Policy:
     def _paths_of(self, call: ToolCall) -> tuple[Path, ...]:
         inp = call.input
         if call.name == "apply_patch" and isinstance(inp.get("patch"), str):
-            from ..tools._patch import PatchError, parse_patch
+            from ..tools import PatchError, parse_patch
 
             try:
                 fps = parse_patch(str(inp["patch"]))

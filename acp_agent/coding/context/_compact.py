@@ -29,8 +29,7 @@ import anyio.to_thread
 from harness import Options, Prompt
 from harness.compact import SUMMARY_SYSTEM, Checkpoint, Compact, Compacted
 
-from ...session._setup import CommandOutcome
-from ...session._store import write_json_atomic
+from ...session.plugin import CommandOutcome, write_json_atomic
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

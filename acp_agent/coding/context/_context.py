@@ -26,7 +26,7 @@ import anyio.to_thread
 from harness import Message, Role, Text
 from harness.model import Finish, FinishReason, TextChunk, ToolStart
 
-from ...session._setup import with_client_prompt
+from ...session.plugin import with_client_prompt
 from .._commands import SlashCommand
 from .._later import Later
 from ..permissions._plan_mode import PLAN_NOTE as _PLAN_NOTE
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from harness.secrets import Secrets
 
     from ...config import Config
-    from ...session._setup import SessionEnvironment
+    from ...session.plugin import SessionEnvironment
     from ..permissions._gate import SessionLink
 
 __all__ = ["DEFAULT_PLACEHOLDER", "PromptFileError", "ProjectContext", "SystemPrompt", "base_prompt"]

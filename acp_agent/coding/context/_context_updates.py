@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
 
-from ...session._content import CONTEXT_PARTS_META
+from ...session.plugin import CONTEXT_PARTS_META
 
 __all__ = [
     "CONTEXT_META",

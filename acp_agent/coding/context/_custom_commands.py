@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from ...session._setup import CommandOutcome
+from ...session.plugin import CommandOutcome
 from .._commands import SlashCommand
 from ._textfiles import read_bounded, split_front_matter
 

@@ -1,5 +1,5 @@
 """Hooks: the user's shell commands at ``pre_tool_use``, ``post_tool_use``, ``user_prompt_submit``,
-``session_start`` and ``stop`` (``[[hooks.<event>]]`` in ``config.toml``; ``_hook_config`` checks them).
+``session_start`` and ``stop`` (``[[hooks.<event>]]`` in ``config.toml``; ``acp_agent.config`` checks them).
 
 A hook runs as ``bash -c <command>`` in the session's cwd, in its own process group, with the agent's
 environment minus its credentials (``harness.secrets.Secrets.child_env``; what it prints is redacted too) plus ``ACP_AGENT_HOOK_EVENT``, ``ACP_AGENT_SESSION_ID`` and
@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ._hook_config import HookEntry
+from ...config import HookEntry
 from ._process import Completed, run_bounded
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from harness import Hints, Result, ToolSpec
-from harness.tools._values import ToolMeta
+from harness.tools import ToolMeta
 
 from ._textfiles import read_bounded, split_front_matter
 

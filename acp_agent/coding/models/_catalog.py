@@ -134,7 +134,7 @@ async def _describe(provider: str, base_url: str | None, api_key: str | None) ->
 def _write(path: Path, key: str, models: list[str], facts: dict[str, ModelInfo]) -> None:
     from harness.atomic import private_dir
 
-    from ...session._store import write_json_atomic
+    from ...session.plugin import write_json_atomic
 
     private_dir(path.parent)  # 0700, as every folder of the agent's own data
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from harness.model_info import ModelInfo
 
-    from ...config._models import ModelDecl
+    from ...config import ModelDecl
 
 __all__ = ["FACTS", "ModelFacts", "builtin_window", "resolve_facts", "window_text"]
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from harness import Usage
     from harness.model_info import ModelInfo
 
-    from ...config._models import ModelDecl
+    from ...config import ModelDecl
 
 __all__ = ["BUILTIN_DATE", "BUILTIN_SOURCE", "Price", "builtin_price", "price_for"]
 

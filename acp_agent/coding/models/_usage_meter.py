@@ -24,7 +24,7 @@ import anyio.to_thread
 from harness import Usage
 from harness.model import UsageChunk
 
-from ...session._store import write_json_atomic
+from ...session.plugin import write_json_atomic
 
 if TYPE_CHECKING:
     from harness import Model

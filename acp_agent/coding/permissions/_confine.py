@@ -64,7 +64,7 @@ def _paths(call: ToolCall) -> Iterator[tuple[str, str]]:
             yield "cwd: ", cwd
         return
     if call.name == "apply_patch":
-        from harness.tools._patch import PatchError, parse_patch
+        from harness.tools import PatchError, parse_patch
 
         patch = inp.get("patch")
         if not isinstance(patch, str):

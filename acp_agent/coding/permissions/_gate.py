@@ -33,8 +33,7 @@ if TYPE_CHECKING:
     from harness.tools import FileSystem, Root
 
     from ...protocol.models import ToolCallContent
-    from ...session._present import ToolView
-    from ...session._setup import SessionEnvironment, SessionHandle
+    from ...session.plugin import SessionEnvironment, SessionHandle, ToolView
     from ._modes import ModeState
 
 __all__ = ["Cancelled", "PermissionGate", "RunningMarker", "SessionLink"]
@@ -243,10 +242,10 @@ class PermissionGate:
         """The permission request's ``toolCall``: title (``title``, else the view's), kind, input and what
         would change; ``note`` (why this always asks) first. A command is shown once: in a ``sh`` block
         only when the title does not already hold it whole."""
-        from harness.tools._values import read_meta
+        from harness.tools import read_meta
 
         from ...protocol.models import ContentToolCallContent, TextContent, ToolCallUpdate, dump
-        from ...session._present import MetaView
+        from ...session.plugin import MetaView
 
         view = self.views.get(call.name) or MetaView(
             call.name, read_meta(context.spec.meta if context.spec is not None else {})

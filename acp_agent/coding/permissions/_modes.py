@@ -12,7 +12,7 @@ import anyio.to_thread
 
 from harness.policy import PermissionStore, Policy, ProtectedPaths, Rule, Verdict, mode_policy
 
-from .._opening import MODE_INFO, offered_modes
+from ..opening import MODE_INFO, offered_modes
 
 if TYPE_CHECKING:
     from harness import Call, Result, ToolCall

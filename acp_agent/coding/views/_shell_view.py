@@ -17,16 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from harness.tools._values import shell_value
+from harness.tools import shell_value
 
-from ...session._present import Shown, TextCall, result_content
+from ...session.plugin import Shown, TextCall, result_content
 
 if TYPE_CHECKING:
     from harness import Result, ToolCall, ToolResult
 
     from ...protocol.models import ToolCallLocation, ToolKind
-    from ...session._present import CallView
-    from ...session._setup import SessionEnvironment
+    from ...session.plugin import CallView, SessionEnvironment
     from .._terminal import EditorTerminals
     from ._views import ProjectPaths
 

@@ -12,16 +12,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.tools import ApplyPatch, EditFile, Glob, Grep, ListDir, ReadFile, WriteFile
-from harness.tools._values import edit_value, glob_value, grep_value, read_value
+from harness.tools import (
+    ApplyPatch,
+    EditFile,
+    Glob,
+    Grep,
+    ListDir,
+    ReadFile,
+    WriteFile,
+    edit_value,
+    glob_value,
+    grep_value,
+    read_value,
+)
 
-from ...session._present import Shown, result_content, text_block
+from ...session.plugin import Shown, result_content, text_block
 
 if TYPE_CHECKING:
     from harness import Result, Tool, ToolCall, ToolResult
 
     from ...protocol.models import ToolCallContent, ToolCallLocation, ToolKind
-    from ...session._present import CallView, ToolView
+    from ...session.plugin import CallView, ToolView
 
 __all__ = ["ProjectPaths", "coding_views", "patch_files"]
 

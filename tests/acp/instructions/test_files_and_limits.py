@@ -11,7 +11,7 @@ import pytest
 
 from acp_agent.coding.context._context import DEFAULT_PLACEHOLDER, PromptFileError, base_prompt
 from acp_agent.coding.context._custom_commands import Commands, expand_arguments
-from acp_agent.coding.context._hook_config import HookEntry, check_hooks
+from acp_agent.config._hooks import HookEntry, check_hooks
 from acp_agent.coding.context._hooks import interpret
 from acp_agent.coding.context._instructions import FILE_LIMIT, TOTAL_LIMIT, Instructions
 from acp_agent.coding.context._process import Completed
