@@ -69,6 +69,7 @@ from .permissions._confine import Confinement
 from .permissions._gate import PermissionGate, RunningMarker, SessionLink
 from .permissions._modes import ModeState, PolicyMiddleware
 from .permissions._plan_mode import PlanExit
+from .permissions._protected import AGENT_PROTECTED
 from .permissions._sandboxing import SandboxGate, SessionSandbox, probe_soon, sandbox_support
 from .permissions._trust import ProjectTrustPrompt
 from .views._shell_view import ShellView, terminal_output_key
@@ -165,6 +166,7 @@ class CodingFactory:
             default_timeout_s=config.shell_timeout_s,
             sandbox=sandbox.for_call,
             secrets=secrets,
+            protected=AGENT_PROTECTED,
         )
         files = file_tools(root, journal, fs)
         confined = Confinement(root, [*(t.spec().name for t in files), shell.spec().name])

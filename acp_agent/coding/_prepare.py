@@ -31,6 +31,7 @@ from .context._context import ProjectContext, PromptFileError
 from .models._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
 from .permissions._gate import SessionLink
 from .permissions._modes import ModeState, protected_paths, read_rules, store_paths
+from .permissions._protected import AGENT_PROTECTED
 from .permissions._sandboxing import SessionSandbox
 from .permissions._trust import ProjectRuleStore
 
@@ -145,7 +146,7 @@ def prepare_session(
         config.default_mode,
         env.roots,
         (),
-        protected=ProtectedPaths(tuple(env.roots)),
+        protected=ProtectedPaths(tuple(env.roots), patterns=AGENT_PROTECTED),
         trusted_servers=trusted_servers(config, env),
     )
     sandbox = SessionSandbox(modes, env.roots, support=support())

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["add_arguments", "main"]
 
@@ -33,11 +33,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _policy(args: argparse.Namespace) -> Any:
     from harness.sandbox import SandboxPolicy
 
+    from ..coding.reports import AGENT_ROOT_PATHS  # the agent's protected list (the harness's names none)
+
     if args.policy:
-        data = json.loads(Path(args.policy).read_text(encoding="utf-8"))
+        data: Any = json.loads(Path(args.policy).read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            data = {"protected": list(AGENT_ROOT_PATHS), **cast("dict[str, Any]", data)}
         policy = SandboxPolicy.from_dict(data)
     else:
-        policy = SandboxPolicy(roots=(Path.cwd(),))
+        policy = SandboxPolicy(roots=(Path.cwd(),), protected=AGENT_ROOT_PATHS)
     extra = tuple(Path(p).absolute() for p in args.write)
     denied = tuple(Path(p).absolute() for p in args.deny_read)
     return SandboxPolicy.from_dict(

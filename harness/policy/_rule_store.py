@@ -50,13 +50,17 @@ class PermissionStore:
         self._lock = anyio.Lock()
 
     @classmethod
-    def for_project(cls, cwd: Path | str) -> PermissionStore:
-        return cls(Path(cwd) / ".acp-agent" / "permissions.jsonl")
+    def for_project(cls, cwd: Path | str, folder: str) -> PermissionStore:
+        """The store of the project at ``cwd``: ``permissions.jsonl`` in its ``folder`` (the application's
+        project folder, ``.acp-agent`` for ``acp_agent``)."""
+        return cls(Path(cwd) / folder / "permissions.jsonl")
 
     @classmethod
-    def for_user(cls, config_home: Path | str | None = None) -> PermissionStore:
+    def for_user(cls, app: str, config_home: Path | str | None = None) -> PermissionStore:
+        """The user's store: ``permissions.jsonl`` in the application's folder ``app`` of the XDG
+        configuration home."""
         base = Path(config_home or os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-        return cls(base / "acp-agent" / "permissions.jsonl")
+        return cls(base / app / "permissions.jsonl")
 
     async def rules(self) -> list[Rule]:
         return await anyio.to_thread.run_sync(self.rules_sync)

@@ -13,6 +13,7 @@ import anyio.to_thread
 from harness.policy import PermissionStore, Policy, ProtectedPaths, Rule, Verdict, mode_policy
 
 from ..opening import MODE_INFO, offered_modes
+from ._protected import AGENT_PROTECTED
 
 if TYPE_CHECKING:
     from harness import Call, Result, ToolCall
@@ -56,7 +57,7 @@ class ModeState:
             log.warning("mode %r is not offered here; starting in %r", mode, self.mode)
         self.roots = tuple(roots)
         self.stores = tuple(stores)
-        self.protected = protected or ProtectedPaths.of(self.roots)
+        self.protected = protected or ProtectedPaths.of(self.roots, patterns=AGENT_PROTECTED)
         self.trusted_servers = tuple(trusted_servers)
         self.remembered: list[Rule] = []
         self.policy: Policy = self._build()
@@ -161,7 +162,7 @@ def protected_paths(
 
     own = "one of acp-agent's own files (configuration, remembered permissions, sessions): a change can run commands or widen what the agent may do"
     extra = [(user_config_dir(environ), own), (home, own), *((p, own) for p in stores)]
-    return ProtectedPaths.of(roots, extra)
+    return ProtectedPaths.of(roots, extra, AGENT_PROTECTED)
 
 
 def store_paths(config: Any, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, Path]:

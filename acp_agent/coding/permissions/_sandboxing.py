@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from harness import Approval, Result
 from harness.policy import Policy, Verdict
-from harness.sandbox import DEFAULT_PROTECTED, SandboxPolicy, Support, probe, unavailable
+from harness.sandbox import SandboxPolicy, Support, probe, unavailable
+
+from ._protected import AGENT_ROOT_PATHS
 
 if TYPE_CHECKING:
     from harness import Call, ToolCall
@@ -49,7 +51,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PROTECTED: Final[tuple[str, ...]] = DEFAULT_PROTECTED
+PROTECTED: Final[tuple[str, ...]] = AGENT_ROOT_PATHS
 """The protected paths, relative to each root (to become the permission gate's list)."""
 SANDBOXED_MODES: Final = frozenset({"accept-edits", "read-only", "plan"})
 """Modes in which a command that runs sandboxed needs no prompt."""

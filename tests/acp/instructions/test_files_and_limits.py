@@ -11,7 +11,6 @@ import pytest
 
 from acp_agent.coding.context._context import DEFAULT_PLACEHOLDER, PromptFileError, base_prompt
 from acp_agent.coding.context._custom_commands import Commands, expand_arguments
-from acp_agent.config._hooks import HookEntry, check_hooks
 from acp_agent.coding.context._hooks import interpret
 from acp_agent.coding.context._instructions import FILE_LIMIT, TOTAL_LIMIT, Instructions
 from acp_agent.coding.context._process import Completed
@@ -19,6 +18,7 @@ from acp_agent.coding.context._skills import LISTING_LIMIT, Skills
 from acp_agent.coding.context._textfiles import read_bounded, split_front_matter
 from acp_agent.config import ConfigError, load_config
 from acp_agent.config._checks import At, Problems
+from acp_agent.config._hooks import HookEntry, check_hooks
 
 # --- reading ------------------------------------------------------------------------------------------
 
