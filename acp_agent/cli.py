@@ -1,4 +1,4 @@
-"""Command line: ``acp-harness-agent`` (no subcommand) runs the stdio agent; subcommands are registered here.
+"""Command line: ``acp-harness-agent`` (no subcommand) runs the stdio agent; ``COMMANDS`` names the subcommands.
 
 The flags are the settings table's (``acp_agent.config.SETTINGS``). The configuration is resolved
 (standard library only: ``tomllib``, the trust store) before ``initialize`` is answered, so the handshake
@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from . import __version__
 from .config import Config, add_flags, flag_settings, flag_values, load_config
@@ -21,11 +22,11 @@ if TYPE_CHECKING:
     from ._early import Opening
 
 __all__ = [
-    "COMMAND_MODULES",
+    "COMMANDS",
     "Command",
+    "CommandEntry",
     "build_parser",
     "main",
-    "register_command",
     "resolve_startup",
 ]
 
@@ -33,69 +34,77 @@ Command = Callable[[argparse.Namespace, Config], int]
 """A subcommand: gets the parsed arguments and the configuration resolved in the current directory
 (leniently: its ``problems`` say what was skipped), returns the exit code."""
 
-# name -> (help, add_arguments, run); other modules register `chat`, `doctor`, `sessions` here.
-_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Command]] = {}
+
+@dataclass(frozen=True, slots=True)
+class CommandEntry:
+    """A subcommand: its help line, and the module that implements it (``add_arguments(parser)`` and
+    ``main(args, config) -> int``), imported only when the command line names the subcommand: the stdio
+    agent (no subcommand) must start fast and must not depend on them."""
+
+    help: str
+    module: str
 
 
-def register_command(
-    name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser], None], run: Command
-) -> None:
-    """Add a subcommand (``acp-harness-agent <name> ...``). Call before ``main`` parses the arguments."""
-    _COMMANDS[name] = (help, add_arguments, run)
+COMMANDS: Final[Mapping[str, CommandEntry]] = {
+    "chat": CommandEntry("chat with the agent in this terminal", "acp_agent.chat"),
+    "doctor": CommandEntry(
+        "check the model endpoint, MCP servers, home and log file", "acp_agent.commands.doctor"
+    ),
+    "permissions": CommandEntry(
+        'list or forget the rules remembered from "always" answers', "acp_agent.commands.permissions_cmd"
+    ),
+    "sandbox": CommandEntry(
+        "run a command in the sandbox (Landlock; Seatbelt on macOS)", "acp_agent.commands.sandbox_cmd"
+    ),
+    "sessions": CommandEntry("list, show or delete saved sessions", "acp_agent.commands.sessions_cmd"),
+    "setup": CommandEntry(
+        "choose the model interactively and write the user configuration", "acp_agent.commands.setup_cmd"
+    ),
+    "trust": CommandEntry(
+        "trust a project's configuration (or --list, --revoke)", "acp_agent.commands.trust_cmd"
+    ),
+}
+"""The subcommands (``acp-harness-agent <name> ...``), by name."""
 
 
-# Modules that register subcommands on import. They are imported only when the command line names a
-# subcommand or asks for help: the stdio agent (no subcommand) must start fast and must not depend on them.
-COMMAND_MODULES = (
-    "acp_agent.chat",
-    "acp_agent.doctor",
-    "acp_agent.permissions_cmd",
-    "acp_agent.sandbox_cmd",
-    "acp_agent.trust_cmd",
-    "acp_agent.setup_cmd",
-)
-
-
-def _needs_commands(argv: Sequence[str]) -> bool:
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The subcommand the command line names (its first word that is neither a flag nor a flag's value)."""
     value_flags = {s.flag for s in flag_settings()}
     skip = False
     for token in argv:
         if skip:
             skip = False
-        elif token in ("-h", "--help"):
-            return True
         elif token in value_flags:
             skip = True
         elif not token.startswith("-"):
-            return True
-    return False
+            return token
+    return None
 
 
-def _load_command_modules() -> None:
+def _load(name: str) -> Any:
     import importlib
-    import sys
 
-    for module in COMMAND_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                print(f"acp-agent: cannot load {module}: {exc}", file=sys.stderr)
-        except Exception as exc:  # a broken subcommand must not take the others down
-            print(f"acp-agent: cannot load {module}: {exc}", file=sys.stderr)
+    module = COMMANDS[name].module
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # a missing optional dependency: say which, not a traceback
+        raise SystemExit(f"acp-agent: cannot load the {name} command ({module}): {exc}") from exc
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser; only the subcommand ``argv`` names has its module imported (for its arguments)."""
     parser = argparse.ArgumentParser(
         prog="acp-harness-agent",
         description="An ACP agent for editors. Without a subcommand it speaks ACP over stdin/stdout.",
     )
     parser.add_argument("--version", action="version", version=f"acp-harness-agent {__version__}")
     add_flags(parser)
-    if _COMMANDS:
-        sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-        for name, (help_text, add_arguments, _run) in sorted(_COMMANDS.items()):
-            add_arguments(sub.add_parser(name, help=help_text))
+    named = _named_command(argv)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, entry in sorted(COMMANDS.items()):
+        command_parser = sub.add_parser(name, help=entry.help)
+        if name == named:
+            _load(name).add_arguments(command_parser)
     return parser
 
 
@@ -112,13 +121,12 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     import sys
 
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if _needs_commands(arguments):
-        _load_command_modules()
-    args = build_parser().parse_args(arguments)
+    args = build_parser(arguments).parse_args(arguments)
     config = resolve_startup(args)
     command: str | None = getattr(args, "command", None)
     if command is not None:
-        return _COMMANDS[command][2](args, config)
+        run: Command = _load(command).main
+        return run(args, config)
     from . import _ending
 
     _ending.install()  # SIGTERM/SIGHUP: at once until a session may be announced, then as EOF
@@ -144,7 +152,7 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
         sessions=Path(config.home) / "sessions",
     )
     _ending.hold()
-    from harness.providers._clients import keep_idle_clients
+    from harness.providers import keep_idle_clients
     from harness.secrets import Secrets
 
     from .coding import coding_factory
@@ -155,7 +163,7 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     secrets = Secrets.from_env(os.environ, config.secret_names(), [config.api_key])
     keep_idle_clients()  # one process, one endpoint: the model-list request's connection serves the prompts
     factory = coding_factory(config.flags, secrets=secrets)
-    from .setup_cmd import forget_stored_key
+    from .commands.setup_cmd import forget_stored_key
 
     forget = partial(forget_stored_key, os.environ)  # logout forgets the key setup stored
     code = serve_stdio(config, factory, settings, secrets=secrets, early=early, forget_key=forget)
@@ -169,7 +177,7 @@ def _opening(flags: Mapping[str, Any]) -> Opening:
     ``initialize`` answer goes out first)."""
 
     def opening(cwd: Path, client_capabilities: Mapping[str, Any]) -> dict[str, Any] | None:
-        from .coding._opening import EarlyOpening
+        from .coding.opening import EarlyOpening
 
         return EarlyOpening(flags, os.environ)(cwd, client_capabilities)
 

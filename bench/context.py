@@ -68,8 +68,8 @@ async def _refresh_alone(cwd: Path, user: Path, n: int) -> tuple[list[float], li
 
     import anyio
 
-    from acp_agent.coding._context import ProjectContext
-    from acp_agent.coding._gate import SessionLink
+    from acp_agent.coding.context._context import ProjectContext
+    from acp_agent.coding.permissions._gate import SessionLink
     from acp_agent.config import Config
     from harness.secrets import Secrets
 

@@ -18,7 +18,7 @@ from ._pause import Answer, Approval, Need, Pending, Question
 from ._run import Ended, Run
 from ._tools import Hints, Result, Tool, Tools, ToolSource, ToolSpec
 from .conforms import conforms
-from .tools._values import ToolMeta
+from .tools import ToolMeta
 
 __all__ = ["AgentTool"]
 

@@ -1,8 +1,13 @@
 """Protected paths: files whose change can run code, or widen what the agent may do, without anyone
 running a command (the editor, git, direnv or the shell act on them by themselves).
 
-``PROTECTED`` is the one list (the sandbox excludes the same paths from what a command may write). A
-policy with a ``ProtectedPaths`` asks before any tool writes one of them, whatever its rules say: no
+``PROTECTED`` is the one list (the sandbox excludes the same paths from what a command may write). It
+names no application: the application's own configuration folders are its to add (``protect``), in front
+of it, and to pass wherever a list is taken (``ProtectedPaths(patterns=...)``, ``root_paths``, the sandbox's
+``SandboxPolicy.protected``, ``Shell(protected=...)``); ``acp_agent`` adds ``.acp-agent`` and
+``.config/acp-agent``.
+
+A policy with a ``ProtectedPaths`` asks before any tool writes one of them, whatever its rules say: no
 remembered "always" and no mode short of ``full-access`` covers them. ``ProtectedPaths.why(path)`` gives
 the sentence the permission request shows ("this file is git's own ...").
 
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePath
 
-__all__ = ["PROTECTED", "ROOT_PATHS", "Protected", "ProtectedPaths"]
+__all__ = ["PROTECTED", "ROOT_PATHS", "Protected", "ProtectedPaths", "protect", "root_paths"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +60,14 @@ def _each(names: str, why: str) -> list[Protected]:
     return [Protected(tuple(name.lower().split("/")), why, name) for name in names.split()]
 
 
+def protect(names: str, why: str) -> tuple[Protected, ...]:
+    """Patterns for ``names`` (space-separated, ``/`` between components), each protected because ``why``:
+    how an application adds its own configuration folders to ``PROTECTED``."""
+    return tuple(_each(names, why))
+
+
 _GIT = "git's own files (configuration, hooks): a change can run code at the next git command, which the editor runs constantly"
 PROTECTED: tuple[Protected, ...] = (
-    *_each(".acp-agent", "acp-agent's own configuration (MCP servers, provider, remembered permissions): "
-           "a change can run commands or widen what the agent may do"),
-    *_each(".config/acp-agent", "acp-agent's user configuration: a change can run commands or widen what "
-           "the agent may do"),
     *_each(".git", f"this file is one of {_GIT}"),
     *_each(".hg", "mercurial's own files: its configuration runs hooks at the next hg command"),
     *_each(".svn .bzr .jj _darcs .pijul .fslckout _fossil_", "version-control metadata: a change can run "
@@ -124,25 +131,38 @@ PROTECTED: tuple[Protected, ...] = (
            "starts or opens a file"),
 )  # fmt: skip
 
-ROOT_PATHS: tuple[str, ...] = tuple(p.spelling for p in PROTECTED if p.spelling and "*" not in p.spelling)
-"""``PROTECTED`` as paths relative to a root (the glob patterns left out): what a sandbox that works on
-concrete paths refuses to let a command write (``harness.sandbox`` does, at each root)."""
+
+def root_paths(patterns: Iterable[Protected]) -> tuple[str, ...]:
+    """``patterns`` as paths relative to a root (the glob patterns left out): what a sandbox that works on
+    concrete paths refuses to let a command write (``harness.sandbox`` does, at each root)."""
+    return tuple(p.spelling for p in patterns if p.spelling and "*" not in p.spelling)
+
+
+ROOT_PATHS: tuple[str, ...] = root_paths(PROTECTED)
+"""``PROTECTED`` as paths relative to a root."""
 
 
 @dataclass(frozen=True, slots=True)
 class ProtectedPaths:
-    """``PROTECTED`` below ``roots``, and the ``extra`` absolute paths (with their reasons)."""
+    """``patterns`` (by default ``PROTECTED``) below ``roots``, and the ``extra`` absolute paths (with their
+    reasons)."""
 
     roots: tuple[Path, ...] = ()
     extra: tuple[tuple[Path, str], ...] = ()
     patterns: tuple[Protected, ...] = PROTECTED
 
     @classmethod
-    def of(cls, roots: Iterable[Path | str], extra: Iterable[tuple[Path | str, str]] = ()) -> ProtectedPaths:
+    def of(
+        cls,
+        roots: Iterable[Path | str],
+        extra: Iterable[tuple[Path | str, str]] = (),
+        patterns: tuple[Protected, ...] = PROTECTED,
+    ) -> ProtectedPaths:
         """Blocking (symlinks in the roots and extras are resolved, both spellings kept)."""
         return cls(
             tuple(dict.fromkeys(q for r in roots for q in _spellings(r))),
             tuple(dict.fromkeys((q, why) for p, why in extra for q in _spellings(p))),
+            patterns,
         )
 
     def why(self, path: Path | str) -> str | None:

@@ -1,14 +1,14 @@
 """The layering of the README's architecture section, pinned: every import statement (at module level,
 inside functions, under ``TYPE_CHECKING``) and every ``importlib.import_module("…")`` of a layer is read
-from its source, and none may reach a layer above it or beside it; and what importing a package loads at
-run time (the start-up budget's seams)."""
+from its source, and none may reach a layer above it or beside it; no module imports another package's
+private module; and what importing a package loads at run time (the start-up budget's seams)."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,8 +26,31 @@ RULES: dict[str, tuple[str, ...]] = {
         "acp_agent.config",
         "acp_agent.cli",
     ),
-    "acp_agent.session": ("acp_agent.coding", "acp_agent.config", "acp_agent.chat"),
+    "acp_agent.session": (
+        "acp_agent.coding",
+        "acp_agent.config",
+        "acp_agent.chat",
+        "acp_agent.commands",
+        "acp_agent.cli",
+    ),
+    "acp_agent.coding": ("acp_agent.chat", "acp_agent.commands", "acp_agent.cli"),
+    # the configuration is resolved before `initialize` is answered: the standard library, the trust store
+    # and the rule-file reader, and of the harness only what CONFIG_MAY_USE names
+    "acp_agent.config": (
+        "acp_agent.coding",
+        "acp_agent.session",
+        "acp_agent.chat",
+        "acp_agent.commands",
+        "acp_agent.cli",
+        "acp_agent.protocol",
+    ),
 }
+
+CONFIG_MAY_USE: tuple[str, ...] = ("harness.atomic",)
+"""The harness modules ``acp_agent.config`` may import (light, standard library only)."""
+
+PRODUCT = ("harness", "acp_agent", "acp_conformance")
+"""The packages whose imports are read (tests, bench and tools may reach into private modules)."""
 
 
 def _module_name(path: Path) -> str:
@@ -77,6 +100,86 @@ def test_a_layer_never_imports_the_layers_it_must_not_know(layer: str) -> None:
         if _reaches(name, forbidden)
     ]
     assert breaches == []
+
+
+def test_the_configuration_uses_no_harness_module_but_the_light_ones_it_names() -> None:
+    breaches = [
+        f"{path.relative_to(REPO)}:{line} imports {name}"
+        for path in sorted(REPO.joinpath("acp_agent", "config").rglob("*.py"))
+        for line, name in _imports(path)
+        if _reaches(name, "harness") and not any(_reaches(name, allowed) for allowed in CONFIG_MAY_USE)
+    ]
+    assert breaches == []
+
+
+def _declares_an_api(package: str) -> bool:
+    init = REPO.joinpath(*package.split("."), "__init__.py")
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        match node:
+            case ast.Assign(targets=[ast.Name(id="__all__")]) | ast.AnnAssign(target=ast.Name(id="__all__")):
+                return True
+            case _:
+                pass
+    return False
+
+
+def private_owner(name: str, declares_an_api: Callable[[str], bool]) -> str | None:
+    """The package that owns ``name`` if it is (or is inside) a private module, else None.
+
+    A private module is one whose name starts with one underscore (``harness.tools._values``); it belongs
+    to the package holding it. A package whose ``__init__`` declares no ``__all__`` is a folder of its parent
+    (``acp_agent.coding.permissions``): its private modules belong to the nearest package above it that has
+    an API (``acp_agent.coding``)."""
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            owner = ".".join(parts[:i])
+            while "." in owner and not declares_an_api(owner):
+                owner = owner.rpartition(".")[0]
+            return owner
+    return None
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    """ "Another package's": a private module (``_x``) may be imported only by the modules of the package
+    that owns it (``private_owner``: its folder, or the nearest folder above with an API) and of the folders
+    below it. So ``acp_agent.coding`` reads the session layer through ``acp_agent.session.plugin``, never
+    ``acp_agent.session._setup``; ``acp_agent`` reads the tools' values from ``harness.tools``, not
+    ``harness.tools._values``; and the coding assembly may import ``coding.permissions._gate``, a folder
+    of its own."""
+    modules = {_module_name(path) for top in PRODUCT for path in REPO.joinpath(top).rglob("*.py")}
+    breaches = [
+        f"{path.relative_to(REPO)}:{line} imports {name}"
+        for top in PRODUCT
+        for path in sorted(REPO.joinpath(top).rglob("*.py"))
+        for line, name in _imports(path)
+        if name in modules
+        and (owner := private_owner(name, _declares_an_api)) is not None
+        and not _inside(_module_name(path), owner)
+    ]
+    assert breaches == []
+
+
+@pytest.mark.parametrize(
+    ("name", "owner"),
+    [
+        ("harness.tools._values", "harness.tools"),
+        ("harness._run", "harness"),
+        ("acp_agent.coding.permissions._gate", "acp_agent.coding"),
+        ("acp_agent.session._setup", "acp_agent.session"),
+        ("acp_agent.session.plugin", None),
+        ("harness.tools.__init__", None),
+    ],
+)
+def test_a_private_module_belongs_to_its_package_or_the_api_above_its_folder(
+    name: str, owner: str | None
+) -> None:
+    has_api = {"harness", "harness.tools", "acp_agent.coding", "acp_agent.session"}
+    assert private_owner(name, lambda package: package in has_api) == owner
 
 
 def test_the_import_reader_sees_relative_lazy_and_string_imports() -> None:

@@ -1,7 +1,7 @@
-"""``acp-harness-agent chat``: a terminal client for the agent, over ACP like an editor; and ``acp-harness-agent sessions``.
+"""``acp-harness-agent chat``: a terminal client for the agent, over ACP like an editor.
 
-Importing this package registers both subcommands with ``acp_agent.cli`` (when it offers
-``register_command``); ``add_parser``/``main`` are the same commands for a plain argparse wiring.
+``acp_agent.cli``'s command table names this package; ``add_arguments``/``main`` are the command (and
+``add_parser`` the same for a plain argparse wiring).
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def _has_model(settings: Any) -> bool:
 def _set_up(cwd: Path, flags: dict[str, Any], why: str | None) -> Any:
     """No model yet, in a terminal: run the set-up here, then the configuration it wrote (None: the
     set-up did not end with a model; it said why). ``why``: what is missing, when that can be said."""
+    from ..commands.setup_cmd import main as setup_main
     from ..config import ConfigError, load_config
-    from ..setup_cmd import main as setup_main
 
     if why:
         print(f"acp-harness-agent chat: {why}")
@@ -114,7 +114,7 @@ def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None, history: P
 
     from ._app import ChatOptions, run_chat
     from ._input import open_terminal_input
-    from ._render import Renderer, Style
+    from .render import Renderer, Style
 
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     style = Style(color)
@@ -174,18 +174,3 @@ def _no_control_echo() -> Generator[None]:
         yield
     finally:
         termios.tcsetattr(fd, termios.TCSANOW, saved)
-
-
-def _register() -> None:
-    try:
-        from ..cli import register_command
-    except ImportError:
-        return
-    from .sessions_cmd import add_arguments as sessions_arguments
-    from .sessions_cmd import main as sessions_main
-
-    register_command("chat", "chat with the agent in this terminal", add_arguments, main)
-    register_command("sessions", "list, show or delete saved sessions", sessions_arguments, sessions_main)
-
-
-_register()

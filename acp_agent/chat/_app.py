@@ -20,7 +20,7 @@ from ..protocol.connection import Connection
 from ..protocol.errors import ConnectionClosedError, RpcError
 from ._client import ChatClient
 from ._input import LineReader, Lines
-from ._render import Renderer, as_obj, as_objs
+from .render import Renderer, as_obj, as_objs
 
 __all__ = ["ChatApp", "ChatOptions", "agent_command"]
 

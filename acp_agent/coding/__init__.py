@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.secrets import Secrets
 
-    from ..session._setup import SessionEnvironment, SessionSetup
+    from ..session.plugin import SessionEnvironment, SessionSetup
     from ._factory import CodingFactory
 
 __all__ = ["LazyCodingFactory", "coding_factory"]

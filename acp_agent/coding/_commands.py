@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import anyio
 
-from ..session._setup import CommandOutcome
+from ..session.plugin import CommandOutcome
 
 if TYPE_CHECKING:
-    from ._gate import SessionLink
+    from .permissions._gate import SessionLink
 
 __all__ = ["CommandProvider", "McpPrompts", "SlashCommand", "SlashCommands", "StaticCommands"]
 

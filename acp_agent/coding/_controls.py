@@ -17,23 +17,22 @@ import anyio
 import anyio.to_thread
 
 from ..protocol.errors import RpcError
-from ..session._providers import PROVIDER_ID, SMALL_ID
-from ..session._setup import CommandOutcome
-from ._catalog import HTTP_PROVIDERS, ModelCatalog
+from ..session.plugin import PROVIDER_ID, SMALL_ID, CommandOutcome
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
-from ._model_facts import ModelFacts, resolve_facts, window_text
-from ._opening import modes_state, options_state
-from ._pricing import Price, price_for
-from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
 from ._toggles import Toggle
+from .models._catalog import HTTP_PROVIDERS, ModelCatalog
+from .models._model_facts import ModelFacts, resolve_facts, window_text
+from .models._pricing import Price, price_for
+from .models._thinking import THOUGHT, ModelSwitch, ThoughtLevel
+from .opening import modes_state, options_state
 
 if TYPE_CHECKING:
     from harness import Model
 
     from ..config import Config
-    from ..session._setup import SessionEnvironment, SessionHandle
-    from ._gate import SessionLink
-    from ._modes import ModeState
+    from ..session.plugin import SessionEnvironment, SessionHandle
+    from .permissions._gate import SessionLink
+    from .permissions._modes import ModeState
 
 __all__ = ["CodingControls", "ModelSwitch", "ThoughtLevel", "Toggle"]
 

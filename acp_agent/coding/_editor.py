@@ -28,7 +28,7 @@ from ..protocol.errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, ConnectionCl
 from ..protocol.jsonvalue import as_object
 
 if TYPE_CHECKING:
-    from ..session._setup import SessionEnvironment
+    from ..session.plugin import SessionEnvironment
 
 __all__ = ["EditorFileError", "EditorFileSystem"]
 

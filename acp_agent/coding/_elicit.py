@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness import Question
 
-from ._gate import Cancelled
+from .permissions._gate import Cancelled
 
 if TYPE_CHECKING:
     from harness.mcp import Elicitation, ElicitationReply
 
-    from ._gate import PermissionGate, SessionLink
+    from .permissions._gate import PermissionGate, SessionLink
 
 __all__ = ["McpElicitor"]
 

@@ -42,45 +42,46 @@ from harness.text_calls import SERVER_PARSER_HINT, TextToolCalls
 from harness.tools import Journal, Shell, file_tools
 from harness.tools.plan import Plan
 
-from ..session._setup import SessionSetup, ToolDisplay
+from ..session.plugin import SessionSetup, ToolDisplay
 from ..trust import TrustStore
-from ._cache_options import CacheOptions
-from ._catalog import ModelCatalog
-from ._compact import Compaction
-from ._confine import Confinement
-from ._context import SystemPrompt
-from ._context_updates import ContextAfterCompaction, TurnReminder
 from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
 from ._elicit import McpElicitor
-from ._gate import PermissionGate, RunningMarker, SessionLink
-from ._hook_calls import PostToolHooks, PreToolHooks
-from ._instructions import DeeperInstructions
-from ._model_facts import builtin_window
-from ._model_notes import ModelNotes
-from ._modes import ModeState, PolicyMiddleware
-from ._plan_mode import PlanExit
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
 from ._rename import RENAME_DESCRIPTION, RenameCommand, title_model_of
-from ._sandboxing import SandboxGate, SessionSandbox, probe_soon, sandbox_support
-from ._shell_view import ShellView, terminal_output_key
-from ._side_model import ExploreModel, SideModel, SideSummary
 from ._terminal import EditorTerminalRunner, EditorTerminals
 from ._toggles import AutoCompactSwitch, Switched, session_switches
 from ._tools import explore_tool, web_tools
-from ._trust import ProjectTrustPrompt
 from ._undo import DESCRIPTION as UNDO_DESCRIPTION
 from ._undo import UndoCommand
-from ._usage_meter import USAGE_FILE, UsageMeter
-from ._views import ProjectPaths, coding_views
+from .context._compact import Compaction
+from .context._context import SystemPrompt
+from .context._context_updates import ContextAfterCompaction, TurnReminder
+from .context._hook_calls import PostToolHooks, PreToolHooks
+from .context._instructions import DeeperInstructions
+from .models._cache_options import CacheOptions
+from .models._catalog import ModelCatalog
+from .models._model_facts import builtin_window
+from .models._model_notes import ModelNotes
+from .models._side_model import ExploreModel, SideModel, SideSummary
+from .models._usage_meter import USAGE_FILE, UsageMeter
+from .permissions._confine import Confinement
+from .permissions._gate import PermissionGate, RunningMarker, SessionLink
+from .permissions._modes import ModeState, PolicyMiddleware
+from .permissions._plan_mode import PlanExit
+from .permissions._protected import AGENT_PROTECTED
+from .permissions._sandboxing import SandboxGate, SessionSandbox, probe_soon, sandbox_support
+from .permissions._trust import ProjectTrustPrompt
+from .views._shell_view import ShellView, terminal_output_key
+from .views._views import ProjectPaths, coding_views
 
 if TYPE_CHECKING:
     from harness import Message, Model
     from harness.sandbox import Support
 
     from ..config import Config
-    from ..session._setup import SessionEnvironment
-    from ._context import ProjectContext
+    from ..session.plugin import SessionEnvironment
+    from .context._context import ProjectContext
 
 __all__ = ["CodingFactory"]
 
@@ -165,6 +166,7 @@ class CodingFactory:
             default_timeout_s=config.shell_timeout_s,
             sandbox=sandbox.for_call,
             secrets=secrets,
+            protected=AGENT_PROTECTED,
         )
         files = file_tools(root, journal, fs)
         confined = Confinement(root, [*(t.spec().name for t in files), shell.spec().name])
@@ -324,7 +326,7 @@ class CodingFactory:
         sandbox: SessionSandbox,
     ) -> None:
         """The user trusted the project mid-session (at the first prompt): its settings apply now."""
-        from ..session._mcp import merge_servers
+        from ..session.plugin import merge_servers
 
         environ = self.environ
 
@@ -348,7 +350,7 @@ class CodingFactory:
         servers = [s.to_acp() for s in config.mcp_servers]
         if not env.mcp_servers and not servers and not defer:
             return None
-        from ..session._mcp import SessionMcp
+        from ..session.plugin import SessionMcp
 
         async def on_change() -> None:
             from ..protocol.models import SessionInfoUpdate
@@ -373,7 +375,7 @@ def _trusted_servers(config: Config, env: SessionEnvironment) -> list[str]:
 
 
 def _user_config_file(environ: Mapping[str, str]) -> Path:
-    from ..config._files import user_config_dir
+    from ..config import user_config_dir
 
     return user_config_dir(environ) / "config.toml"
 

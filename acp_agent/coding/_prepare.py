@@ -23,16 +23,17 @@ from harness.policy import PermissionStore, ProtectedPaths, Rule
 from harness.tools import Root
 
 from ..protocol.errors import INTERNAL_ERROR, RpcError
-from ..session._store import SessionStore
+from ..session.plugin import SessionStore
 from ..trust import TrustStore, rule_key
-from ._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
-from ._compact import CHECKPOINTS_FILE, read_checkpoints
-from ._context import ProjectContext, PromptFileError
-from ._gate import SessionLink
 from ._later import Later
-from ._modes import ModeState, protected_paths, read_rules, store_paths
-from ._sandboxing import SessionSandbox
-from ._trust import ProjectRuleStore
+from .context._compact import CHECKPOINTS_FILE, read_checkpoints
+from .context._context import ProjectContext, PromptFileError
+from .models._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
+from .permissions._gate import SessionLink
+from .permissions._modes import ModeState, protected_paths, read_rules, store_paths
+from .permissions._protected import AGENT_PROTECTED
+from .permissions._sandboxing import SessionSandbox
+from .permissions._trust import ProjectRuleStore
 
 if TYPE_CHECKING:
     from harness.compact import Checkpoint
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from harness.secrets import Secrets
 
     from ..config import Config
-    from ..session._setup import SessionEnvironment
+    from ..session.plugin import SessionEnvironment
 
 __all__ = ["Prepared", "RuleFiles", "load_config_sync", "prepare_session", "rule_stores", "trusted_rule_keys"]
 
@@ -145,7 +146,7 @@ def prepare_session(
         config.default_mode,
         env.roots,
         (),
-        protected=ProtectedPaths(tuple(env.roots)),
+        protected=ProtectedPaths(tuple(env.roots), patterns=AGENT_PROTECTED),
         trusted_servers=trusted_servers(config, env),
     )
     sandbox = SessionSandbox(modes, env.roots, support=support())

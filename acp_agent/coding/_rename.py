@@ -8,13 +8,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..session._setup import CommandOutcome
-from ..session._titles import MAX_TITLE
+from ..session.plugin import MAX_TITLE, CommandOutcome
 
 if TYPE_CHECKING:
     from harness import Model
 
-    from ._gate import SessionLink
+    from .permissions._gate import SessionLink
 
 __all__ = ["RENAME_DESCRIPTION", "RenameCommand", "title_model_of"]
 

@@ -32,7 +32,7 @@ from ..protocol.jsonvalue import as_object
 if TYPE_CHECKING:
     from harness.tools import CommandRequest, OutputSink
 
-    from ..session._setup import SessionEnvironment, SessionHandle
+    from ..session.plugin import SessionEnvironment, SessionHandle
 
 __all__ = ["EditorTerminalRunner", "EditorTerminals", "OutputTracker", "terminal_command"]
 

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from harness import Options, Result, Run, Tool, Tools, ToolSpec
 from harness.agents import AgentTool
 from harness.compact import Compact
-from harness.tools import Glob, Grep, ListDir, ReadFile
-from harness.tools._values import ToolKind, ToolMeta, read_meta
+from harness.tools import Glob, Grep, ListDir, ReadFile, ToolKind, ToolMeta, read_meta
 
 if TYPE_CHECKING:
     from harness import Call, Model

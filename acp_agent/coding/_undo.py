@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from ..session._setup import CommandOutcome
-from ._gate import Cancelled
+from ..session.plugin import CommandOutcome
+from .permissions._gate import Cancelled
 
 if TYPE_CHECKING:
     from harness.tools import Journal, UndoPlan
 
-    from ._gate import PermissionGate
-    from ._modes import ModeState
+    from .permissions._gate import PermissionGate
+    from .permissions._modes import ModeState
 
 __all__ = ["UndoCommand"]
 

@@ -58,7 +58,9 @@ from ._table import (
 
 if TYPE_CHECKING:
     from ..trust import ProjectTrust
+    from ._hooks import HookEntry
     from ._mcp import MCP_TIMEOUT_META, McpServerEntry
+    from ._models import ModelDecl
     from ._user import check_user_settings, user_config_file, write_user_config
 
 __all__ = [
@@ -75,7 +77,9 @@ __all__ = [
     "ConfigError",
     "ConfigProblem",
     "Env",
+    "HookEntry",
     "McpServerEntry",
+    "ModelDecl",
     "Setting",
     "add_flags",
     "check_user_settings",
@@ -116,8 +120,10 @@ def trusted_settings(
 
 
 _LAZY = {
+    "HookEntry": "._hooks",
     "MCP_TIMEOUT_META": "._mcp",
     "McpServerEntry": "._mcp",
+    "ModelDecl": "._models",
     "check_user_settings": "._user",
     "user_config_file": "._user",
     "write_user_config": "._user",

@@ -19,8 +19,8 @@ from ._files import Layer, find_project_config, read_dir, resolve_path, user_con
 from ._table import SETTINGS, Setting
 
 if TYPE_CHECKING:
-    from ..coding._hook_config import HookEntry
     from ..trust import ProjectTrust
+    from ._hooks import HookEntry
     from ._mcp import McpServerEntry
     from ._models import ModelDecl
 

@@ -129,13 +129,13 @@ def _check_mcp_servers(value: Any, at: At) -> Any:
 
 
 def _check_hooks(value: Any, at: At) -> Any:
-    from ..coding._hook_config import check_hooks  # only when a file has hooks (start-up budget)
+    from ._hooks import check_hooks  # only when a file has hooks (start-up budget)
 
     return check_hooks(value, at)
 
 
 def _describe_hooks(value: Any) -> str:
-    from ..coding._hook_config import describe_hooks
+    from ._hooks import describe_hooks
 
     return describe_hooks(value)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 if TYPE_CHECKING:
     from harness import Result, ToolCall, ToolResult, ToolSource
-    from harness.tools._values import ToolMeta
+    from harness.tools import ToolMeta
 
     from ..protocol.models import ToolCallContent, ToolCallLocation, ToolKind
 
@@ -177,7 +177,7 @@ class Presenter:
         self._specs: dict[str, MetaView] = {}
 
     async def refresh(self) -> None:
-        from harness.tools._values import read_meta
+        from harness.tools import read_meta
 
         if self._source is None:
             return
@@ -192,7 +192,7 @@ class Presenter:
     def view(self, name: str) -> ToolView:
         view = self._views.get(name) or self._specs.get(name)
         if view is None:
-            from harness.tools._values import ToolMeta
+            from harness.tools import ToolMeta
 
             view = MetaView(name, ToolMeta())
         return view

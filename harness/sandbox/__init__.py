@@ -31,6 +31,7 @@ import anyio.to_thread
 
 from . import _landlock
 from ._guard import Absent
+from ._launch import confine_and_run
 from ._policy import DEFAULT_PROTECTED, MODES, SandboxMode, SandboxPolicy, compile_spec, explain_denial
 from ._seatbelt import SANDBOX_EXEC, seatbelt_argv, seatbelt_profile
 
@@ -44,16 +45,20 @@ __all__ = [
     "SandboxUnavailable",
     "Support",
     "compile_spec",
+    "confine_and_run",
     "explain_denial",
     "open_process",
     "probe",
     "sandbox_argv",
     "seatbelt_profile",
+    "spec_environ",
     "spawns_in_this_thread",
     "unavailable",
     "wrap_command_line",
     "write_spec",
 ]
+
+spec_environ = _landlock.spec_environ  # the environment a spec gives its command (`acp-agent sandbox`)
 
 LAUNCHER: Final = Path(__file__).with_name("_start.py")
 """The launcher's entry script (``_launch`` does the work; see ``_start`` for why two)."""

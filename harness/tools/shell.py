@@ -43,8 +43,8 @@ from anyio.abc import Process
 
 from .._call import Call
 from .._tools import Hints, Result, ToolSpec
-from ..protected import PROTECTED
-from ..sandbox import DEFAULT_PROTECTED, Absent, SandboxPolicy, explain_denial
+from ..protected import PROTECTED, Protected, root_paths
+from ..sandbox import Absent, SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
 from ..secrets import Secrets
 from ._fs import make_dir
@@ -280,8 +280,10 @@ class Shell:
         cancel_poll_s: float = 0.1,
         sandbox: Callable[[Mapping[str, Any]], SandboxPolicy | None] | None = None,
         secrets: Secrets | None = None,
+        protected: tuple[Protected, ...] = PROTECTED,
     ) -> None:
         self.root = root
+        self.protected = protected  # what `make_dirs` never creates (the application's list)
         self.secrets = secrets or Secrets.from_env(os.environ)
         self.runner: CommandRunner = runner or LocalCommandRunner(secrets=self.secrets)
         self.default_timeout_s = default_timeout_s
@@ -327,7 +329,7 @@ class Shell:
         if policy is not None and policy.enabled and policy.mode != "workspace-write":
             return f"this command runs in the {policy.mode} sandbox, which writes no project folder"
         roots = self.root.paths
-        kept = policy.protected if policy is not None else DEFAULT_PROTECTED
+        kept = policy.protected if policy is not None else root_paths(self.protected)
         named = {p.lower() for p in kept if "/" not in p}  # deeper ones: the sandbox splits their parents
         paths: list[Path] = []
         for name in names:
@@ -338,7 +340,7 @@ class Shell:
             if path.parent not in roots:
                 return f"{name}: not directly in a project folder (the command can create deeper ones itself)"
             lower = path.name.lower()
-            if lower in named or any(p.matches((lower,)) for p in PROTECTED):
+            if lower in named or any(p.matches((lower,)) for p in self.protected):
                 return f'{name}: a protected path (ask with `sandbox: "off"` if the task needs it)'
             paths.append(path)
 

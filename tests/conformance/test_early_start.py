@@ -80,7 +80,7 @@ BOOLEANS = {"protocolVersion": 1, "clientCapabilities": {"session": {"configOpti
 
 def _cached_models(home: Path, base_url: str) -> None:
     """The model list an earlier run cached for the endpoint (one model with a known window)."""
-    from acp_agent.coding._model_list import cache_key
+    from acp_agent.coding.models._model_list import cache_key
 
     entry = {
         "models": ["local-model", "other-model"],

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_rules_round_trip_through_the_file_across_instances(tmp_path: Path) -> None:
-    store = PermissionStore.for_project(tmp_path)
+    store = PermissionStore.for_project(tmp_path, ".acp-agent")
     assert await store.rules() == []
     git = Rule.command("git status", Verdict.ALLOW)
     edits = Rule.path("edit_file", tmp_path / "src", Verdict.ALLOW)
@@ -53,8 +53,8 @@ async def test_hand_edited_bad_lines_are_skipped(tmp_path: Path) -> None:
 async def test_remembered_rules_feed_a_mode_policy_after_a_restart(tmp_path: Path) -> None:
     from harness import ToolCall
 
-    await PermissionStore.for_user(tmp_path / "cfg").add(Rule.command("pytest", Verdict.ALLOW))
-    rules = await PermissionStore.for_user(tmp_path / "cfg").rules()
+    await PermissionStore.for_user("acp-agent", tmp_path / "cfg").add(Rule.command("pytest", Verdict.ALLOW))
+    rules = await PermissionStore.for_user("acp-agent", tmp_path / "cfg").rules()
     p = mode_policy("default", [tmp_path], rules)
     assert p.judge(ToolCall("c", "shell", {"command": "pytest -q"})).verdict is Verdict.ALLOW
     assert p.judge(ToolCall("c", "shell", {"command": "pytest -q && make"})).verdict is Verdict.ASK

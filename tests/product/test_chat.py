@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from acp_agent.chat._render import Renderer, Style
+from acp_agent.chat.render import Renderer, Style
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives the chat through a pty")
 

@@ -3,7 +3,6 @@ kind of bad input, each reported with file and key."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -288,20 +287,19 @@ def test_the_command_line_parsers_derive_their_flags_from_the_table() -> None:
     from acp_agent.cli import build_parser
     from acp_agent.config import flag_settings, flag_values
 
-    for module in ("acp_agent.chat", "acp_agent.doctor"):  # they register their subcommands on import
-        importlib.import_module(module)
     flags = [s for s in flag_settings() if s.flag is not None]
     assert {s.flag for s in flags} >= {"--provider", "--model", "--base-url", "--home", "--log-level"}
-    parser = build_parser()
-    help_text = parser.format_help()
+    help_text = build_parser().format_help()
     for s in flags:
         assert s.flag is not None and s.flag in help_text
         for name in s.env_names():
             assert name in help_text
-    args = parser.parse_args(["--base-url", "http://x/v1", "chat", "--model", "m"])
+    # a subcommand's parser (its module loaded because the command line names it) takes the flags too
+    argv = ["--base-url", "http://x/v1", "chat", "--model", "m"]
+    args = build_parser(argv).parse_args(argv)
     assert flag_values(args) == {s.attr: None for s in flags} | {"base_url": "http://x/v1", "model": "m"}
-    args = parser.parse_args(["doctor", "--default-mode", "plan"])
-    assert flag_values(args)["default_mode"] == "plan"
+    argv = ["doctor", "--default-mode", "plan"]
+    assert flag_values(build_parser(argv).parse_args(argv))["default_mode"] == "plan"
 
 
 def test_lenient_resolution_skips_bad_values_and_lists_them(tree: dict[str, Path]) -> None:

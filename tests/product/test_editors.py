@@ -159,8 +159,8 @@ def test_the_emacs_setup_says_emacs_29_1() -> None:
 
 
 def test_zeds_saved_config_options_name_options_and_values_the_agent_offers() -> None:
-    from acp_agent.coding._modes import MODE_INFO
-    from acp_agent.coding._thinking import THOUGHT
+    from acp_agent.coding.models._thinking import THOUGHT
+    from acp_agent.coding.permissions._modes import MODE_INFO
 
     entry = json.loads((EDITORS / "zed" / "settings.json").read_text(encoding="utf-8"))["agent_servers"][
         "acp-harness-agent"

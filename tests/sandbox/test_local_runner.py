@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from acp_agent.coding.permissions._protected import AGENT_PROTECTED, AGENT_ROOT_PATHS
 from harness.sandbox import SandboxPolicy, probe
 from harness.testing import call_tool
 from harness.tools import Root, Shell
@@ -34,8 +35,10 @@ def world(tmp_path: Path) -> dict[str, Path]:
 
 
 async def run(world: dict[str, Path], command: str, make_dirs: list[str] | None = None, **policy: Any) -> Any:
+    # the agent's protected list, as the agent passes it (the harness's own names no application)
+    policy.setdefault("protected", AGENT_ROOT_PATHS)
     chosen = SandboxPolicy(roots=(world["project"],), temp=world["temp"], **policy)
-    shell = Shell(Root([world["project"]]), sandbox=lambda _input: chosen)
+    shell = Shell(Root([world["project"]]), sandbox=lambda _input: chosen, protected=AGENT_PROTECTED)
     extra = {"make_dirs": make_dirs} if make_dirs is not None else {}
     return (await call_tool(shell, {"command": command, **extra})).result
 

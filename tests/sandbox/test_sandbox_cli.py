@@ -49,3 +49,22 @@ def test_read_only_writes_nothing_here_but_still_has_a_temp_folder(tmp_path: Pat
     done = _sandbox(tmp_path, 'echo t > "$TMPDIR/t" && cat "$TMPDIR/t"; echo x > src/here.txt', "--read-only")
     assert done.stdout == "t\n"
     assert not (tmp_path / "src" / "here.txt").exists()
+
+
+@pytest.mark.parametrize("with_policy_file", [False, True])
+def test_the_agents_own_folder_stays_protected_with_or_without_a_policy_file(
+    tmp_path: Path, with_policy_file: bool
+) -> None:
+    # The harness's protected list names no application: the command passes the agent's, also under a
+    # policy file that names no "protected" list of its own.
+    project = tmp_path / "project"
+    (project / ".acp-agent").mkdir(parents=True)
+    (project / "src").mkdir()
+    flags: tuple[str, ...] = ()
+    if with_policy_file:
+        policy = tmp_path / "policy.json"
+        policy.write_text(f'{{"roots": ["{project}"]}}', encoding="utf-8")
+        flags = ("--policy", str(policy))
+    done = _sandbox(project, "echo x > .acp-agent/config.toml; echo y > src/ok", *flags)
+    assert not (project / ".acp-agent" / "config.toml").exists(), done.stderr
+    assert (project / "src" / "ok").read_text() == "y\n", done.stderr

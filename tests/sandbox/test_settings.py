@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acp_agent.coding._sandboxing import sandbox_status
+from acp_agent.coding.permissions._sandboxing import sandbox_status
 from acp_agent.config import load_config
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.coding import _sandboxing
-from acp_agent.coding._sandboxing import FOLDER_PREFIX, STALE_AFTER_S, sweep_stale_folders
+from acp_agent.coding.permissions import _sandboxing
+from acp_agent.coding.permissions._sandboxing import FOLDER_PREFIX, STALE_AFTER_S, sweep_stale_folders
 
 pytestmark = pytest.mark.process
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_agent.coding._always import MAX_ALWAYS_RULES, permission_options
-from acp_agent.coding._modes import coding_policy
+from acp_agent.coding.permissions._always import MAX_ALWAYS_RULES, permission_options
+from acp_agent.coding.permissions._modes import coding_policy
 from harness import ToolCall
 from harness.policy import Policy, Rule, Verdict
 from harness.tools import Root, Shell

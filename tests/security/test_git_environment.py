@@ -17,8 +17,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.coding import _git
-from acp_agent.coding._environment import GitState, find_repository, git_state
+from acp_agent.coding.context import _git
+from acp_agent.coding.context._environment import GitState, find_repository, git_state
 from harness.sandbox import Support, probe, unavailable
 from tests.acp.instructions._support import project_agent, text
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.coding._instructions import Instructions
+from acp_agent.coding.context._instructions import Instructions
 
 SECRET = "AKIA-REDTEAM-SECRET-0123456789"
 

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.coding._confine import Confinement
+from acp_agent.coding.permissions._confine import Confinement
 from harness import ToolCall
 from harness.tools import Root
 from tests.security._attack import Project, calls, victim_agent

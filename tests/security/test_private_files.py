@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.setup_cmd import Choice, save_choice
+from acp_agent.commands.setup_cmd import Choice, save_choice
 from acp_agent.trust import TrustStore
 from harness.atomic import open_private_append, private_dir
 from tests.acp.instructions._support import project_agent, text

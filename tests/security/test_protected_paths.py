@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_agent.coding.permissions._protected import AGENT_PROTECTED, AGENT_ROOT_PATHS
 from harness import ToolCall
 from harness.policy import PROTECTED, ProtectedPaths, Rule, Verdict, mode_policy
 from harness.tools import Root, Shell, file_tools
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 A, Q, D = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
 ROOT = Path("/p")
-GUARD = ProtectedPaths.of([ROOT], [(Path("/home/u/.config/acp-agent"), "acp-agent's own")])
+GUARD = ProtectedPaths.of([ROOT], [(Path("/home/u/.config/acp-agent"), "acp-agent's own")], AGENT_PROTECTED)
 
 
 @pytest.mark.parametrize(
@@ -69,12 +70,26 @@ def test_ordinary_project_files_are_not_protected(path: str) -> None:
 
 
 def test_the_sandbox_refuses_the_same_paths_at_each_root() -> None:
+    from acp_agent.coding.permissions._sandboxing import PROTECTED as SANDBOXED
     from harness.protected import ROOT_PATHS
     from harness.sandbox import DEFAULT_PROTECTED
 
     assert DEFAULT_PROTECTED == ROOT_PATHS
-    assert {".git", ".acp-agent", ".envrc", ".vscode", ".github/workflows"} <= set(ROOT_PATHS)
-    assert all(GUARD.why(ROOT / p) is not None for p in ROOT_PATHS)
+    assert SANDBOXED == AGENT_ROOT_PATHS == (".acp-agent", ".config/acp-agent", *ROOT_PATHS)
+    assert {".git", ".acp-agent", ".envrc", ".vscode", ".github/workflows"} <= set(AGENT_ROOT_PATHS)
+    assert all(GUARD.why(ROOT / p) is not None for p in AGENT_ROOT_PATHS)
+
+
+def test_the_harness_list_names_no_application_and_the_agent_puts_its_own_folders_in_front() -> None:
+    from harness.protected import ROOT_PATHS
+
+    assert not [p for p in PROTECTED if "acp" in p.spelling.lower() or "acp" in p.why.lower()]
+    assert not [p for p in ROOT_PATHS if "acp" in p]
+    assert AGENT_PROTECTED[2:] == PROTECTED
+    assert [p.spelling for p in AGENT_PROTECTED[:2]] == [".acp-agent", ".config/acp-agent"]
+    # the harness's default guard leaves the agent's folder alone; the agent's guard asks
+    assert ProtectedPaths.of([ROOT]).why(ROOT / ".acp-agent" / "config.toml") is None
+    assert "acp-agent's own configuration" in (GUARD.why(ROOT / ".acp-agent" / "config.toml") or "")
 
 
 def test_extra_paths_outside_the_roots_are_protected_whole() -> None:

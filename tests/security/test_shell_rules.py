@@ -9,9 +9,9 @@ import anyio
 import pytest
 
 from harness import ToolCall
-from harness._shelloptions import UNSAFE_OPTIONS, unsafe_reason
-from harness._shellparse import parse_command
 from harness.policy import Policy, Rule, Verdict
+from harness.policy._shelloptions import UNSAFE_OPTIONS, unsafe_reason
+from harness.policy._shellparse import parse_command
 from harness.tools import Root, Shell
 from tests.security._attack import Project, calls, victim_agent
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from acp_agent.coding._prepare import trusted_rule_keys
-from acp_agent.coding._trust import ProjectRuleStore
+from acp_agent.coding.permissions._trust import ProjectRuleStore
 from acp_agent.config import load_config
 from acp_agent.trust import TrustStore
 from harness.policy import Rule, Verdict

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_agent.coding._trust import ProjectRuleStore
+from acp_agent.coding.permissions._trust import ProjectRuleStore
 from acp_agent.trust import TrustStore, rule_key
 from harness.policy import PermissionFileError, PermissionStore, Rule, Verdict
 

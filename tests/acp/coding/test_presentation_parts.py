@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from acp_agent.coding._catalog import model_values
 from acp_agent.coding._commands import SlashCommand, SlashCommands, StaticCommands
 from acp_agent.coding._terminal import OutputTracker
 from acp_agent.coding._toggles import AutoCompactSwitch, Toggle
+from acp_agent.coding.models._catalog import model_values
+from acp_agent.commands.setup_cmd import Choice, save_choice
 from acp_agent.session._replay import DIFF_KEEP_CHARS, SessionRecords, compact_record, turn_record
 from acp_agent.session._setup import CommandOutcome
-from acp_agent.setup_cmd import Choice, save_choice
 
 pytestmark = pytest.mark.anyio
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_agent.coding._context_updates import (
+from acp_agent.coding.context._context_updates import (
     CONTEXT_META,
     changed_sections,
     context_text,
@@ -10,7 +10,7 @@ from acp_agent.coding._context_updates import (
     reattached,
     with_context,
 )
-from acp_agent.coding._pricing import builtin_price, price_for
+from acp_agent.coding.models._pricing import builtin_price, price_for
 from acp_agent.config._checks import At, Problems
 from acp_agent.config._models import check_models
 from acp_agent.session._content import title_from_prompt
@@ -118,7 +118,7 @@ def test_litellms_model_info_costs_are_read() -> None:
 
 
 def test_the_wire_usage_names_the_cached_parts_and_the_thought_tokens_where_said() -> None:
-    from acp_agent.coding._usage_meter import wire_usage
+    from acp_agent.coding.models._usage_meter import wire_usage
 
     assert wire_usage(Usage(100, 50, 900, 10, reasoning=30)) == {
         "totalTokens": 1060,

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.coding._context import ProjectContext
 from acp_agent.coding._later import Later
+from acp_agent.coding.context._context import ProjectContext
 from acp_agent.protocol.jsonvalue import as_object
 from harness.testing import FakeModel, Reply
 from tests.acp.coding._support import editor_agent, fake

@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from acp_agent.coding._elicit import McpElicitor
-from acp_agent.coding._gate import SessionLink
-from acp_agent.coding._modes import coding_policy, store_paths
+from acp_agent.coding.permissions._gate import SessionLink
+from acp_agent.coding.permissions._modes import coding_policy, store_paths
 from acp_agent.config import load_config
 from harness import Decision, Question, ToolCall, ToolSpec
 from harness.mcp import Elicitation

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from acp_agent.coding._context import DEFAULT_PLACEHOLDER, PromptFileError, base_prompt
-from acp_agent.coding._custom_commands import Commands, expand_arguments
-from acp_agent.coding._hook_config import HookEntry, check_hooks
-from acp_agent.coding._hooks import interpret
-from acp_agent.coding._instructions import FILE_LIMIT, TOTAL_LIMIT, Instructions
-from acp_agent.coding._process import Completed
-from acp_agent.coding._skills import LISTING_LIMIT, Skills
-from acp_agent.coding._textfiles import read_bounded, split_front_matter
+from acp_agent.coding.context._context import DEFAULT_PLACEHOLDER, PromptFileError, base_prompt
+from acp_agent.coding.context._custom_commands import Commands, expand_arguments
+from acp_agent.coding.context._hooks import interpret
+from acp_agent.coding.context._instructions import FILE_LIMIT, TOTAL_LIMIT, Instructions
+from acp_agent.coding.context._process import Completed
+from acp_agent.coding.context._skills import LISTING_LIMIT, Skills
+from acp_agent.coding.context._textfiles import read_bounded, split_front_matter
 from acp_agent.config import ConfigError, load_config
 from acp_agent.config._checks import At, Problems
+from acp_agent.config._hooks import HookEntry, check_hooks
 
 # --- reading ------------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_agent.coding._model_facts import resolve_facts
+from acp_agent.coding.models._model_facts import resolve_facts
 from acp_agent.config import ConfigError, load_config
 from harness.providers.model_info import ModelInfo
 

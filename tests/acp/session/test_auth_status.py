@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from acp_agent.commands.setup_cmd import Choice, forget_stored_key, save_choice
 from acp_agent.model_setup import ModelSettings
 from acp_agent.session._auth import status_of
-from acp_agent.setup_cmd import Choice, forget_stored_key, save_choice
 from tests.acp.session._support import running_agent
 
 pytestmark = pytest.mark.anyio
