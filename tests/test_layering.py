@@ -104,23 +104,6 @@ KNOWN_CYCLES: Final[frozenset[frozenset[str]]] = frozenset(
         frozenset({"acp_agent.chat._app", "acp_agent.chat._client"}),
         frozenset({"acp_agent.cli", "acp_agent.doctor", "acp_agent.doctor_facts", "acp_agent.setup_cmd"}),
         frozenset({"acp_agent.config._files", "acp_agent.config._mcp", "acp_agent.config._table"}),
-        frozenset(
-            {
-                "acp_agent.session._agent",
-                "acp_agent.session._archive",
-                "acp_agent.session._auth",
-                "acp_agent.session._closing",
-                "acp_agent.session._controls_routes",
-                "acp_agent.session._fork",
-                "acp_agent.session._listing",
-                "acp_agent.session._opening",
-                "acp_agent.session._providers",
-                "acp_agent.session._replay",
-                "acp_agent.session._session",
-                "acp_agent.session._steering",
-                "acp_agent.session._titles",
-            }
-        ),
         frozenset({"acp_agent.session._threads", "acp_agent.session._updates"}),
         frozenset(
             {
