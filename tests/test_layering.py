@@ -101,8 +101,9 @@ PACKAGES: Final = ("harness", "acp_agent", "acp_conformance")
 # leave this list (the test fails until it does); a new one fails the test.
 KNOWN_CYCLES: Final[frozenset[frozenset[str]]] = frozenset(
     {
-        frozenset({"acp_agent.chat._app", "acp_agent.chat._client"}),
-        frozenset({"acp_agent.cli", "acp_agent.doctor", "acp_agent.doctor_facts", "acp_agent.setup_cmd"}),
+        # The subcommands register themselves with the CLI by import side effect (`house` replaces that
+        # with the CLI's command table, which removes this one).
+        frozenset({"acp_agent.cli", "acp_agent.doctor", "acp_agent.setup_cmd"}),
         frozenset({"acp_agent.config._files", "acp_agent.config._mcp", "acp_agent.config._table"}),
         frozenset({"acp_agent.session._threads", "acp_agent.session._updates"}),
         frozenset(
