@@ -104,8 +104,6 @@ KNOWN_CYCLES: Final[frozenset[frozenset[str]]] = frozenset(
         # The subcommands register themselves with the CLI by import side effect (`house` replaces that
         # with the CLI's command table, which removes this one).
         frozenset({"acp_agent.cli", "acp_agent.doctor", "acp_agent.setup_cmd"}),
-        frozenset({"acp_agent.config._files", "acp_agent.config._mcp", "acp_agent.config._table"}),
-        frozenset({"acp_agent.session._threads", "acp_agent.session._updates"}),
         frozenset(
             {
                 "harness._call",
