@@ -118,8 +118,6 @@ KNOWN_CYCLES: Final[frozenset[frozenset[str]]] = frozenset(
                 "harness.model",
             }
         ),
-        frozenset({"harness.mcp._lifecycle", "harness.mcp._server"}),
-        frozenset({"harness.providers._http", "harness.providers.model_info"}),
     }
 )
 
