@@ -104,20 +104,6 @@ KNOWN_CYCLES: Final[frozenset[frozenset[str]]] = frozenset(
         # The subcommands register themselves with the CLI by import side effect (`house` replaces that
         # with the CLI's command table, which removes this one).
         frozenset({"acp_agent.cli", "acp_agent.doctor", "acp_agent.setup_cmd"}),
-        frozenset(
-            {
-                "harness._call",
-                "harness._run",
-                "harness._state",
-                "harness._step_model",
-                "harness._step_tools",
-                "harness._tools",
-                "harness._turn",
-                "harness.events",
-                "harness.middleware",
-                "harness.model",
-            }
-        ),
     }
 )
 
