@@ -4,7 +4,9 @@ these, not the agent, so no route module imports ``_agent`` back (the agent impo
 
 ``SessionRegistry``: the live sessions, the store, the sessions being closed, and opening a session.
 ``ModelOwner``: the configured model's settings and forgetting its key (``logout``, ``auth/status``).
-``ProviderRoutes``' own seam (``_providers.ProviderOwner``) stays beside it: it names that module's type.
+Two seams stay beside the handlers that take them, as they name their module's own types:
+``_providers.ProviderOwner`` (the routes) and ``_titles.TitleRegistry`` (sessions as ``_titles.Titled``,
+since ``_session`` imports ``_titles``).
 """
 
 from __future__ import annotations
