@@ -8,12 +8,34 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ._errors import HarnessUsageError
 from ._messages import ToolCall
 from ._pause import Decision, Need, Pending
-from ._tools import Result, ToolSpec
+from ._tool_values import Result, ToolSpec
 
 if TYPE_CHECKING:
-    from ._run import Run
+    from ._messages import Message
+    from ._options import Options
+    from .model import Model
 
-__all__ = ["Call", "CallHost"]
+__all__ = ["Call", "CallHost", "CallRun"]
+
+
+class CallRun(Protocol):
+    """What a call knows of the run it is a call of (``Run``, whose turn imports this module)."""
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def system(self) -> str | None: ...
+
+    @property
+    def options(self) -> Options: ...
+
+    @property
+    def context(self) -> Any:
+        """The host's context (``Run(context=...)``)."""
+        ...
+
+    def messages(self) -> list[Message]: ...
 
 
 class CallHost(Protocol):
@@ -41,7 +63,7 @@ class Call:
         tool_call: ToolCall,
         *,
         host: CallHost,
-        run: Run | None = None,
+        run: CallRun | None = None,
         context: Any = None,
         spec: ToolSpec | None = None,
         answers: Mapping[str, Any] | None = None,

@@ -11,23 +11,23 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 from anyio import CancelScope
 
+from ._call import CallRun
 from ._kinds import EndReason, ErrorKind, FinishReason, Role
 from ._messages import Message
 from ._options import StopContext
 from ._pause import Pending
-from ._tools import Tool
+from ._tools import Tool, ToolSource
 from ._usage import Usage
 from .model import CancelSignal
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from ._run import Run
     from .middleware import ModelMiddleware, ToolMiddleware
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "RunState",
     "Stop",
     "TurnPhase",
+    "TurnRun",
     "TurnState",
 ]
 
@@ -117,11 +118,19 @@ class Fatal(Exception):
         self.error = error
 
 
+class TurnRun(CallRun, Protocol):
+    """What a turn uses of its run (``Run``, which imports this module): what a call knows of it, and the
+    tools."""
+
+    @property
+    def tools(self) -> ToolSource: ...
+
+
 @dataclass(slots=True, eq=False)
 class TurnState:
     """The one object a turn's phases share. Only the turn and its phases write it."""
 
-    run: Run
+    run: TurnRun
     conversation: RunState
     model_middleware: Sequence[ModelMiddleware]
     tool_middleware: Sequence[ToolMiddleware]

@@ -1,4 +1,5 @@
-"""Tools: what a tool declares (spec, hints), returns (Result), and where the run finds tools (ToolSource)."""
+"""Tools: what a tool is (``Tool``), where the run finds tools (``ToolSource``), and tools made of functions;
+what a tool declares (spec, hints) and returns (Result) are ``_tool_values``'."""
 
 from __future__ import annotations
 
@@ -6,13 +7,12 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 import anyio.to_thread
 
 from ._errors import HarnessUsageError
-from ._messages import Image, Text
+from ._tool_values import Hints, Result, ToolSpec, jsonable
 from .conforms import conforms
 
 if TYPE_CHECKING:
@@ -28,104 +28,6 @@ __all__ = [
     "Tools",
     "tool",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Hints:
-    """What a tool does to the world. Read-only calls of a step run concurrently."""
-
-    read_only: bool = False
-    destructive: bool = False
-    idempotent: bool = False
-    open_world: bool = False
-
-    def to_dict(self) -> dict[str, bool]:
-        return {
-            "readOnly": self.read_only,
-            "destructive": self.destructive,
-            "idempotent": self.idempotent,
-            "openWorld": self.open_world,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """A tool as the model is offered it. ``schema`` is the JSON schema of the input, ``"type": "object"``."""
-
-    name: str
-    description: str
-    schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
-    hints: Hints = Hints()
-    meta: Mapping[str, Any] = field(default_factory=dict[str, Any], compare=False)
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise HarnessUsageError("a tool needs a name")
-        if self.schema.get("type") != "object":
-            raise HarnessUsageError(
-                f'tool {self.name!r}: the input schema must have "type": "object", got {self.schema.get("type")!r}'
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "schema": dict(self.schema),
-            "hints": self.hints.to_dict(),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """A call's outcome: ``content`` for the model, ``value`` for the application, ``meta`` for logs only."""
-
-    content: tuple[Text | Image, ...] = ()
-    value: Any = None
-    meta: Mapping[str, Any] = field(default_factory=dict[str, Any])
-    error: bool = False
-
-    @classmethod
-    def text(cls, text: str, *, value: Any = None, meta: Mapping[str, Any] | None = None) -> Result:
-        return cls((Text(text),), value, dict(meta or {}), False)
-
-    @classmethod
-    def failure(cls, text: str, *, value: Any = None, meta: Mapping[str, Any] | None = None) -> Result:
-        """An error result: the model sees ``text`` and may correct itself."""
-        return cls((Text(text),), value, dict(meta or {}), True)
-
-    def as_text(self) -> str:
-        return "".join(p.text for p in self.content if isinstance(p, Text))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "content": [p.to_dict() for p in self.content],
-            "value": _jsonable(self.value),
-            "meta": {k: _jsonable(v) for k, v in self.meta.items()},
-            "error": self.error,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Result:
-        from ._messages import part_from_dict
-
-        content: list[Text | Image] = []
-        for raw in data.get("content", []):
-            p = part_from_dict(raw)
-            if isinstance(p, Text | Image):
-                content.append(p)
-        meta: Mapping[str, Any] = data.get("meta") or {}
-        return cls(tuple(content), data.get("value"), dict(meta), bool(data.get("error")))
-
-
-def _jsonable(value: Any) -> Any:
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
 
 
 @runtime_checkable
@@ -230,7 +132,7 @@ class FunctionTool:
             return Result.text(out)
         if out is None:
             return Result.text("")
-        return Result.text(json.dumps(_jsonable(out), ensure_ascii=False), value=out)
+        return Result.text(json.dumps(jsonable(out), ensure_ascii=False), value=out)
 
     def __repr__(self) -> str:
         return f"FunctionTool({self._spec.name!r})"

@@ -16,7 +16,7 @@ from ._errors import ModelError, UnsupportedOptionError
 from ._kinds import ErrorKind, FinishReason
 from ._messages import Message
 from ._options import Options
-from ._tools import ToolSpec
+from ._tool_values import ToolSpec
 
 __all__ = [
     "CancelSignal",

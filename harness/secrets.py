@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ._call import Call
-from ._messages import ToolCall
-from ._tools import Result, Text
+from ._messages import Text, ToolCall
+from ._tools import Result
 from .middleware import NextTool
 
 __all__ = ["DEFAULT_SECRET_ENV", "REDACTED", "Secrets", "StreamRedactor", "encoded_forms"]

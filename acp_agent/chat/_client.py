@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -14,16 +14,32 @@ from ..protocol.connection import RequestContext
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 
 if TYPE_CHECKING:
-    from ._app import ChatApp
+    from .render import Renderer
 
-__all__ = ["ChatClient"]
+__all__ = ["ChatClient", "ChatFront"]
+
+
+class ChatFront(Protocol):
+    """What the connection's client side uses of the chat (``_app.ChatApp``, which imports this module)."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The session shown now: updates of any other are not rendered."""
+        ...
+
+    @property
+    def renderer(self) -> Renderer: ...
+
+    async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The user's answer to a ``session/request_permission``."""
+        ...
 
 
 class ChatClient:
     """The client side of the connection: serves the agent's requests (permissions, files) and renders
     its updates. Implements ``acp_agent.protocol.Handler``."""
 
-    def __init__(self, app: ChatApp) -> None:
+    def __init__(self, app: ChatFront) -> None:
         self._app = app
 
     async def handle_request(self, method: str, params: Any, ctx: RequestContext) -> Any:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from ..session.plugin import SessionEnvironment, SessionSetup
     from ._factory import CodingFactory
+    from ._prepare import Prepared
 
 __all__ = ["LazyCodingFactory", "coding_factory"]
 
@@ -38,11 +39,11 @@ class LazyCodingFactory:
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
         return await self._factory()(env)
 
-    def prepare(self, env: SessionEnvironment) -> object:
-        """The blocking half (a ``PreparingFactory``): in the session layer's worker thread."""
+    def prepare(self, env: SessionEnvironment) -> Prepared:
+        """The blocking half (a ``PreparingFactory[Prepared]``): in the session layer's worker thread."""
         return self._factory().prepare(env)
 
-    async def finish(self, env: SessionEnvironment, prepared: object) -> SessionSetup:
+    async def finish(self, env: SessionEnvironment, prepared: Prepared) -> SessionSetup:
         return await self._factory().finish(env, prepared)
 
     async def names_a_model(self, cwd: Path | None) -> bool:

@@ -143,11 +143,10 @@ class CodingFactory:
             trusted_servers=_trusted_servers,
         )
 
-    async def finish(self, env: SessionEnvironment, prepared: object) -> SessionSetup:
+    async def finish(self, env: SessionEnvironment, prepared: Prepared) -> SessionSetup:
         # The composition of one session, in dependency order: every part is built and wired here, so
         # the order (and what each part is handed) reads top to bottom. It is long on purpose. No file
         # work here: ``prepare`` did it (one worker-thread hop), or the session's ``later`` will.
-        assert isinstance(prepared, Prepared)
         p = prepared
         config, root, link, modes, sandbox = p.config, p.root, p.link, p.modes, p.sandbox
         context, trust_store, secrets = p.context, p.trust_store, self.secrets
@@ -178,7 +177,8 @@ class CodingFactory:
         thought = ThoughtLevel(config.provider)
 
         meter = UsageMeter(lambda: controls.price(), p.checkpoints_path.parent / USAGE_FILE)
-        side = SideModel(lambda: link.controls if isinstance(link.controls, CodingControls) else None, meter)
+        # Read only once the session runs, after ``bind_controls`` below (None before: no side model yet).
+        side = SideModel(lambda: controls if link.controls is not None else None, meter)
         window = partial(_window, link, config.model)
         current_model = partial(_current_model, link)
         compaction = Compaction(
@@ -229,7 +229,7 @@ class CodingFactory:
             served=p.served,
             after_open=partial(_after_open, context, config, tell),  # started once answered
         )
-        link.controls = controls
+        link.bind_controls(controls)
         explore_model = ExploreModel(lambda: controls, small=config.explore_model == "small")
         explore = explore_tool(
             root,

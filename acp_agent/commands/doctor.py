@@ -176,7 +176,8 @@ async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
             from ..config import user_config_dir
             from .doctor_facts import facts_check
 
-            checks.append(facts_check(config, infos, str(user_config_dir(env) / "config.toml")))
+            ok, facts = facts_check(config, infos, str(user_config_dir(env) / "config.toml"))
+            checks.append(Check("model facts", ok, facts))
             checks.append(await _check_completion(model, config.model, where))
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):

@@ -1,6 +1,7 @@
 """``doctor``'s model facts line: the model's context window, output limit, reasoning and images, each
 with where it came from (the configuration, the server's model list, the built-in table), and what to do
-when the window is unknown or is a server's small default that evicts silently (Ollama)."""
+when the window is unknown or is a server's small default that evicts silently (Ollama). ``doctor`` makes
+it a check (this module knows nothing of it: ``doctor`` imports it)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ if TYPE_CHECKING:
     from harness.model_info import ModelInfo
 
     from ..config import Config
-    from .doctor import Check
 
 __all__ = ["facts_check"]
 
@@ -24,10 +24,10 @@ def _said(value: int | bool | None, source: str | None, unit: str = "") -> str:
     return f"{shown} ({source})" if source else shown
 
 
-def facts_check(config: Config, infos: Sequence[ModelInfo], env_config_file: str) -> Check:
-    """The facts of the configured model, given what its server's list said (``infos``)."""
+def facts_check(config: Config, infos: Sequence[ModelInfo], env_config_file: str) -> tuple[bool | None, str]:
+    """The facts of the configured model, given what its server's list said (``infos``), as the check's
+    outcome: True (fine) or None (a warning), and its message."""
     from ..coding.reports import ollama_warning, resolve_facts
-    from .doctor import Check
 
     name = config.model or ""
     served = next((i for i in infos if i.id == name), None)
@@ -43,12 +43,11 @@ def facts_check(config: Config, infos: Sequence[ModelInfo], env_config_file: str
         text += f"; the model supports {facts.trained_window:,}"
     if facts.evicts_silently:
         warning = ollama_warning(facts, Path(env_config_file)).replace("\n\n", " ").replace("\n", " ")
-        return Check("model facts", None, f"{text}. {warning}")
+        return None, f"{text}. {warning}"
     if facts.context_window is None:
-        return Check(
-            "model facts",
+        return (
             None,
             f"{text}. Without a window there is no usage meter and no automatic compaction; declare it "
             f'in {env_config_file}: [models."{name}"] context_window = <tokens>',
         )
-    return Check("model facts", True, text)
+    return True, text

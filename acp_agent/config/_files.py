@@ -187,10 +187,10 @@ def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -
     if toml_path.is_file():
         layer.values = read_values(_load_toml(toml_path, out), str(toml_path), out)
     from_json: dict[str, McpServerEntry] = {}
-    if json_path.is_file():
-        from ._mcp import read_mcp_json
+    if json_path.is_file() and (text := read_config_text(json_path, out)) is not None:
+        from ._mcp import mcp_json_servers
 
-        from_json = read_mcp_json(json_path, out)
+        from_json = mcp_json_servers(text, str(json_path), out)
     if from_json:
         servers: dict[str, McpServerEntry] = dict(from_json)
         servers.update(layer.values.get("mcp_servers", {}))  # the TOML tables win on a name clash

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 from ..meta_keys import MCP_TIMEOUT_META
 from ._checks import At, Choice, Problems, check_url, listed, str_list, str_map
 
-__all__ = ["MCP_TIMEOUT_META", "MCP_TYPES", "McpServerEntry", "check_mcp_servers", "read_mcp_json"]
+__all__ = ["MCP_TIMEOUT_META", "MCP_TYPES", "McpServerEntry", "check_mcp_servers", "mcp_json_servers"]
 
 MCP_TYPES: Final = ("stdio", "http", "sse")
 """``_meta`` key of an ``mcpServers`` entry (from the config, or an editor) setting its call timeout."""
@@ -162,14 +161,8 @@ def check_mcp_servers(value: Any, at: At) -> dict[str, McpServerEntry] | None:
     return servers
 
 
-def read_mcp_json(path: Path, out: Problems) -> dict[str, McpServerEntry]:
-    """The servers of an ``mcp.json`` (``{}`` when it does not exist)."""
-    from ._files import read_config_text
-
-    source = str(path)
-    text = read_config_text(path, out)
-    if text is None:
-        return {}
+def mcp_json_servers(text: str, source: str, out: Problems) -> dict[str, McpServerEntry]:
+    """The servers of an ``mcp.json``'s ``text`` (``_files`` reads the file; ``source``: its path)."""
     try:
         data: Any = json.loads(text)
     except (ValueError, RecursionError) as exc:

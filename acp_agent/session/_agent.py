@@ -6,7 +6,9 @@ request, whether ``$/cancel_request`` cancels it, whether it waits for ``initial
 model configured, and the capability in ``initialize``'s ``agentCapabilities`` that advertises it. A new
 method is one row (and its capability in ``acp_agent._early`` when it has one; a test checks both). A handler
 is an async ``(agent, request, ctx)`` function: an ``AcpAgent`` method, or a module's function such as
-``_listing.list_sessions`` (a family of methods, ``providers/*`` say, belongs in a module of its own).
+``_listing.list_sessions`` (a family of methods, ``providers/*`` say, belongs in a module of its own), which
+takes the narrow protocol of what it uses (``_registry.SessionRegistry`` and the like), never ``AcpAgent``:
+no route module imports this one back.
 
 ``initialize`` is answered without the harness (start-up budget); the heavy modules are imported in a
 worker thread right after, while the client reads the answer.

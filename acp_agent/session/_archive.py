@@ -17,13 +17,15 @@ from ._closing import close_live, closed_fully
 if TYPE_CHECKING:
     from ..protocol import models as m
     from ..protocol.connection import RequestContext
-    from ._agent import AcpAgent
+    from ._registry import SessionRegistry
     from ._store import SessionMeta
 
 __all__ = ["archive_session", "session_status", "unarchive_session"]
 
 
-async def archive_session(agent: AcpAgent, req: m.SessionIdRequest, ctx: RequestContext) -> dict[str, Any]:
+async def archive_session(
+    agent: SessionRegistry, req: m.SessionIdRequest, ctx: RequestContext
+) -> dict[str, Any]:
     live = agent.sessions.pop(req.session_id, None)
     if live is not None:
         await close_live(agent, live)
@@ -31,12 +33,14 @@ async def archive_session(agent: AcpAgent, req: m.SessionIdRequest, ctx: Request
     return {}
 
 
-async def unarchive_session(agent: AcpAgent, req: m.SessionIdRequest, ctx: RequestContext) -> dict[str, Any]:
+async def unarchive_session(
+    agent: SessionRegistry, req: m.SessionIdRequest, ctx: RequestContext
+) -> dict[str, Any]:
     await _set_archived(agent, req.session_id, False)
     return {}
 
 
-async def _set_archived(agent: AcpAgent, session_id: str, archived: bool) -> None:
+async def _set_archived(agent: SessionRegistry, session_id: str, archived: bool) -> None:
     await closed_fully(agent, session_id)
     meta = await _known(agent, session_id)
     if meta.archived != archived:
@@ -46,14 +50,16 @@ async def _set_archived(agent: AcpAgent, session_id: str, archived: bool) -> Non
         live.meta = live.meta.touched(archived=archived)
 
 
-async def session_status(agent: AcpAgent, req: m.SessionIdRequest, ctx: RequestContext) -> dict[str, Any]:
+async def session_status(
+    agent: SessionRegistry, req: m.SessionIdRequest, ctx: RequestContext
+) -> dict[str, Any]:
     if req.session_id in agent.sessions:
         return {"status": "open"}
     await _known(agent, req.session_id)
     return {"status": "saved"}
 
 
-async def _known(agent: AcpAgent, session_id: str) -> SessionMeta:
+async def _known(agent: SessionRegistry, session_id: str) -> SessionMeta:
     meta = await agent.store.load_meta(session_id)
     if meta is None:
         raise RpcError(

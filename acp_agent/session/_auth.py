@@ -23,7 +23,7 @@ import anyio.to_thread
 if TYPE_CHECKING:
     from ..model_setup import ModelSettings
     from ..protocol.connection import RequestContext
-    from ._agent import AcpAgent
+    from ._registry import ModelOwner
 
 __all__ = ["auth_status", "logout", "status_of"]
 
@@ -41,11 +41,11 @@ def status_of(settings: ModelSettings, model_given: bool) -> dict[str, Any]:
     return {"state": "unauthenticated"}
 
 
-async def auth_status(agent: AcpAgent, params: Any, ctx: RequestContext) -> dict[str, Any]:
+async def auth_status(agent: ModelOwner, params: Any, ctx: RequestContext) -> dict[str, Any]:
     return status_of(agent.settings, agent.has_model_given)
 
 
-async def logout(agent: AcpAgent, params: Any, ctx: RequestContext) -> dict[str, Any]:
+async def logout(agent: ModelOwner, params: Any, ctx: RequestContext) -> dict[str, Any]:
     if agent.forget_key is not None:
         await anyio.to_thread.run_sync(agent.forget_key)
     agent.settings = dataclasses.replace(agent.settings, api_key=None)

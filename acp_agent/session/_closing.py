@@ -12,13 +12,15 @@ from ..protocol.errors import RpcError
 if TYPE_CHECKING:
     from ..protocol import models as m
     from ..protocol.connection import RequestContext
-    from ._agent import AcpAgent
+    from ._registry import SessionRegistry
     from ._session import Session
 
 __all__ = ["close_live", "close_session", "closed_fully", "delete_session"]
 
 
-async def close_session(agent: AcpAgent, req: m.CloseSessionRequest, ctx: RequestContext) -> dict[str, Any]:
+async def close_session(
+    agent: SessionRegistry, req: m.CloseSessionRequest, ctx: RequestContext
+) -> dict[str, Any]:
     session = agent.sessions.pop(req.session_id, None)
     if session is None:
         await closed_fully(agent, req.session_id)
@@ -29,7 +31,7 @@ async def close_session(agent: AcpAgent, req: m.CloseSessionRequest, ctx: Reques
     return {}
 
 
-async def close_live(agent: AcpAgent, session: Session) -> None:
+async def close_live(agent: SessionRegistry, session: Session) -> None:
     """Close a session that left the live table; until its turn has ended and its last step is on
     disk, a delete (or load) of the same id waits for it."""
     done = anyio.Event()
@@ -41,13 +43,15 @@ async def close_live(agent: AcpAgent, session: Session) -> None:
         done.set()
 
 
-async def closed_fully(agent: AcpAgent, session_id: str) -> None:
+async def closed_fully(agent: SessionRegistry, session_id: str) -> None:
     done = agent.closing.get(session_id)
     if done is not None:
         await done.wait()
 
 
-async def delete_session(agent: AcpAgent, req: m.DeleteSessionRequest, ctx: RequestContext) -> dict[str, Any]:
+async def delete_session(
+    agent: SessionRegistry, req: m.DeleteSessionRequest, ctx: RequestContext
+) -> dict[str, Any]:
     session = agent.sessions.pop(req.session_id, None)
     if session is not None:
         await close_live(agent, session)

@@ -10,12 +10,14 @@ from ..protocol.errors import RpcError
 if TYPE_CHECKING:
     from ..protocol import models as m
     from ..protocol.connection import RequestContext
-    from ._agent import AcpAgent
+    from ._registry import SessionRegistry
 
 __all__ = ["set_config_option", "set_mode"]
 
 
-async def set_mode(agent: AcpAgent, req: m.SetSessionModeRequest, ctx: RequestContext) -> dict[str, Any]:
+async def set_mode(
+    agent: SessionRegistry, req: m.SetSessionModeRequest, ctx: RequestContext
+) -> dict[str, Any]:
     controls = agent.live_session(req.session_id).setup.controls
     if controls is None:
         raise RpcError.invalid_params("invalid params: this session has no modes")
@@ -25,7 +27,7 @@ async def set_mode(agent: AcpAgent, req: m.SetSessionModeRequest, ctx: RequestCo
 
 
 async def set_config_option(
-    agent: AcpAgent, req: m.SetSessionConfigOptionRequest, ctx: RequestContext
+    agent: SessionRegistry, req: m.SetSessionConfigOptionRequest, ctx: RequestContext
 ) -> dict[str, Any]:
     controls = agent.live_session(req.session_id).setup.controls
     if controls is None:

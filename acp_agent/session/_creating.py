@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["completed", "new_session_setup"]
 
+P = TypeVar("P")
+
 log = logging.getLogger(__name__)
 
 
@@ -41,24 +43,41 @@ async def new_session_setup(
 ) -> tuple[SessionMeta, SessionEnvironment, SessionSetup]:
     """A new session's meta (on disk), environment (``environment``: pure, no file work) and set-up (see
     the module docstring)."""
-    preparing = factory if isinstance(factory, PreparingFactory) else None
+    if isinstance(factory, PreparingFactory):
+        return await _in_two_halves(req, servers, factory, store, environment)
 
-    def on_disk() -> tuple[SessionMeta, SessionEnvironment, object]:
-        cwd, dirs = checked_roots_sync(req.cwd, req.additional_directories or ())
-        now = now_iso()
-        meta = SessionMeta(new_session_id(), cwd, now, now, None, dirs, servers)
-        env = environment(meta)
-        prepared = preparing.prepare(env) if preparing is not None else None
-        if preparing is not None:  # after the factory's work: a session that fails is not stored
-            store.create_sync(meta)
-        return meta, env, prepared
+    def on_disk() -> tuple[SessionMeta, SessionEnvironment]:
+        meta = _new_meta(req, servers)
+        return meta, environment(meta)
 
-    meta, env, prepared = await anyio.to_thread.run_sync(on_disk)
-    if preparing is not None:
-        return meta, env, await preparing.finish(env, prepared)
+    meta, env = await anyio.to_thread.run_sync(on_disk)
     setup = await factory(env)
     await anyio.to_thread.run_sync(store.create_sync, meta)
     return meta, env, setup
+
+
+async def _in_two_halves(
+    req: m.NewSessionRequest,
+    servers: tuple[dict[str, Any], ...],
+    factory: PreparingFactory[P],
+    store: SessionStore,
+    environment: Callable[[SessionMeta], SessionEnvironment],
+) -> tuple[SessionMeta, SessionEnvironment, SessionSetup]:
+    def on_disk() -> tuple[SessionMeta, SessionEnvironment, P]:
+        meta = _new_meta(req, servers)
+        env = environment(meta)
+        prepared = factory.prepare(env)
+        store.create_sync(meta)  # after the factory's work: a session that fails is not stored
+        return meta, env, prepared
+
+    meta, env, prepared = await anyio.to_thread.run_sync(on_disk)
+    return meta, env, await factory.finish(env, prepared)
+
+
+def _new_meta(req: m.NewSessionRequest, servers: tuple[dict[str, Any], ...]) -> SessionMeta:
+    cwd, dirs = checked_roots_sync(req.cwd, req.additional_directories or ())
+    now = now_iso()
+    return SessionMeta(new_session_id(), cwd, now, now, None, dirs, servers)
 
 
 async def completed(setup: SessionSetup) -> SessionSetup:

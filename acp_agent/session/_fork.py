@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from ..protocol.connection import RequestContext
     from ..protocol.models import ForkSessionRequest, ForkSessionResponse
-    from ._agent import AcpAgent
+    from ._registry import SessionRegistry
 
 __all__ = ["FORK_AT_META", "AdoptsOptions", "cut_at", "fork_point", "fork_session", "new_session_id"]
 
@@ -60,7 +60,9 @@ class AdoptsOptions(Protocol):
     def adopt(self, options: Sequence[Mapping[str, Any]]) -> None: ...
 
 
-async def fork_session(agent: AcpAgent, req: ForkSessionRequest, ctx: RequestContext) -> ForkSessionResponse:
+async def fork_session(
+    agent: SessionRegistry, req: ForkSessionRequest, ctx: RequestContext
+) -> ForkSessionResponse:
     from ..protocol.models import ForkSessionResponse
 
     cwd, dirs = await checked_roots(req.cwd, req.additional_directories)

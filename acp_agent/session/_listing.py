@@ -14,7 +14,7 @@ from ._roots import list_filter
 
 if TYPE_CHECKING:
     from ..protocol.connection import RequestContext
-    from ._agent import AcpAgent
+    from ._registry import SessionRegistry
 
 __all__ = ["PAGE_SIZE", "list_sessions"]
 
@@ -23,7 +23,7 @@ _ARCHIVE_FILTERS: Final = ("exclude", "include", "only")
 
 
 async def list_sessions(
-    agent: AcpAgent, req: m.ListSessionsRequest, ctx: RequestContext
+    agent: SessionRegistry, req: m.ListSessionsRequest, ctx: RequestContext
 ) -> m.ListSessionsResponse:
     """``session/list``: newest first, ``PAGE_SIZE`` a page, filtered by ``cwd`` when given and by the
     archive state (``archived``: ``exclude`` archived sessions by default, ``include`` or ``only`` them)."""

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from .._early import EarlyOpened
-    from ._agent import AcpAgent
+    from ._registry import SessionRegistry
     from ._session import Session
 
 __all__ = ["EarlySession", "controls_state", "kept_servers"]
@@ -70,7 +70,7 @@ class EarlySession:
         self._building: anyio.Event | None = None
         self._failed: dict[str, str] = {}
 
-    def attach(self, agent: AcpAgent, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
+    def attach(self, agent: SessionRegistry, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
         opened, self.opened = self.opened, None
         if opened is None:
             return
@@ -93,7 +93,7 @@ class EarlySession:
         """Why the early session ``session_id`` could not be built (None: it was, or is not one)."""
         return self._failed.get(session_id)
 
-    async def _build(self, agent: AcpAgent, opened: EarlyOpened) -> None:
+    async def _build(self, agent: SessionRegistry, opened: EarlyOpened) -> None:
         try:
             req = m.NewSessionRequest.model_validate(opened.params)
             cwd, dirs = await checked_roots(req.cwd, req.additional_directories)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import anyio.to_thread
@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     from ..model_setup import ModelSettings
     from ..protocol.connection import RequestContext
     from ..protocol.models import DisableProviderRequest, ListProvidersResponse, SetProviderRequest
-    from ._agent import AcpAgent
 
 __all__ = [
     "PROVIDER_ID",
     "SMALL_ID",
+    "ProviderOwner",
     "ProviderRoutes",
     "RoutedModel",
     "disable_provider",
@@ -113,6 +113,16 @@ class ProviderRoutes:
         if settings.provider not in ("openai", "openai-responses", "anthropic"):
             return built
         return RoutedModel(built, settings, self, provider_id)
+
+
+class ProviderOwner(Protocol):
+    """What the ``providers/*`` handlers use of the agent: its routes and the configured model's settings."""
+
+    @property
+    def routes(self) -> ProviderRoutes: ...
+
+    @property
+    def settings(self) -> ModelSettings: ...
 
 
 class RoutedModel:
@@ -190,12 +200,12 @@ def _shown_url(url: str) -> str:
 # --- the methods ------------------------------------------------------------------------------------
 
 
-def _configured(agent: AcpAgent) -> str | None:
+def _configured(agent: ProviderOwner) -> str | None:
     provider = agent.settings.provider
     return provider if provider in ("openai", "openai-responses", "anthropic") else None
 
 
-async def list_providers(agent: AcpAgent, req: Any, ctx: RequestContext) -> ListProvidersResponse:
+async def list_providers(agent: ProviderOwner, req: Any, ctx: RequestContext) -> ListProvidersResponse:
     from harness.providers.factory import DEFAULT_URLS
 
     from ..protocol.models import ListProvidersResponse, ProviderCurrentConfig, ProviderInfo
@@ -229,7 +239,7 @@ async def list_providers(agent: AcpAgent, req: Any, ctx: RequestContext) -> List
     return ListProvidersResponse(providers=providers)
 
 
-async def set_provider(agent: AcpAgent, req: SetProviderRequest, ctx: RequestContext) -> dict[str, Any]:
+async def set_provider(agent: ProviderOwner, req: SetProviderRequest, ctx: RequestContext) -> dict[str, Any]:
     if _configured(agent) is None or req.provider_id not in _ids(agent):
         raise RpcError.invalid_params(f"invalid params: providerId: unknown provider {req.provider_id!r}")
     if req.api_type not in _PROTOCOLS:
@@ -243,7 +253,7 @@ async def set_provider(agent: AcpAgent, req: SetProviderRequest, ctx: RequestCon
 
 
 async def disable_provider(
-    agent: AcpAgent, req: DisableProviderRequest, ctx: RequestContext
+    agent: ProviderOwner, req: DisableProviderRequest, ctx: RequestContext
 ) -> dict[str, Any]:
     if req.provider_id == PROVIDER_ID and _configured(agent) is not None:
         raise RpcError.invalid_params(
@@ -254,5 +264,5 @@ async def disable_provider(
     return {}  # an unknown provider: nothing to disable (idempotent, as the RFD says)
 
 
-def _ids(agent: AcpAgent) -> tuple[str, ...]:
+def _ids(agent: ProviderOwner) -> tuple[str, ...]:
     return (PROVIDER_ID, SMALL_ID) if agent.settings.small_model else (PROVIDER_ID,)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from ._content import ACP_META_KEY, content_adapter
 from ._updates import agent_text
@@ -23,11 +23,14 @@ from ._updates import agent_text
 if TYPE_CHECKING:
     from harness import Message, ToolCall, ToolResult
 
+    from ..protocol.models import SessionUpdate
+    from ._frontier import ClientFrontier
     from ._present import Presenter
-    from ._session import Session
+    from ._store import SessionMeta
 
 __all__ = [
     "DIFF_KEEP_CHARS",
+    "Replayed",
     "SessionRecords",
     "ShownLog",
     "compact_record",
@@ -40,6 +43,23 @@ __all__ = [
 DIFF_KEEP_CHARS: Final = 64 * 1024
 _CONTEXT: Final = 3
 _MARKERS: Final = {"cancelled": "(cancelled)", "failed": "(the turn failed)"}
+
+
+class Replayed(Protocol):
+    """What a replay uses of a live session (``_session.Session``, which imports this module)."""
+
+    @property
+    def presenter(self) -> Presenter: ...
+
+    @property
+    def frontier(self) -> ClientFrontier: ...
+
+    @property
+    def meta(self) -> SessionMeta: ...
+
+    def messages(self) -> list[Message]: ...
+
+    async def send_replay_update(self, update: SessionUpdate | dict[str, Any]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -189,7 +209,7 @@ def _compact_diff(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "oldText": old_part, "newText": new_part}
 
 
-async def replay_session(session: Session, shown: Sequence[dict[str, Any]]) -> None:
+async def replay_session(session: Replayed, shown: Sequence[dict[str, Any]]) -> None:
     """Send ``session``'s whole conversation as the client saw it (``shown``: its records), then the title
     and the plan."""
     from ..protocol.models import SessionInfoUpdate

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from .._early import advertised
 from ..protocol.errors import RpcError
@@ -187,16 +187,20 @@ class SessionFactory(Protocol):
     async def __call__(self, env: SessionEnvironment) -> SessionSetup: ...
 
 
+Prepared = TypeVar("Prepared")
+
+
 @runtime_checkable
-class PreparingFactory(Protocol):
+class PreparingFactory(Protocol[Prepared]):
     """A ``SessionFactory`` in two halves, so that opening a session costs one worker-thread hop: the
     session layer runs ``prepare`` (blocking: every file the set-up reads) in its own hop, beside its own
     file work (the roots' check, the new session's meta), then awaits ``finish`` with what it returned
-    (on the event loop, no file work). ``__call__`` is both in turn."""
+    (on the event loop, no file work). ``__call__`` is both in turn. ``Prepared`` is the factory's own
+    type: the session layer only hands it from one half to the other."""
 
-    def prepare(self, env: SessionEnvironment) -> object: ...
+    def prepare(self, env: SessionEnvironment) -> Prepared: ...
 
-    async def finish(self, env: SessionEnvironment, prepared: object) -> SessionSetup: ...
+    async def finish(self, env: SessionEnvironment, prepared: Prepared) -> SessionSetup: ...
 
 
 def default_system_prompt(env: SessionEnvironment) -> str:

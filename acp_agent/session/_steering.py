@@ -16,12 +16,14 @@ if TYPE_CHECKING:
     from ..protocol import models as m
     from ..protocol.connection import RequestContext
     from ..protocol.models import SteeringOutcome
-    from ._agent import AcpAgent
+    from ._registry import SessionRegistry
 
 __all__ = ["steer_session"]
 
 
-async def steer_session(agent: AcpAgent, req: m.SteeringRequest, ctx: RequestContext) -> dict[str, Any]:
+async def steer_session(
+    agent: SessionRegistry, req: m.SteeringRequest, ctx: RequestContext
+) -> dict[str, Any]:
     session = agent.live_session(req.session_id)
     message = await session.message_of(req.prompt)
     outcome: SteeringOutcome

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._store import SessionStore
 
 __all__ = [
+    "PARENT_META_KEY",
     "SUBAGENT_META_KEY",
     "TOOL_NAME_META_KEY",
     "SubagentThreads",
@@ -40,6 +41,9 @@ __all__ = [
     "takes_threads",
 ]
 
+PARENT_META_KEY: Final = "parentToolCallId"
+"""The ``_meta`` key on a nested call's updates naming the tool call (a sub-agent's) it belongs to
+(``_updates`` sets it; a thread takes the updates that carry it)."""
 SUBAGENT_META_KEY: Final = "subagent_session_info"
 TOOL_NAME_META_KEY: Final = "tool_name"
 _SEPARATOR: Final = ".sub-"
@@ -202,8 +206,6 @@ class SubagentThreads:
     def take(self, update: Any) -> bool:
         """Move a nested call's update (``_meta.parentToolCallId`` set) to its thread; False: not one
         of a thread's, it stays where it was."""
-        from ._updates import PARENT_META_KEY
-
         meta: dict[str, Any] = update.field_meta or {}
         cid = getattr(update, "tool_call_id", None)
         if PARENT_META_KEY not in meta or not isinstance(cid, str):
@@ -221,8 +223,6 @@ class SubagentThreads:
 
     def keep_record(self, record: dict[str, Any]) -> bool:
         """A nested call's record (as it ended) for its thread's replay; False: not a thread's."""
-        from ._updates import PARENT_META_KEY
-
         meta = record.get("_meta")
         thread = self._threads.get(str(record.get("toolCallId", "")).split("/")[0])
         if not isinstance(meta, dict) or PARENT_META_KEY not in meta or thread is None:

@@ -11,24 +11,28 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
 import anyio
 
 from ..protocol.errors import RpcError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from harness import Message, Model, Run
 
     from ..protocol import models as m
     from ..protocol.connection import RequestContext
-    from ._agent import AcpAgent
-    from ._session import Session
+    from ._setup import SessionEnvironment, SessionSetup
+    from ._store import SessionMeta, SessionStore
 
 __all__ = [
     "MAX_TITLE",
     "TITLE_SYSTEM",
+    "TitleRegistry",
     "TitleSource",
+    "Titled",
     "ask_title",
     "checked_title",
     "set_session_title",
@@ -52,6 +56,34 @@ TITLE_SYSTEM: Final = (
 )
 
 
+class Titled(Protocol):
+    """What titling uses of a live session (``_session.Session``, which imports this module)."""
+
+    titling: bool
+    """A model-written title was asked for (once a session)."""
+
+    @property
+    def setup(self) -> SessionSetup: ...
+
+    @property
+    def env(self) -> SessionEnvironment: ...
+
+    @property
+    def meta(self) -> SessionMeta: ...
+
+    async def set_title(self, title: str, *, source: TitleSource = "user") -> bool: ...
+
+
+class TitleRegistry(Protocol):
+    """What ``session/set_title`` uses of the agent."""
+
+    @property
+    def sessions(self) -> Mapping[str, Titled]: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+
 def checked_title(title: str) -> str:
     """A title the user gave, its whitespace collapsed; ``RpcError`` (invalid params) when it is empty or
     longer than ``MAX_TITLE``."""
@@ -63,7 +95,7 @@ def checked_title(title: str) -> str:
     return text
 
 
-def title_after_exchange(session: Session, message: Message, run: Run) -> None:
+def title_after_exchange(session: Titled, message: Message, run: Run) -> None:
     """After an exchange, where the set-up gives a ``title_model`` and no one but the agent's first-prompt
     title named the session yet: the model writes the title, in the background (once a session)."""
     get_model, spawn = session.setup.title_model, session.env.spawn
@@ -131,7 +163,7 @@ def _clean(text: str) -> str | None:
 
 
 async def set_session_title(
-    agent: AcpAgent, req: m.SetSessionTitleRequest, ctx: RequestContext
+    agent: TitleRegistry, req: m.SetSessionTitleRequest, ctx: RequestContext
 ) -> dict[str, Any]:
     """``session/set_title``: the user's title, saved, told to the client (a live session's
     ``session_info_update``), never replaced by the agent's."""

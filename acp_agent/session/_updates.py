@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, assert_never, cast
 
 from ._partial import partial_json, raw_output
+from ._threads import PARENT_META_KEY
 
 if TYPE_CHECKING:
     from harness import Result
@@ -50,8 +51,6 @@ _INPUT_EVERY_CHARS: Final = 200  # streamed input: an update at most every this 
 _AGENT_TEXT_EVERY: Final = 400  # a sub-agent's streamed text: an update at most every this many characters
 _MAX_AGENT_TEXT: Final = 20_000
 _CANCELLED_TEXT: Final = "Cancelled"
-PARENT_META_KEY: Final = "parentToolCallId"
-"""The ``_meta`` key on a nested call's updates naming the tool call (a sub-agent's) it belongs to."""
 
 
 def agent_text(text: str, message_id: str) -> dict[str, Any]:

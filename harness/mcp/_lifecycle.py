@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -27,8 +27,6 @@ from ._stdio import StdioProcess
 if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
-
-    from ._server import McpTool
 
 __all__ = ["CLOSE_TIMEOUT", "Connection", "ServerLifecycle"]
 
@@ -54,8 +52,12 @@ class Connection:
         self.scope: anyio.CancelScope | None = None
 
 
-class ServerLifecycle:
-    """Start, supervise and close one server; ``McpServer`` adds tools, calls and prompts."""
+ToolT = TypeVar("ToolT")
+
+
+class ServerLifecycle(Generic[ToolT]):
+    """Start, supervise and close one server; ``McpServer`` adds tools, calls and prompts (``ToolT``: its
+    tool type, which this half only counts)."""
 
     def __init__(
         self,
@@ -92,7 +94,7 @@ class ServerLifecycle:
         self._stopped = anyio.Event()
         self._serving = anyio.Event()  # set once the first connection began, or the server stopped
         self._conn: Connection | None = None
-        self._tools: list[McpTool] = []
+        self._tools: list[ToolT] = []
         self._stale = True
         self._relist_always = False
         self._failures = 0

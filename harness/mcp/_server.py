@@ -62,7 +62,7 @@ class McpTool:
         return f"McpTool({self._spec.name!r})"
 
 
-class McpServer(ServerLifecycle):
+class McpServer(ServerLifecycle[McpTool]):
     """An MCP server used as a ``ToolSource``.
 
     Make one with ``McpServer.stdio(...)``, ``.http(...)`` or ``.sse(...)``. Run it either with

@@ -30,7 +30,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
 import anyio
@@ -40,9 +40,9 @@ from ..model_info import SERVERS, ModelInfo, per_token_prices, positive
 from ._common import obj
 
 if TYPE_CHECKING:
-    from ._http import Endpoint
+    from ._clients import HttpConfig
 
-__all__ = ["SERVERS", "ModelInfo", "describe_models", "parse_model_list"]
+__all__ = ["SERVERS", "ModelInfo", "ServerEndpoint", "describe_models", "parse_model_list"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,21 @@ _HOSTED: Final = ("api.openai.com", "api.anthropic.com", "openrouter.ai")
 _OLLAMA_SHOW_AT_MOST: Final = 32
 _PROBE_TIMEOUT_S: Final = 10.0
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+
+
+class ServerEndpoint(Protocol):
+    """What describing a server's models uses of its endpoint (``_http.Endpoint``: its model imports this
+    module for ``describe_models``)."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def http(self) -> HttpConfig: ...
+
+    async def get_json(self, path: str, headers: Mapping[str, str]) -> Any:
+        """``GET path``'s JSON; ``ModelError`` when it fails."""
+        ...
 
 
 def _entry(e: Mapping[str, Any]) -> ModelInfo:
@@ -117,7 +132,7 @@ def parse_model_list(body: Any) -> list[ModelInfo]:
 # --- asking the server more -------------------------------------------------------------------------
 
 
-async def _json(ep: Endpoint, url: str, headers: Mapping[str, str], body: Any = None) -> Any:
+async def _json(ep: ServerEndpoint, url: str, headers: Mapping[str, str], body: Any = None) -> Any:
     """GET (or POST ``body``) ``url``; its JSON, or None when it fails in any way (a probe, not a call)."""
     import httpx2
 
@@ -139,7 +154,9 @@ def _root(base_url: str) -> str:
     return re.sub(r"/(api/)?v1$", "", base_url)
 
 
-async def _llamacpp(ep: Endpoint, headers: Mapping[str, str], infos: list[ModelInfo]) -> list[ModelInfo]:
+async def _llamacpp(
+    ep: ServerEndpoint, headers: Mapping[str, str], infos: list[ModelInfo]
+) -> list[ModelInfo]:
     props = obj(await _json(ep, _root(ep.base_url) + "/props", headers))
     settings = obj(props.get("default_generation_settings"))
     n_ctx = positive(settings.get("n_ctx")) or positive(props.get("n_ctx"))
@@ -181,7 +198,7 @@ def _ollama_facts(info: ModelInfo, show: Mapping[str, Any], running: int | None)
     )
 
 
-async def _ollama(ep: Endpoint, headers: Mapping[str, str], infos: list[ModelInfo]) -> list[ModelInfo]:
+async def _ollama(ep: ServerEndpoint, headers: Mapping[str, str], infos: list[ModelInfo]) -> list[ModelInfo]:
     root = _root(ep.base_url)
     running: dict[str, int] = {}
     for m in _list(obj(await _json(ep, root + "/api/ps", headers)).get("models")):
@@ -249,7 +266,7 @@ def _litellm(body: Any, infos: list[ModelInfo]) -> list[ModelInfo] | None:
     return out
 
 
-async def _probe(ep: Endpoint, headers: Mapping[str, str], infos: list[ModelInfo]) -> list[ModelInfo]:
+async def _probe(ep: ServerEndpoint, headers: Mapping[str, str], infos: list[ModelInfo]) -> list[ModelInfo]:
     servers = {i.server for i in infos}
     if "llama.cpp" in servers:
         return await _llamacpp(ep, headers, infos)
@@ -268,7 +285,7 @@ async def _probe(ep: Endpoint, headers: Mapping[str, str], infos: list[ModelInfo
     return infos
 
 
-async def describe_models(ep: Endpoint, headers: Mapping[str, str], path: str) -> list[ModelInfo]:
+async def describe_models(ep: ServerEndpoint, headers: Mapping[str, str], path: str) -> list[ModelInfo]:
     """The server's models (``GET path``) and what it says of each, asking it more where its list is
     silent (see the module docstring); ``[]`` when it has no model list. Raises ``ModelError`` when the
     list cannot be had (unreachable, the key refused)."""

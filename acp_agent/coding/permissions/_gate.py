@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import anyio.to_thread
@@ -28,15 +28,16 @@ from ...protocol.jsonvalue import as_object
 from ._always import permission_options
 
 if TYPE_CHECKING:
-    from harness import Call, ToolCall
+    from harness import Call, Model, ToolCall
     from harness.middleware import NextTool
     from harness.tools import FileSystem, Root
 
     from ...protocol.models import ToolCallContent
     from ...session.plugin import SessionEnvironment, SessionHandle, ToolView
+    from ..models._model_facts import ModelFacts
     from ._modes import ModeState
 
-__all__ = ["Cancelled", "PermissionGate", "RunningMarker", "SessionLink"]
+__all__ = ["Cancelled", "LinkedControls", "PermissionGate", "RunningMarker", "SessionLink"]
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +45,43 @@ _MAX_ROUNDS: Final = 8
 _PREVIEW_MAX_CHARS: Final = 200_000
 
 
+class LinkedControls(Protocol):
+    """What the session's parts built before its controls (``_controls.CodingControls``, which is built
+    from them) use of the controls, through the link, once they are bound."""
+
+    async def send_commands(self) -> None:
+        """Tell the client the slash commands again (they changed)."""
+        ...
+
+    def facts(self) -> ModelFacts | None:
+        """The current model's facts (its context window among them)."""
+        ...
+
+    def current_model(self) -> Model | None: ...
+
+
 class SessionLink:
-    """Holds the session once it exists (the factory runs before it); sends wait until then.
+    """Holds the session once it exists (the factory runs before it); sends wait until then. Built in
+    two phases: the parts of the set-up take the link first, then the controls built from those parts
+    are bound to it (``bind_controls``); until then ``controls`` is None.
 
     ``running`` maps the ids of the tool calls running now to their tool names (kept by
     ``RunningMarker``: an MCP server's elicitation is shown with the call that caused it)."""
 
     def __init__(self) -> None:
         self.handle: SessionHandle | None = None
-        self.controls: Any = None
+        self._controls: LinkedControls | None = None
         self.running: dict[str, str] = {}
         self._bound = anyio.Event()
+
+    @property
+    def controls(self) -> LinkedControls | None:
+        """The session's controls, once bound (None while the set-up builds what they are built from)."""
+        return self._controls
+
+    def bind_controls(self, controls: LinkedControls) -> None:
+        """The second phase of the set-up: the controls, built from the parts that hold this link."""
+        self._controls = controls
 
     def bind(self, handle: SessionHandle) -> None:
         self.handle = handle
