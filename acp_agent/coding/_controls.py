@@ -19,12 +19,12 @@ import anyio.to_thread
 from ..protocol.errors import RpcError
 from ..session._providers import PROVIDER_ID, SMALL_ID
 from ..session._setup import CommandOutcome
-from ._catalog import HTTP_PROVIDERS, ModelCatalog
+from ._catalog import ModelCatalog, is_http
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._model_facts import ModelFacts, resolve_facts, window_text
 from ._opening import modes_state, options_state
 from ._pricing import Price, price_for
-from ._thinking import THOUGHT, ModelSwitch, ThoughtLevel
+from ._thinking import ModelSwitch, ThoughtLevel, thought_levels
 from ._toggles import Toggle
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class CodingControls:
 
     @property
     def _http(self) -> bool:
-        return self._config.provider in HTTP_PROVIDERS
+        return is_http(self._config.provider)
 
     # --- binding ---------------------------------------------------------------------------------
 
@@ -194,8 +194,8 @@ class CodingControls:
             await self._set_mode(value)
         elif config_id == "model":
             await self._set_model(value)
-        elif config_id == "thought_level" and self._config.provider in THOUGHT:
-            if value not in THOUGHT[self._config.provider]:
+        elif config_id == "thought_level" and thought_levels(self._config.provider):
+            if value not in thought_levels(self._config.provider):
                 raise RpcError.invalid_params(f"invalid params: value: unknown thought level {value!r}")
             self._thought.level = value
         else:
@@ -214,7 +214,7 @@ class CodingControls:
                 self._modes.set(str(value))
             elif config_id == "model" and isinstance(value, str) and self._http:
                 self._model_name = value  # the source's choice, checked there; the first turn builds it
-            elif config_id == "thought_level" and value in THOUGHT.get(self._config.provider or "", ()):
+            elif config_id == "thought_level" and value in thought_levels(self._config.provider):
                 self._thought.level = str(value)
 
     async def _set_model(self, name: str) -> None:

@@ -45,7 +45,7 @@ from harness.tools.plan import Plan
 from ..session._setup import SessionSetup, ToolDisplay
 from ..trust import TrustStore
 from ._cache_options import CacheOptions
-from ._catalog import ModelCatalog
+from ._catalog import ModelCatalog, is_http
 from ._compact import Compaction
 from ._confine import Confinement
 from ._context import SystemPrompt
@@ -267,7 +267,7 @@ class CodingFactory:
             tell.advise,
             partial(tell.usage, meter=meter),
             _user_config_file(self.environ),
-            tell_unknown=config.provider in ("openai", "openai-responses", "anthropic"),
+            tell_unknown=is_http(config.provider),
         )
 
         return SessionSetup(
@@ -387,7 +387,7 @@ def _retry(provider: str | None) -> list[RetryModel]:
     """Innermost for HTTP providers: a rate-limited call is retried (before its first delta only),
     honouring retry-after up to 30 s, so a busy provider costs a pause, not the turn. The ``script``
     provider's errors are the test's script and stay exactly as written."""
-    if provider in ("openai", "openai-responses", "anthropic"):
+    if is_http(provider):
         return [RetryModel(max_tries=3, max_delay=30.0)]
     return []
 

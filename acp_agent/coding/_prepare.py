@@ -25,7 +25,7 @@ from harness.tools import Root
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session._store import SessionStore
 from ..trust import TrustStore, rule_key
-from ._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
+from ._catalog import ModelCatalog, import_http_sync, is_http
 from ._compact import CHECKPOINTS_FILE, read_checkpoints
 from ._context import ProjectContext, PromptFileError
 from ._gate import SessionLink
@@ -151,7 +151,7 @@ def prepare_session(
     sandbox = SessionSandbox(modes, env.roots, support=support())
 
     def after_answer() -> RuleFiles:  # the set-up's second worker-thread hop, once the answer is written
-        if config.provider in HTTP_PROVIDERS:
+        if is_http(config.provider):
             import_http_sync()  # (the first session's: the model listing and the first prompt need it)
         context.load_sync()
         sandbox.configure(config, environ)
@@ -178,7 +178,7 @@ def prepare_session(
     except PromptFileError as exc:
         raise RpcError(INTERNAL_ERROR, str(exc), {"errorKind": "configuration_error"}) from exc
     served: list[str] = []
-    if config.provider in HTTP_PROVIDERS:
+    if is_http(config.provider):
         served = catalog.cached_sync(config.provider, config.base_url)
     path = SessionStore(env.home / "sessions").directory(env.session_id) / CHECKPOINTS_FILE
     return Prepared(

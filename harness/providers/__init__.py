@@ -1,20 +1,50 @@
 """Model providers over HTTP: OpenAI Chat Completions and Responses, Anthropic Messages.
 
-``build_model`` makes one by provider name from explicit arguments; ``RetryModel`` retries rate-limited calls.
+``registry`` holds one record per provider (``ProviderSpec``): what an application reads to name, configure
+and offer them. ``build_model`` makes one by provider name from explicit arguments; ``RetryModel`` retries
+rate-limited calls.
+
+Importing this package loads none of it: each name is imported at its first use (PEP 562), so reading the
+registry does not load the HTTP client.
 """
 
-from .anthropic import Messages
-from .factory import DEFAULT_URLS, PROVIDERS, build_model, list_models
-from .openai import ChatCompletions, Responses
-from .retry import RetryModel
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .anthropic import Messages
+    from .factory import build_model, list_models
+    from .openai import ChatCompletions, Responses
+    from .registry import ProviderSpec
+    from .retry import RetryModel
+
+_LAZY: dict[str, str] = {
+    "ChatCompletions": ".openai",
+    "Messages": ".anthropic",
+    "ProviderSpec": ".registry",
+    "Responses": ".openai",
+    "RetryModel": ".retry",
+    "build_model": ".factory",
+    "list_models": ".factory",
+}
 
 __all__ = [
-    "DEFAULT_URLS",
-    "PROVIDERS",
     "ChatCompletions",
     "Messages",
+    "ProviderSpec",
     "Responses",
     "RetryModel",
     "build_model",
     "list_models",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
