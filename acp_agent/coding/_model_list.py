@@ -32,9 +32,9 @@ def is_http(provider: str | None) -> TypeGuard[str]:
 
 
 def cache_key(provider: str, base_url: str | None) -> str:
-    """The endpoint's key in the cache: the provider and its base URL."""
-    spec = registry.get(provider) or registry.get("openai")  # (an HTTP provider's, in practice)
-    url = (base_url or (spec.default_url if spec else "")).rstrip("/")
+    """The endpoint's key in the cache: the provider (an ``is_http`` one) and its base URL."""
+    spec = registry.get(provider)
+    url = (base_url or (spec.default_url if spec is not None else "")).rstrip("/")
     return f"{provider} {url}"
 
 
