@@ -1,7 +1,7 @@
 """Model providers over HTTP: OpenAI Chat Completions and Responses, Anthropic Messages.
 
 ``registry`` holds one record per provider (``ProviderSpec``): what an application reads to name, configure
-and offer them. ``build_model`` makes one by provider name from explicit arguments; ``RetryModel`` retries
+and offer them; a provider's class is an ``HttpModel``. ``build_model`` makes one by provider name from explicit arguments; ``RetryModel`` retries
 rate-limited calls.
 
 Importing this package loads none of it: each name is imported at its first use (PEP 562), so reading the
@@ -14,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._http import HttpModel
     from .anthropic import Messages
     from .factory import build_model, list_models
     from .openai import ChatCompletions, Responses
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "ChatCompletions": ".openai",
+    "HttpModel": "._http",
     "Messages": ".anthropic",
     "ProviderSpec": ".registry",
     "Responses": ".openai",
@@ -32,6 +34,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "ChatCompletions",
+    "HttpModel",
     "Messages",
     "ProviderSpec",
     "Responses",

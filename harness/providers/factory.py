@@ -7,28 +7,15 @@ no key). ``url_hint`` says, in the providers' error messages, how the user sets 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from .._errors import HarnessUsageError
 from ..model import Model
 from . import registry
+from ._http import HttpModel
 from .model_info import ModelInfo
 
-__all__ = ["ProviderModel", "build_model", "describe_models", "list_models"]
-
-
-class ProviderModel(Model, Protocol):
-    """What a provider's class makes (``harness.providers._http.HttpModel``'s subclasses): a ``Model`` that
-    also says its endpoint, lists the server's models and closes its connections."""
-
-    @property
-    def base_url(self) -> str: ...
-
-    async def aclose(self) -> None: ...
-
-    async def list_models(self) -> list[str]: ...
-
-    async def describe_models(self) -> list[ModelInfo]: ...
+__all__ = ["build_model", "describe_models", "list_models"]
 
 
 def build_model(
@@ -38,7 +25,7 @@ def build_model(
     base_url: str | None = None,
     api_key: str | None = None,
     **kw: Any,
-) -> ProviderModel:
+) -> HttpModel:
     """A provider by name (``base_url`` None: the provider's). Extra keywords go to the class
     (timeouts, ``url_hint``, ``continuation``…)."""
     spec = registry.get(provider)
@@ -47,7 +34,9 @@ def build_model(
     if not model:
         raise HarnessUsageError("a model name is needed")
     url = (base_url or spec.default_url).rstrip("/")
-    return spec.model_factory()(url, model, api_key or None, **kw)
+    built = spec.model_factory()(url, model, api_key or None, **kw)
+    _: Model = built  # every provider's class implements the protocol
+    return built
 
 
 async def list_models(

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
-    from .factory import ProviderModel
+    from ._http import HttpModel
 
 __all__ = [
     "ProviderSpec",
@@ -33,8 +33,8 @@ __all__ = [
 ]
 
 Protocol = Literal["openai", "anthropic"]
-Factory = Callable[..., "ProviderModel"]
-"""``factory(base_url, model, api_key, **options)``: the provider's model."""
+Factory = Callable[..., "HttpModel"]
+"""``factory(base_url, model, api_key, **options)``: the provider's model (its class, an ``HttpModel``)."""
 
 
 def _levels(**knobs: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:

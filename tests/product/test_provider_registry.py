@@ -21,7 +21,7 @@ from acp_agent.model_setup import ModelConfigError, ModelSettings, build_model, 
 from harness import Message, Options
 from harness.model import Delta, Prompt
 from harness.model_info import ModelInfo
-from harness.providers import registry
+from harness.providers import HttpModel, registry
 from harness.providers.registry import ProviderSpec
 from harness.secrets import Secrets
 from harness.testing import FakeModel, Reply
@@ -29,16 +29,15 @@ from harness.testing import FakeModel, Reply
 KEY = "acme-secret-0123456789"
 
 
-class AcmeModel:
-    """What the made-up provider's own module would define: its model over its endpoint."""
+class AcmeModel(HttpModel):
+    """What the made-up provider's own module would define: its model over its endpoint (answered here
+    without a request)."""
 
     built: ClassVar[list[AcmeModel]] = []
 
     def __init__(self, base_url: str, model: str, api_key: str | None, **options: Any) -> None:
-        self.base_url = base_url
-        self.model = model
+        super().__init__(base_url, model, api_key, **options)
         self.api_key = api_key
-        self.options = options
         self.closed = False
         self.prompts: list[Prompt] = []
         self._fake = FakeModel([Reply(text="OK")])
@@ -50,6 +49,7 @@ class AcmeModel:
 
     async def aclose(self) -> None:
         self.closed = True
+        await super().aclose()
 
     async def list_models(self) -> list[str]:
         return ["acme-large", "acme-small"]

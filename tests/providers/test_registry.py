@@ -6,12 +6,12 @@ import anyio
 import pytest
 
 from harness import HarnessUsageError
-from harness.providers import ChatCompletions, Messages, Responses, registry
-from harness.providers.factory import ProviderModel, build_model
+from harness.providers import ChatCompletions, HttpModel, Messages, Responses, registry
+from harness.providers.factory import build_model
 from harness.providers.registry import ProviderSpec
 
 
-async def close(models: list[ProviderModel]) -> None:
+async def close(models: list[HttpModel]) -> None:
     for model in models:
         await model.aclose()
 
@@ -41,7 +41,7 @@ def test_an_unknown_provider_is_refused_with_the_registered_ones() -> None:
 def test_a_registered_provider_is_built_by_its_factory_and_a_second_of_the_name_is_refused() -> None:
     made: list[tuple[str, str, str | None]] = []
 
-    def factory(base_url: str, model: str, api_key: str | None, **options: object) -> ProviderModel:
+    def factory(base_url: str, model: str, api_key: str | None, **options: object) -> HttpModel:
         made.append((base_url, model, api_key))
         return ChatCompletions(base_url, model, api_key)
 
