@@ -142,6 +142,8 @@ class RoutedModel:
         return self._rerouted(prompt)
 
     async def _rerouted(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        from harness.model import close_stream  # (the session layer loads no harness module at import)
+
         routes = self._routes
         version, route = routes.versions.get(self._id, 0), routes.routes.get(self._id)
         if version != self._version and route is not None:
@@ -152,9 +154,7 @@ class RoutedModel:
             async for delta in inner:
                 yield delta
         finally:
-            close = getattr(inner, "aclose", None)
-            if close is not None:
-                await close()
+            await close_stream(inner)
 
 
 def _build(settings: ModelSettings, route: Route) -> Model:
