@@ -46,7 +46,7 @@ Handler = Callable[[str], Awaitable[CommandOutcome]]
 
 
 class CodingControls:
-    """Implements ``acp_agent.session.SessionControls`` for the coding factory."""
+    """Implements ``SessionControls`` (``acp_agent.session._setup``) for the coding factory."""
 
     def __init__(
         self,
