@@ -32,7 +32,8 @@ __all__ = [
     "unregister",
 ]
 
-Protocol = Literal["openai", "anthropic"]
+Wire = Literal["openai", "anthropic"]
+"""The API families: OpenAI-compatible (Chat Completions, Responses) and Anthropic Messages."""
 Factory = Callable[..., "HttpModel"]
 """``factory(base_url, model, api_key, **options)``: the provider's model (its class, an ``HttpModel``)."""
 
@@ -51,8 +52,8 @@ class ProviderSpec:
     - ``default_url``: the base URL when none is configured;
     - ``key_env``: the provider's own API-key variable (a secret for every application; None: none);
     - ``url_env``: a base-URL variable other tools share (``OPENAI_BASE_URL``), read after the config files;
-    - ``protocol``: the wire family, i.e. the ACP ``LlmProtocol`` a client may route it to and the
-      ``Options.provider`` key its knobs go under;
+    - ``protocol``: its API family (``Wire``): what an application may route it by (an endpoint speaking
+      the same family) and the ``Options.provider`` key its knobs go under;
     - ``thinking``: the thought levels it offers, each with the ``Options.provider`` knobs that select it
       (empty: it offers none);
     - ``label`` and ``setup_rank``: its line in an interactive set-up's menu (lowest rank first)."""
@@ -63,7 +64,7 @@ class ProviderSpec:
     default_url: str
     key_env: str | None = None
     url_env: str | None = None
-    protocol: Protocol = "openai"
+    protocol: Wire = "openai"
     thinking: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     setup_rank: int = 100
 
