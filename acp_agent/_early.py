@@ -11,8 +11,8 @@ When the next line is a plain ``session/new`` (and a model is configured), it is
 the configuration and the cached model list (``opening``: the coding agent's ``EarlyOpening``, the same
 functions its sessions answer with): an editor opening a thread sends ``initialize``, then ``session/new``
 as soon as it has the answer, and waits for both. The session is built when the rest is imported
-(``acp_agent.session._early_open`` adopts it, before any later request is served; what it finds different
-from this answer is sent as updates). Anything unusual about that line (MCP servers or directories of an
+(``acp_agent.session._opening.EarlySession`` adopts it, before any later request is served; what it finds
+different from this answer is sent as updates). Anything unusual about that line (MCP servers or directories of an
 unexpected shape, a missing folder, a configuration with problems) leaves it to the connection. Standard
 library only.
 """

@@ -3,9 +3,9 @@
 
 Provider ``script`` replays the JSON file named by ``ACP_AGENT_SCRIPT``: a list of replies, one per model
 call in order, each ``{"text", "reasoning", "tool_calls": [{"name", "input"}], "finish", "chunks",
-"delay_ms", "error": {"kind", "message"}, "usage": {"input", "output", ...}}`` (all keys optional). The HTTP providers (``openai``,
-``openai-responses``, ``anthropic``) come from ``harness.providers.factory.build_model``, imported only when
-a model is built so start-up stays light.
+"delay_ms", "error": {"kind", "message"}, "usage": {"input", "output", ...}}`` (all keys optional). The HTTP providers
+(``harness.providers.registry``: ``openai``, ``openai-responses``, ``anthropic``…) come from
+``harness.providers.factory.build_model``, imported only when a model is built so start-up stays light.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from .config import Config
 
 __all__ = [
-    "HTTP_PROVIDERS",
     "URL_HINT",
     "ModelConfigError",
     "ModelSettings",
@@ -35,7 +34,6 @@ __all__ = [
     "load_script",
 ]
 
-HTTP_PROVIDERS: Final = ("openai", "openai-responses", "anthropic")
 URL_HINT: Final = "--base-url, ACP_AGENT_BASE_URL or base_url in config.toml"
 """How a user sets the model endpoint, for the providers' error messages."""
 
@@ -73,14 +71,23 @@ class ModelSettings:
         """Whether a prompt can run without further set-up (no auth step needed)."""
         if self.provider == "script":
             return self.script is not None
-        return self.provider in HTTP_PROVIDERS and (self.api_key is not None or self.base_url is not None)
+        return self.http and (self.api_key is not None or self.base_url is not None)
+
+    @property
+    def http(self) -> bool:
+        """Whether the provider is one of the registry's (reached over HTTP, its models listed)."""
+        from harness.providers import registry  # (the session layer loads no harness module at import)
+
+        return registry.get(self.provider) is not None
 
 
 def how_to_configure() -> str:
+    from harness.providers import registry
+
     return (
         "no model is configured: run `acp-harness-agent setup` to choose one, or set ACP_AGENT_PROVIDER "
-        "(openai, openai-responses, anthropic or script), "
-        "ACP_AGENT_MODEL, and ACP_AGENT_API_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY); for a local "
+        f"({', '.join(registry.names())} or script), "
+        f"ACP_AGENT_MODEL, and ACP_AGENT_API_KEY (or {' / '.join(registry.key_variables())}); for a local "
         "OpenAI-compatible server set ACP_AGENT_BASE_URL, e.g. http://127.0.0.1:8080/v1 (or put provider, "
         "model and base_url in ~/.config/acp-agent/config.toml)"
     )
@@ -96,7 +103,7 @@ def build_model(settings: ModelSettings) -> Model:
                 "provider 'script' needs ACP_AGENT_SCRIPT, the path of a JSON list of replies"
             )
         return ScriptModel(load_script(settings.script))
-    if settings.provider in HTTP_PROVIDERS:
+    if settings.http:
         if not settings.model:
             raise ModelConfigError(
                 f"provider {settings.provider!r} needs a model name: set ACP_AGENT_MODEL (--model)"
@@ -110,8 +117,10 @@ def build_model(settings: ModelSettings) -> Model:
             api_key=settings.api_key,
             url_hint=URL_HINT,
         )
+    from harness.providers import registry
+
     raise ModelConfigError(
-        f"unknown provider {settings.provider!r}; use one of: {', '.join((*HTTP_PROVIDERS, 'script'))}"
+        f"unknown provider {settings.provider!r}; use one of: {', '.join((*registry.names(), 'script'))}"
     )
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ._errors import HarnessUsageError
 from ._messages import ToolCall
-from ._pause import Decision, Need, Pending
+from ._pause import Approval, Decision, Need, Pending
 from ._tool_values import Result, ToolSpec
 
 if TYPE_CHECKING:
@@ -131,6 +131,17 @@ class Call:
     def decision(self) -> Decision | None:
         d = self._answers.get("approval")
         return d if isinstance(d, Decision) else None
+
+    def ask_or_deny(self, question: str, meta: Mapping[str, Any], why: str = "") -> Result | None:
+        """A middleware's approval: None once the user allowed the call (go on); else what to return, the
+        question (``Approval(question)``) the first time, ``Denied: <their reason>`` (then ``why``, with
+        ``meta``) when they declined."""
+        decision = self.decision()
+        if decision is None:
+            return self.needs_input([Approval(question)])
+        if decision.allowed:
+            return None
+        return Result.failure(f"Denied: {decision.reason or 'the user declined'}{why}", meta=dict(meta))
 
     def state(self) -> Any:
         return self._state

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -47,6 +47,7 @@ from .model import (
     ToolReady,
     ToolStart,
     UsageChunk,
+    close_stream,
 )
 
 __all__ = ["CUT_CALL", "Accumulator", "ModelRequest"]
@@ -383,9 +384,7 @@ def _bind_model(mw: ModelMiddleware, nxt: NextModel) -> NextModel:
 async def _close_stream(it: AsyncIterator[Delta]) -> None:
     with CancelScope(shield=True), anyio.move_on_after(2):
         try:
-            aclose: Callable[[], Awaitable[None]] | None = getattr(it, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await close_stream(it)
         except Exception:  # the model's cleanup failed; the turn already ends
             log.debug("closing the model stream failed", exc_info=True)
 

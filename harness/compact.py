@@ -32,7 +32,7 @@ from ._options import Options
 from ._prefix_hashes import PrefixHashes
 from ._usage import Usage
 from .middleware import NextModel
-from .model import Delta, Prompt, TextChunk, UsageChunk
+from .model import Delta, Prompt, TextChunk, UsageChunk, close_stream
 
 __all__ = ["Checkpoint", "Compact", "CompactListener", "Compacted"]
 
@@ -160,9 +160,7 @@ class Compact:
             async for delta in inner:
                 yield delta
         finally:
-            close = getattr(inner, "aclose", None)
-            if close is not None:
-                await close()
+            await close_stream(inner)
 
     def compact_now(self) -> None:
         """Compact at the next model call whatever the prompt's size (``/compact``)."""
@@ -331,9 +329,7 @@ class Compact:
                         delta.cache_write if delta.cache_write is not None else usage.cache_write,
                     )
         finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
+            await close_stream(stream)
         total = Usage(usage.input or 0, usage.output or 0, usage.cache_read or 0, usage.cache_write or 0)
         return "".join(out), total
 

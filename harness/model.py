@@ -34,6 +34,7 @@ __all__ = [
     "ToolStart",
     "UnsupportedOptionError",
     "UsageChunk",
+    "close_stream",
 ]
 
 
@@ -140,3 +141,11 @@ class Model(Protocol):
     """A model: streams the deltas of one reply to ``prompt``. Raise ``ModelError`` on failure."""
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]: ...
+
+
+async def close_stream(stream: AsyncIterator[Any]) -> None:
+    """Close a model's stream that was not read to its end (an async generator's ``aclose``: its
+    ``finally`` blocks run now, its HTTP response is released); a plain iterator has nothing to close."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()

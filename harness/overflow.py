@@ -20,7 +20,7 @@ from ._errors import ModelError
 from ._kinds import ErrorKind
 from .compact import Compact
 from .middleware import NextModel
-from .model import Delta, Prompt
+from .model import Delta, Prompt, close_stream
 
 __all__ = ["STILL_TOO_LONG", "CompactOnOverflow", "window_in_error"]
 
@@ -76,9 +76,7 @@ class CompactOnOverflow:
                 raise
             first = e
         finally:
-            close = getattr(inner, "aclose", None)
-            if close is not None:
-                await close()
+            await close_stream(inner)
         if first is None:
             return
         window = prompt.options.context_window or window_in_error(first.message)

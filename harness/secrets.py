@@ -27,11 +27,10 @@ from ._call import Call
 from ._messages import Text, ToolCall
 from ._tools import Result
 from .middleware import NextTool
+from .providers import registry
 
-__all__ = ["DEFAULT_SECRET_ENV", "REDACTED", "Secrets", "StreamRedactor", "encoded_forms"]
+__all__ = ["REDACTED", "Secrets", "StreamRedactor", "encoded_forms"]
 
-DEFAULT_SECRET_ENV: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-"""The providers' own key variables: secrets for every application."""
 REDACTED: Final = "[redacted]"
 MIN_SECRET_LEN: Final = 8
 
@@ -55,7 +54,7 @@ class Secrets:
     Both only grow (``add``): one object can serve a whole process whose sessions learn more keys."""
 
     def __init__(self, names: Iterable[str] = (), values: Iterable[str | None] = ()) -> None:
-        self._names: set[str] = set(DEFAULT_SECRET_ENV)
+        self._names: set[str] = set(registry.key_variables())  # the providers' own: secrets everywhere
         self._values: set[str] = set()
         self.add(names, values)
 

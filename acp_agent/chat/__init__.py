@@ -78,10 +78,10 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
 
 
 def _has_model(settings: Any) -> bool:
-    from ..model_setup import HTTP_PROVIDERS, ModelSettings
+    from ..model_setup import ModelSettings
 
     model = ModelSettings.from_config(settings)
-    return model.configured and (model.provider not in HTTP_PROVIDERS or bool(model.model))
+    return model.configured and (not model.http or bool(model.model))
 
 
 def _set_up(cwd: Path, flags: dict[str, Any], why: str | None) -> Any:

@@ -20,10 +20,10 @@ from ..protocol.errors import RpcError
 from ..session.plugin import PROVIDER_ID, SMALL_ID, CommandOutcome
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._toggles import Toggle
-from .models._catalog import HTTP_PROVIDERS, ModelCatalog
+from .models._catalog import ModelCatalog, is_http
 from .models._model_facts import ModelFacts, resolve_facts, window_text
 from .models._pricing import Price, price_for
-from .models._thinking import THOUGHT, ModelSwitch, ThoughtLevel
+from .models._thinking import ModelSwitch, ThoughtLevel, thought_levels
 from .opening import modes_state, options_state
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ Handler = Callable[[str], Awaitable[CommandOutcome]]
 
 
 class CodingControls:
-    """Implements ``acp_agent.session.SessionControls`` for the coding factory."""
+    """Implements ``SessionControls`` (``acp_agent.session._setup``) for the coding factory."""
 
     def __init__(
         self,
@@ -95,7 +95,7 @@ class CodingControls:
 
     @property
     def _http(self) -> bool:
-        return self._config.provider in HTTP_PROVIDERS
+        return is_http(self._config.provider)
 
     # --- binding ---------------------------------------------------------------------------------
 
@@ -193,8 +193,8 @@ class CodingControls:
             await self._set_mode(value)
         elif config_id == "model":
             await self._set_model(value)
-        elif config_id == "thought_level" and self._config.provider in THOUGHT:
-            if value not in THOUGHT[self._config.provider]:
+        elif config_id == "thought_level" and thought_levels(self._config.provider):
+            if value not in thought_levels(self._config.provider):
                 raise RpcError.invalid_params(f"invalid params: value: unknown thought level {value!r}")
             self._thought.level = value
         else:
@@ -213,7 +213,7 @@ class CodingControls:
                 self._modes.set(str(value))
             elif config_id == "model" and isinstance(value, str) and self._http:
                 self._model_name = value  # the source's choice, checked there; the first turn builds it
-            elif config_id == "thought_level" and value in THOUGHT.get(self._config.provider or "", ()):
+            elif config_id == "thought_level" and value in thought_levels(self._config.provider):
                 self._thought.level = str(value)
 
     async def _set_model(self, name: str) -> None:

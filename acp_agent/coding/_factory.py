@@ -60,7 +60,7 @@ from .context._context_updates import ContextAfterCompaction, TurnReminder
 from .context._hook_calls import PostToolHooks, PreToolHooks
 from .context._instructions import DeeperInstructions
 from .models._cache_options import CacheOptions
-from .models._catalog import ModelCatalog
+from .models._catalog import ModelCatalog, is_http
 from .models._model_facts import builtin_window
 from .models._model_notes import ModelNotes
 from .models._side_model import ExploreModel, SideModel, SideSummary
@@ -269,7 +269,7 @@ class CodingFactory:
             tell.advise,
             partial(tell.usage, meter=meter),
             _user_config_file(self.environ),
-            tell_unknown=config.provider in ("openai", "openai-responses", "anthropic"),
+            tell_unknown=is_http(config.provider),
         )
 
         return SessionSetup(
@@ -389,7 +389,7 @@ def _retry(provider: str | None) -> list[RetryModel]:
     """Innermost for HTTP providers: a rate-limited call is retried (before its first delta only),
     honouring retry-after up to 30 s, so a busy provider costs a pause, not the turn. The ``script``
     provider's errors are the test's script and stay exactly as written."""
-    if provider in ("openai", "openai-responses", "anthropic"):
+    if is_http(provider):
         return [RetryModel(max_tries=3, max_delay=30.0)]
     return []
 

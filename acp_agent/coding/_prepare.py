@@ -28,7 +28,7 @@ from ..trust import TrustStore, rule_key
 from ._later import Later
 from .context._compact import CHECKPOINTS_FILE, read_checkpoints
 from .context._context import ProjectContext, PromptFileError
-from .models._catalog import HTTP_PROVIDERS, ModelCatalog, import_http_sync
+from .models._catalog import ModelCatalog, import_http_sync, is_http
 from .permissions._gate import SessionLink
 from .permissions._modes import ModeState, protected_paths, read_rules, store_paths
 from .permissions._protected import AGENT_PROTECTED
@@ -152,7 +152,7 @@ def prepare_session(
     sandbox = SessionSandbox(modes, env.roots, support=support())
 
     def after_answer() -> RuleFiles:  # the set-up's second worker-thread hop, once the answer is written
-        if config.provider in HTTP_PROVIDERS:
+        if is_http(config.provider):
             import_http_sync()  # (the first session's: the model listing and the first prompt need it)
         context.load_sync()
         sandbox.configure(config, environ)
@@ -179,7 +179,7 @@ def prepare_session(
     except PromptFileError as exc:
         raise RpcError(INTERNAL_ERROR, str(exc), {"errorKind": "configuration_error"}) from exc
     served: list[str] = []
-    if config.provider in HTTP_PROVIDERS:
+    if is_http(config.provider):
         served = catalog.cached_sync(config.provider, config.base_url)
     path = SessionStore(env.home / "sessions").directory(env.session_id) / CHECKPOINTS_FILE
     return Prepared(

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 from .._early import advertised
 from ._toggles import Toggle, session_switches
 from .models._model_facts import resolve_facts
-from .models._model_list import HTTP_PROVIDERS, cache_key, model_values, read_cache
-from .models._thinking import THOUGHT, ThoughtLevel
+from .models._model_list import cache_key, is_http, model_values, read_cache
+from .models._thinking import ThoughtLevel, thought_levels
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -115,7 +115,8 @@ def options_state(
             "options": model_values(names, window_of),
         }
     )
-    if provider in THOUGHT:
+    levels = thought_levels(provider)
+    if levels:
         options.append(
             {
                 "type": "select",
@@ -123,7 +124,7 @@ def options_state(
                 "name": "Thinking",
                 "category": "thought_level",
                 "currentValue": thought_level,
-                "options": [{"value": v, "name": v.capitalize()} for v in THOUGHT[provider]],
+                "options": [{"value": v, "name": v.capitalize()} for v in levels],
             }
         )
     if booleans:
@@ -157,7 +158,7 @@ def opening_state(config: Config, client_capabilities: Mapping[str, Any]) -> dic
     provider = config.provider
     served: list[str] = []
     facts: Mapping[str, Any] = {}
-    if provider is not None and provider in HTTP_PROVIDERS:
+    if provider is not None and is_http(provider):
         stored = read_cache(config.home / "cache" / "models.json").get(cache_key(provider, config.base_url))
         if stored is not None:
             served, facts = stored

@@ -36,17 +36,17 @@ class _Provider:
     local: bool = False
 
 
-_PROVIDERS: Final = (
-    _Provider("Anthropic (Claude)", "anthropic", "ANTHROPIC_API_KEY"),
-    _Provider("OpenAI (Chat Completions)", "openai", "OPENAI_API_KEY"),
-    _Provider("OpenAI (Responses API)", "openai-responses", "OPENAI_API_KEY"),
-    _Provider(
-        "A local or other OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio…)",
-        "openai",
-        None,
-        True,
-    ),
+_LOCAL: Final = _Provider(
+    "A local or other OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio…)", "openai", None, True
 )
+
+
+def _providers() -> tuple[_Provider, ...]:
+    """The menu: the registry's providers by their set-up rank, then any OpenAI-compatible server."""
+    from harness.providers import registry
+
+    ranked = sorted(registry.specs(), key=lambda spec: spec.setup_rank)  # stable: ties in registry order
+    return (*(_Provider(s.label, s.name, s.key_env) for s in ranked), _LOCAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +186,8 @@ def _pick(ask: Ask, question: str, options: Sequence[str], default: int = 1) -> 
 def _ask(ask: Ask, secret: Ask, env: Mapping[str, str]) -> Choice | None:
     """The interactive part: provider, URL or key, model (the server's list when it answers)."""
     print("Which provider?")
-    p = _PROVIDERS[_pick(ask, "Provider", [p.label for p in _PROVIDERS]) - 1]
+    providers = _providers()
+    p = providers[_pick(ask, "Provider", [p.label for p in providers]) - 1]
     base_url: str | None = None
     key: str | None = None
     if p.local:

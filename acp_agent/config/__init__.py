@@ -44,10 +44,8 @@ from ._resolve import Config, load_config, missing_key_problem
 from ._table import (
     DEFAULT_HOME,
     DEFAULT_MODES,
-    HTTP_PROVIDERS,
     LOG_LEVELS,
     NETWORK_MODES,
-    PROVIDERS,
     SANDBOX_MODES,
     SETTINGS,
     Env,
@@ -66,11 +64,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_HOME",
     "DEFAULT_MODES",
-    "HTTP_PROVIDERS",
     "LOG_LEVELS",
     "MCP_TIMEOUT_META",
     "NETWORK_MODES",
-    "PROVIDERS",
     "SANDBOX_MODES",
     "SETTINGS",
     "Config",

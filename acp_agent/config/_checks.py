@@ -3,7 +3,7 @@ it came from, and returns the checked value or ``None`` after recording one sent
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,11 +77,19 @@ def listed(values: Sequence[str]) -> str:
 
 
 class Choice:
-    """One of ``choices`` (case-insensitive when ``fold``)."""
+    """One of ``choices`` (case-insensitive when ``fold``); ``among``, when given, is asked for the choices
+    before them at each check (a table that can grow, such as the providers' registry)."""
 
-    def __init__(self, *choices: str, fold: bool = False) -> None:
-        self.choices = choices
+    def __init__(
+        self, *choices: str, fold: bool = False, among: Callable[[], Sequence[str]] | None = None
+    ) -> None:
+        self._choices = choices
+        self._among = among
         self.fold = fold
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return self._choices if self._among is None else (*self._among(), *self._choices)
 
     def __call__(self, value: Any, at: At) -> str | None:
         if isinstance(value, str):

@@ -9,10 +9,12 @@ is set apart before that and applies over them all (``_narrowing``). Every probl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+
+import harness.providers.registry as registry
 
 from ._checks import At, ConfigError, ConfigProblem, Problems
 from ._files import Layer, find_project_config, read_dir, resolve_path, user_config_dir
@@ -129,7 +131,7 @@ class Config:
     def secret_names(self) -> tuple[str, ...]:
         """Every variable that holds a credential, to keep from child processes: the secret settings'
         variables, the key file's variable and ``secret_env``."""
-        names = [e.name for s in SETTINGS.values() if s.secret for e in s.env]
+        names = [e.name for s in SETTINGS.values() if s.secret for e in s.variables()]
         return tuple(dict.fromkeys([*names, *SETTINGS["api_key_file"].env_names(), *self.secret_env]))
 
     @property
@@ -169,7 +171,7 @@ class Config:
         return cast(Path, self.get("permissions.user_file"))
 
 
-def _applies(s: Setting, provider: str | None, providers: frozenset[str] | None) -> bool:
+def _applies(s: Setting, provider: str | None, providers: Container[str] | None) -> bool:
     return providers is None or provider is None or provider in providers
 
 
@@ -180,7 +182,7 @@ def _candidates(
     found: list[tuple[Any, str, bool]] = []
     if s.flag is not None and flags.get(s.attr) not in (None, ""):
         found.append((flags[s.attr], f"flag {s.flag}", False))
-    usable = [e for e in s.env if env.get(e.name) and _applies(s, provider, e.providers)]
+    usable = [e for e in s.variables() if env.get(e.name) and _applies(s, provider, e.providers)]
     found.extend((env[e.name], f"environment {e.name}", False) for e in usable if not e.fallback)
     found.extend((layer.values[s.key], layer.source, True) for layer in layers if s.key in layer.values)
     found.extend((env[e.name], f"environment {e.name}", False) for e in usable if e.fallback)
@@ -365,13 +367,11 @@ def missing_key_problem(config: Config) -> str | None:
     """One sentence when a hosted provider has no API key (local servers, with a ``base_url``, need none)."""
     if config.api_key is not None or config.base_url is not None:
         return None
-    if config.provider in ("openai", "openai-responses"):
-        var = "OPENAI_API_KEY"
-    elif config.provider == "anthropic":
-        var = "ANTHROPIC_API_KEY"
-    else:
+    spec = registry.get(config.provider)
+    if spec is None:
         return None
+    own = f" (or {spec.key_env})" if spec.key_env else ""
     return (
-        f"provider {config.provider} has no API key: set ACP_AGENT_API_KEY (or {var}) in the environment, "
+        f"provider {config.provider} has no API key: set ACP_AGENT_API_KEY{own} in the environment, "
         "or name a file holding the key with api_key_file in config.toml."
     )

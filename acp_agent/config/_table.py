@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal
+
+import harness.providers.registry as registry
 
 from ._checks import (
     At,
@@ -24,12 +26,10 @@ from ._checks import (
 __all__ = [
     "DEFAULT_HOME",
     "DEFAULT_MODES",
-    "HTTP_PROVIDERS",
+    "HTTP",
     "LOG_LEVELS",
-    "OPENAI_PROVIDERS",
     "NETWORK_MODES",
     "PROMPT_CACHE",
-    "PROVIDERS",
     "SANDBOX_MODES",
     "SETTINGS",
     "Env",
@@ -40,9 +40,6 @@ __all__ = [
     "flag_settings",
 ]
 
-PROVIDERS: Final = ("openai", "openai-responses", "anthropic", "script")
-HTTP_PROVIDERS: Final = frozenset({"openai", "openai-responses", "anthropic"})
-OPENAI_PROVIDERS: Final = frozenset({"openai", "openai-responses"})
 DEFAULT_MODES: Final = ("read-only", "default", "accept-edits", "plan", "full-access")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 DEFAULT_HOME: Final = "~/.local/share/acp-agent"
@@ -64,7 +61,7 @@ class Env:
     ``ACP_AGENT_*`` variables come before them)."""
 
     name: str
-    providers: frozenset[str] | None = None
+    providers: Container[str] | None = None
     fallback: bool = False
 
 
@@ -74,7 +71,8 @@ class Setting:
 
     - ``check``: turns a raw value into the setting's value (or reports the problem);
     - ``env``/``flag``: the variables and the command-line flag that set it; ``files``: whether config
-      files may set it;
+      files may set it; ``provider_env``: the providers' own variables for it, from their registry
+      (``variables()`` gives both);
     - ``trust``: a project file's value applies only in a trusted project (it can run code, move a
       credential or widen permissions); the user's own file, flags and environment are always trusted;
     - ``providers``: the providers it means something for (None: all);
@@ -100,7 +98,8 @@ class Setting:
     files: bool = True
     trust: bool = False
     default: Any = None
-    providers: frozenset[str] | None = None
+    providers: Container[str] | None = None
+    provider_env: Callable[[], tuple[Env, ...]] | None = None
     merge: Literal["first", "union", "by_name"] = "first"
     path: Literal["file", "project", "process"] | None = None
     confined: bool = False
@@ -118,8 +117,12 @@ class Setting:
         """The ``Config`` attribute / flag destination: the key with ``.`` as ``_``."""
         return self.key.replace(".", "_")
 
+    def variables(self) -> tuple[Env, ...]:
+        """``env``, then the providers' own variables for it (``provider_env``, read from the registry now)."""
+        return self.env if self.provider_env is None else (*self.env, *self.provider_env())
+
     def env_names(self) -> tuple[str, ...]:
-        return tuple(e.name for e in self.env)
+        return tuple(e.name for e in self.variables())
 
 
 def _check_mcp_servers(value: Any, at: At) -> Any:
@@ -150,12 +153,43 @@ def _choices(check: Check) -> tuple[str, ...]:
     return check.choices if isinstance(check, Choice) else ()
 
 
+class _Registered:
+    """The providers of ``harness.providers.registry`` (the HTTP ones), asked at each question: a provider
+    registered later counts."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and registry.get(name) is not None
+
+
+HTTP: Final = _Registered()
+"""The HTTP providers, as a ``providers`` scope."""
+
+
+def _providers() -> tuple[str, ...]:
+    return (*registry.names(), "script")  # script: the agent's own, for tests and demos
+
+
+def _provider_variables(kind: Literal["key", "url"]) -> Callable[[], tuple[Env, ...]]:
+    """The registry's own variables of each provider (its key's, or the base URL other tools share), each
+    scoped to the providers that read it."""
+
+    def variables() -> tuple[Env, ...]:
+        readers: dict[str, list[str]] = {}
+        for spec in registry.specs():
+            name = spec.key_env if kind == "key" else spec.url_env
+            if name:
+                readers.setdefault(name, []).append(spec.name)
+        return tuple(Env(n, frozenset(p), fallback=kind == "url") for n, p in readers.items())
+
+    return variables
+
+
 SETTINGS: Final[dict[str, Setting]] = {
     s.key: s
     for s in (
         Setting(
             "provider",
-            Choice(*PROVIDERS),
+            Choice(among=_providers),
             "model provider",
             env=(Env("ACP_AGENT_PROVIDER"),),
             flag="--provider",
@@ -167,10 +201,11 @@ SETTINGS: Final[dict[str, Setting]] = {
             "base_url",
             check_url,
             "model endpoint base URL, for OpenAI-compatible ones including /v1",
-            env=(Env("ACP_AGENT_BASE_URL"), Env("OPENAI_BASE_URL", OPENAI_PROVIDERS, fallback=True)),
+            env=(Env("ACP_AGENT_BASE_URL"),),
+            provider_env=_provider_variables("url"),
             flag="--base-url",
             trust=True,
-            providers=HTTP_PROVIDERS,
+            providers=HTTP,
             describe=lambda v: f"sends your prompts and API key to {v}",
         ),
         Setting(
@@ -180,7 +215,7 @@ SETTINGS: Final[dict[str, Setting]] = {
             env=(Env("ACP_AGENT_API_KEY_FILE"),),
             flag="--api-key-file",
             trust=True,
-            providers=HTTP_PROVIDERS,
+            providers=HTTP,
             path="file",
             describe=lambda v: f"reads the API key from {v}",
         ),
@@ -353,13 +388,10 @@ SETTINGS: Final[dict[str, Setting]] = {
             "api_key",
             check_text,
             "the API key",
-            env=(
-                Env("ACP_AGENT_API_KEY"),
-                Env("OPENAI_API_KEY", OPENAI_PROVIDERS),
-                Env("ANTHROPIC_API_KEY", frozenset({"anthropic"})),
-            ),
+            env=(Env("ACP_AGENT_API_KEY"),),
+            provider_env=_provider_variables("key"),
             files=False,
-            providers=HTTP_PROVIDERS,
+            providers=HTTP,
             secret=True,
         ),
         Setting(
@@ -389,7 +421,7 @@ def flag_help(s: Setting) -> str:
     """A flag's help text: what it sets, its choices and its variables."""
     choices = _choices(s.check)
     parts = [s.help + (f": {', '.join(choices)}" if choices else "")]
-    names = [e.name for e in s.env]
+    names = s.env_names()
     if names:
         parts.append(f"env {', '.join(names)}")
     if s.default not in (None, {}, ()):

@@ -53,12 +53,21 @@ log = logging.getLogger(__name__)
 PROVIDER_ID: Final = "main"
 SMALL_ID: Final = "small"
 """The side model (``small_model``), optional: disabled, side work runs on ``main``."""
-_PROTOCOLS: Final = ("openai", "anthropic")
+
+
+def _protocols() -> tuple[str, ...]:
+    """The ACP ``LlmProtocol``s a route may take: those of the registry's providers."""
+    from harness.providers import registry  # (the session layer imports no harness module at load)
+
+    return tuple(dict.fromkeys(spec.protocol for spec in registry.specs()))
 
 
 def protocol_of(provider: str) -> str:
     """The ACP ``LlmProtocol`` of one of our HTTP providers."""
-    return "anthropic" if provider == "anthropic" else "openai"
+    from harness.providers import registry
+
+    spec = registry.get(provider)
+    return spec.protocol if spec is not None else "openai"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +119,7 @@ class ProviderRoutes:
     def model(self, built: Model, settings: ModelSettings, provider_id: str = PROVIDER_ID) -> Model:
         """``built`` (from ``settings``), following this connection's route for ``provider_id`` from its
         next request."""
-        if settings.provider not in ("openai", "openai-responses", "anthropic"):
+        if not settings.http:
             return built
         return RoutedModel(built, settings, self, provider_id)
 
@@ -143,6 +152,8 @@ class RoutedModel:
         return self._rerouted(prompt)
 
     async def _rerouted(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        from harness.model import close_stream  # (the session layer loads no harness module at import)
+
         routes = self._routes
         version, route = routes.versions.get(self._id, 0), routes.routes.get(self._id)
         if version != self._version and route is not None:
@@ -153,19 +164,19 @@ class RoutedModel:
             async for delta in inner:
                 yield delta
         finally:
-            close = getattr(inner, "aclose", None)
-            if close is not None:
-                await close()
+            await close_stream(inner)
 
 
 def _build(settings: ModelSettings, route: Route) -> Model:
-    from harness.providers.factory import DEFAULT_URLS, build_model
+    from harness.providers import registry
+    from harness.providers.factory import build_model
 
     from ..model_setup import URL_HINT
 
     configured = str(settings.provider)
     provider = configured if protocol_of(configured) == route.api_type else _provider_for(route.api_type)
-    own = _origin(settings.base_url or DEFAULT_URLS[configured])
+    spec = registry.get(configured)
+    own = _origin(settings.base_url or (spec.default_url if spec is not None else ""))
     key = settings.api_key if provider == configured and _origin(route.base_url) == own else None
     log.info(
         "provider %s: routed by the client to %s (%s)", PROVIDER_ID, _shown_url(route.base_url), provider
@@ -181,7 +192,11 @@ def _build(settings: ModelSettings, route: Route) -> Model:
 
 
 def _provider_for(api_type: str) -> str:
-    return "anthropic" if api_type == "anthropic" else "openai"
+    """The provider a route of ``api_type`` is built with: the first registered for that protocol."""
+    from harness.providers import registry
+
+    spec = registry.by_protocol(api_type)
+    return spec.name if spec is not None else "openai"
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -202,11 +217,11 @@ def _shown_url(url: str) -> str:
 
 def _configured(agent: ProviderOwner) -> str | None:
     provider = agent.settings.provider
-    return provider if provider in ("openai", "openai-responses", "anthropic") else None
+    return provider if agent.settings.http else None
 
 
 async def list_providers(agent: ProviderOwner, req: Any, ctx: RequestContext) -> ListProvidersResponse:
-    from harness.providers.factory import DEFAULT_URLS
+    from harness.providers import registry
 
     from ..protocol.models import ListProvidersResponse, ProviderCurrentConfig, ProviderInfo
 
@@ -217,9 +232,11 @@ async def list_providers(agent: ProviderOwner, req: Any, ctx: RequestContext) ->
     if route is not None:
         current = ProviderCurrentConfig(api_type=route.api_type, base_url=_shown_url(route.base_url))
     else:
-        url = agent.settings.base_url or DEFAULT_URLS[provider]
+        spec = registry.get(provider)
+        url = agent.settings.base_url or (spec.default_url if spec is not None else "")
         current = ProviderCurrentConfig(api_type=protocol_of(provider), base_url=_shown_url(url))
-    info = ProviderInfo(provider_id=PROVIDER_ID, supported=list(_PROTOCOLS), required=True, current=current)
+    supported = list(_protocols())
+    info = ProviderInfo(provider_id=PROVIDER_ID, supported=supported, required=True, current=current)
     providers = [info]
     if agent.settings.small_model:  # the side model: as main's endpoint unless routed; disabled: null
         small = agent.routes.routes.get(SMALL_ID)
@@ -233,7 +250,7 @@ async def list_providers(agent: ProviderOwner, req: Any, ctx: RequestContext) ->
             small_current = current
         providers.append(
             ProviderInfo(
-                provider_id=SMALL_ID, supported=list(_PROTOCOLS), required=False, current=small_current
+                provider_id=SMALL_ID, supported=list(supported), required=False, current=small_current
             )
         )
     return ListProvidersResponse(providers=providers)
@@ -242,9 +259,10 @@ async def list_providers(agent: ProviderOwner, req: Any, ctx: RequestContext) ->
 async def set_provider(agent: ProviderOwner, req: SetProviderRequest, ctx: RequestContext) -> dict[str, Any]:
     if _configured(agent) is None or req.provider_id not in _ids(agent):
         raise RpcError.invalid_params(f"invalid params: providerId: unknown provider {req.provider_id!r}")
-    if req.api_type not in _PROTOCOLS:
+    protocols = _protocols()
+    if req.api_type not in protocols:
         raise RpcError.invalid_params(
-            f"invalid params: apiType: {req.api_type!r} is not supported; one of {', '.join(_PROTOCOLS)}"
+            f"invalid params: apiType: {req.api_type!r} is not supported; one of {', '.join(protocols)}"
         )
     if urlsplit(req.base_url).scheme not in ("http", "https") or not urlsplit(req.base_url).hostname:
         raise RpcError.invalid_params("invalid params: baseUrl: an http:// or https:// URL is needed")

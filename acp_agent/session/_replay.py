@@ -59,7 +59,7 @@ class Replayed(Protocol):
 
     def messages(self) -> list[Message]: ...
 
-    async def send_replay_update(self, update: SessionUpdate | dict[str, Any]) -> None: ...
+    async def send_update_now(self, update: SessionUpdate | dict[str, Any]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -220,13 +220,13 @@ async def replay_session(session: Replayed, shown: Sequence[dict[str, Any]]) -> 
     for update in replay_updates(
         session.messages(), session.presenter, records, compactions=frontier.compaction
     ):
-        await session.send_replay_update(update)
+        await session.send_update_now(update)
     meta = session.meta
     if meta.title:
-        await session.send_replay_update(SessionInfoUpdate(title=meta.title, updated_at=meta.updated_at))
+        await session.send_update_now(SessionInfoUpdate(title=meta.title, updated_at=meta.updated_at))
     if records.plan:
         plan = frontier.plan(records.plan) or {"sessionUpdate": "plan", "entries": records.plan}
-        await session.send_replay_update(plan)
+        await session.send_update_now(plan)
 
 
 def replay_updates(

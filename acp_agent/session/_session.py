@@ -134,11 +134,12 @@ class Session:
         if self._threads is not None:
             self._threads.mark(update)  # an agent call's updates from the tools' middleware too
         complete_update(update, self._tool_names)
-        await self.send_replay_update(update)
+        await self.send_update_now(update)
 
-    async def send_replay_update(self, update: SessionUpdate | dict[str, Any]) -> None:
+    async def send_update_now(self, update: SessionUpdate | dict[str, Any]) -> None:
         """Send one ``session/update`` (a model, or the wire dict of one) at once, without waiting for the
-        opening response: for ``session/load``'s replay, which the spec puts before that response."""
+        opening response: ``send_update`` once the session is open, and ``session/load``'s replay, which
+        the spec puts before that response."""
         from ..protocol.models import SessionNotification, dump
 
         if isinstance(update, dict):

@@ -127,7 +127,7 @@ def title_model(main: Model) -> Model:
 async def ask_title(model: Model, user: str, reply: str) -> str | None:
     """The model's title for an exchange, or None (it failed, timed out, or answered nothing usable)."""
     from harness import Message
-    from harness.model import Prompt, TextChunk
+    from harness.model import Prompt, TextChunk, close_stream
 
     conversation = f"User: {user[:_EXCERPT]}\n\nAssistant: {reply[:_EXCERPT]}"
     prompt = Prompt(system=TITLE_SYSTEM, messages=(Message.user(conversation),), tools=())
@@ -140,9 +140,7 @@ async def ask_title(model: Model, user: str, reply: str) -> str | None:
                     if isinstance(delta, TextChunk):
                         out.append(delta.text)
             finally:
-                close = getattr(stream, "aclose", None)
-                if close is not None:
-                    await close()
+                await close_stream(stream)
     except anyio.get_cancelled_exc_class():
         raise
     except Exception as exc:  # a title is a nicety: the session goes on with the one it has

@@ -135,7 +135,8 @@ class EventMapper:
     """Maps the events of one turn to updates; remembers which announced calls are still open.
 
     ``marks_running``: a tool middleware sends ``in_progress`` when a top-level call really runs.
-    ``cancelling`` is set when the turn is being cancelled (see the module docstring)."""
+    ``cancelling`` is set when the turn is being cancelled (see the module docstring). A top-level
+    ``TextDelta`` never comes here: the session sends its chunk itself (the hot path)."""
 
     def __init__(
         self,
@@ -189,15 +190,11 @@ class EventMapper:
             TurnStarted,
         )
 
-        from ..protocol.models import AgentMessageChunk, AgentThoughtChunk, TextContent, UsageUpdate
+        from ..protocol.models import AgentThoughtChunk, TextContent, UsageUpdate
 
         if event.parent is not None:
             return self._nested(event)
         match event:
-            case TextDelta(id=message_id, text=text):
-                return (
-                    [AgentMessageChunk(content=TextContent(text=text), message_id=message_id)] if text else []
-                )
             case ReasoningDelta(id=message_id, text=text):
                 chunk = AgentThoughtChunk(content=TextContent(text=text), message_id=message_id)
                 return [chunk] if text else []
@@ -216,6 +213,8 @@ class EventMapper:
                 return self._on_progress(self._calls.get(cid), value)
             case ToolEnded():
                 return self._on_ended(event, self._calls.get(event.id))
+            case TextDelta():  # sent by the session itself (see the class docstring)
+                return []
             case (
                 TurnStarted()
                 | TurnEnded()

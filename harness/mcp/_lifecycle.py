@@ -1,5 +1,5 @@
 """A server's life, the half of ``McpServer`` that keeps it connected: started in a task group, one
-``_Connection`` at a time, failed with a cause, restarted with backoff, closed with its process group.
+``Connection`` at a time, failed with a cause, restarted with backoff, closed with its process group.
 
 The other half (``_server``) is what the host uses: the tools, the calls, the prompts.
 """

@@ -22,7 +22,6 @@ import anyio.to_thread
 from .._call import Call
 from .._errors import HarnessUsageError
 from .._messages import ToolCall
-from .._pause import Approval
 from .._tools import Hints, Result, ToolSpec
 from ..middleware import NextTool
 from ..protected import ProtectedPaths
@@ -96,13 +95,9 @@ class Policy:
         if j.verdict is Verdict.DENY:
             return Result.failure(f"Denied: {j.reason}", meta={"policy": "deny"})
         if j.verdict is Verdict.ASK:
-            decision = context.decision()
-            if decision is None:
-                return context.needs_input([Approval(j.reason)])
-            if not decision.allowed:
-                return Result.failure(
-                    f"Denied: {decision.reason or 'the user declined'}", meta={"policy": "declined"}
-                )
+            asked = context.ask_or_deny(j.reason, {"policy": "declined"})
+            if asked is not None:
+                return asked
         return await next(call, context)
 
     # --- judging ---------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from ._sse import SseEvent, SseParser
 if TYPE_CHECKING:
     import httpx2
 
+    from ..model import Delta, Prompt
     from .model_info import ModelInfo
 
 __all__ = [
@@ -363,6 +364,10 @@ class HttpModel:
     @property
     def base_url(self) -> str:
         return self._ep.base_url
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        """The reply to ``prompt`` (``harness.Model``): each provider's class streams its own API."""
+        raise NotImplementedError(f"{type(self).__name__} does not stream")
 
     async def aclose(self) -> None:
         await self._ep.http.aclose()

@@ -1,31 +1,21 @@
 """Build a provider by name, from explicit arguments only (the application resolves its configuration).
 
-| provider             | class                 | default base URL                            |
-|----------------------|-----------------------|---------------------------------------------|
-| ``openai``           | ``ChatCompletions``   | ``https://api.openai.com/v1``               |
-| ``openai-responses`` | ``Responses``         | ``https://api.openai.com/v1``               |
-| ``anthropic``        | ``Messages``          | ``https://api.anthropic.com`` (no ``/v1``)  |
-
+The providers, their classes and default base URLs are the records of ``harness.providers.registry``.
 Nothing here reads the environment: the key and the URL are what the caller passes (a local server needs
 no key). ``url_hint`` says, in the providers' error messages, how the user sets the URL.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from .._errors import HarnessUsageError
 from ..model import Model
-from .anthropic import Messages
+from . import registry
+from ._http import HttpModel
 from .model_info import ModelInfo
-from .openai import ChatCompletions, Responses
 
-__all__ = ["DEFAULT_URLS", "PROVIDERS", "build_model", "describe_models", "list_models"]
-
-PROVIDERS: Final = ("openai", "openai-responses", "anthropic")
-OPENAI_URL: Final = "https://api.openai.com/v1"
-ANTHROPIC_URL: Final = "https://api.anthropic.com"
-DEFAULT_URLS: Final = {"openai": OPENAI_URL, "openai-responses": OPENAI_URL, "anthropic": ANTHROPIC_URL}
+__all__ = ["build_model", "describe_models", "list_models"]
 
 
 def build_model(
@@ -35,23 +25,17 @@ def build_model(
     base_url: str | None = None,
     api_key: str | None = None,
     **kw: Any,
-) -> ChatCompletions | Responses | Messages:
+) -> HttpModel:
     """A provider by name (``base_url`` None: the provider's). Extra keywords go to the class
     (timeouts, ``url_hint``, ``continuation``…)."""
-    if provider not in PROVIDERS:
-        raise HarnessUsageError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    spec = registry.get(provider)
+    if spec is None:
+        raise HarnessUsageError(f"unknown provider {provider!r}; choose one of {', '.join(registry.names())}")
     if not model:
         raise HarnessUsageError("a model name is needed")
-    url = (base_url or DEFAULT_URLS[provider]).rstrip("/")
-    key = api_key or None
-    built: ChatCompletions | Responses | Messages
-    if provider == "openai":
-        built = ChatCompletions(url, model, key, **kw)
-    elif provider == "openai-responses":
-        built = Responses(url, model, key, **kw)
-    else:
-        built = Messages(url, model, key, **kw)
-    _: Model = built  # the three implement the protocol
+    url = (base_url or spec.default_url).rstrip("/")
+    built = spec.model_factory()(url, model, api_key or None, **kw)
+    _: Model = built  # every provider's class implements the protocol
     return built
 
 

@@ -11,7 +11,7 @@ import anyio
 from .._errors import HarnessUsageError, ModelError
 from .._kinds import ErrorKind
 from ..middleware import NextModel
-from ..model import Delta, Prompt
+from ..model import Delta, Prompt, close_stream
 
 __all__ = ["RetryModel"]
 
@@ -53,15 +53,13 @@ class RetryModel:
             yielded = False
             try:
                 deltas: AsyncIterator[Delta] = next(prompt)
-                close = getattr(deltas, "aclose", None)
                 try:
                     async for delta in deltas:
                         yielded = True
                         yield delta
                 finally:
-                    if close is not None:
-                        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                            await close()
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                        await close_stream(deltas)
                 return
             except ModelError as exc:
                 if (

@@ -159,13 +159,16 @@ def test_the_emacs_setup_says_emacs_29_1() -> None:
 
 
 def test_zeds_saved_config_options_name_options_and_values_the_agent_offers() -> None:
-    from acp_agent.coding.models._thinking import THOUGHT
+    from acp_agent.coding.models._thinking import thought_levels
     from acp_agent.coding.permissions._modes import MODE_INFO
 
     entry = json.loads((EDITORS / "zed" / "settings.json").read_text(encoding="utf-8"))["agent_servers"][
         "acp-harness-agent"
     ]
-    offered = {"mode": set(MODE_INFO), "thought_level": set(THOUGHT[entry["env"]["ACP_AGENT_PROVIDER"]])}
+    offered = {
+        "mode": set(MODE_INFO),
+        "thought_level": set(thought_levels(entry["env"]["ACP_AGENT_PROVIDER"])),
+    }
     defaults = entry["default_config_options"]
     assert defaults and all(value in offered[key] for key, value in defaults.items())
     assert set(entry["favorite_config_option_values"]) <= {"mode", "model", "thought_level"}

@@ -12,7 +12,11 @@ import pytest
 
 from acp_conformance.fake_model import FakeServer, Reply
 from harness.model import TextChunk
-from harness.providers import ChatCompletions, Messages, _clients
+from harness.providers import (
+    ChatCompletions,
+    Messages,
+    _clients,  # pyright: ignore[reportPrivateUsage]
+)
 from harness.providers._clients import shared_clients
 from tests.providers.provider_support import LIMIT_S, drain, prompt
 

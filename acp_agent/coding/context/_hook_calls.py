@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from harness import Approval, Result, Text
+from harness import Result, Text
 
 from ._hooks import Hooks, blocked_text, context_text, label
 
@@ -55,14 +55,9 @@ class PreToolHooks:
         try:
             if verdict.deny is not None:
                 return Result.failure(verdict.deny, meta={"hook": "deny"})
-            if verdict.ask is not None:
-                decision = context.decision()
-                if decision is None:
-                    return context.needs_input([Approval(verdict.ask)])
-                if not decision.allowed:
-                    return Result.failure(
-                        f"Denied: {decision.reason or 'the user declined'}", meta={"hook": "declined"}
-                    )
+            asked = None if verdict.ask is None else context.ask_or_deny(verdict.ask, {"hook": "declined"})
+            if asked is not None:
+                return asked
             result = await next(call, context)
             if verdict.notes and context.pending() is None:
                 result = replace(

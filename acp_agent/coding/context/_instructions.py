@@ -12,9 +12,10 @@ A file may import others as Claude Code's memory files do: ``@path`` (relative t
 ``~/…``) outside code, up to three levels deep, within the importing file's limit and, for a project's file,
 inside its repository.
 
-``Instructions.refresh`` (once per turn) re-reads them when any candidate path changed. Deeper folders:
-``DeeperInstructions`` (a tool middleware) attaches a folder's own file to the result of the first file tool
-call below it, once (again if the file changed since), within ``DEEPER_LIMIT`` per session.
+``Instructions.refresh_sync`` (once per turn, in a worker thread) re-reads them when any candidate path
+changed. Deeper folders: ``DeeperInstructions`` (a tool middleware) attaches a folder's own file to the
+result of the first file tool call below it, once (again if the file changed since), within
+``DEEPER_LIMIT`` per session.
 """
 
 from __future__ import annotations

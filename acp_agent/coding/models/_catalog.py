@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import anyio.to_thread
 
-from ._model_list import HTTP_PROVIDERS, cache_key, model_values, read_cache
+from ._model_list import cache_key, is_http, model_values, read_cache
 
 if TYPE_CHECKING:
     from harness.model_info import ModelInfo
 
-__all__ = ["HTTP_PROVIDERS", "ModelCatalog", "import_http_sync", "model_values"]
+__all__ = ["ModelCatalog", "import_http_sync", "is_http", "model_values"]
 
 log = logging.getLogger(__name__)
 

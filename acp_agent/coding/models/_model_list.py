@@ -9,26 +9,32 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, TypeGuard, cast
+
+from harness.providers import registry
 
 from ._model_facts import builtin_window, window_text
 
 if TYPE_CHECKING:
     from harness.model_info import ModelInfo
 
-__all__ = ["GROUP_OVER", "HTTP_PROVIDERS", "cache_key", "model_values", "read_cache"]
+__all__ = ["GROUP_OVER", "cache_key", "is_http", "model_values", "read_cache"]
 
 
-HTTP_PROVIDERS: Final = ("openai", "openai-responses", "anthropic")
-"""The providers reached over HTTP, whose model lists are fetched and cached."""
 GROUP_OVER: Final = 12
-_DEFAULT_URLS: Final = {"anthropic": "https://api.anthropic.com"}
 _FAMILY = re.compile(r"^[A-Za-z]+(?:-?\d+(?:\.\d+)?)?")
 
 
+def is_http(provider: str | None) -> TypeGuard[str]:
+    """Whether ``provider`` is reached over HTTP (``harness.providers.registry``'s), its model list fetched
+    and cached."""
+    return registry.get(provider) is not None
+
+
 def cache_key(provider: str, base_url: str | None) -> str:
-    """The endpoint's key in the cache: the provider and its base URL."""
-    url = (base_url or _DEFAULT_URLS.get(provider) or "https://api.openai.com/v1").rstrip("/")
+    """The endpoint's key in the cache: the provider (an ``is_http`` one) and its base URL."""
+    spec = registry.get(provider)
+    url = (base_url or (spec.default_url if spec is not None else "")).rstrip("/")
     return f"{provider} {url}"
 
 

@@ -5,37 +5,22 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
+
+from harness.providers import registry
 
 if TYPE_CHECKING:
     from harness import Model
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
 
-__all__ = ["THOUGHT", "ModelSwitch", "ThoughtLevel"]
+__all__ = ["ModelSwitch", "ThoughtLevel", "thought_levels"]
 
-# Thought levels -> the provider knobs (Options.provider) that select them.
-THOUGHT: Final[dict[str, dict[str, dict[str, Any]]]] = {
-    "anthropic": {
-        "off": {},
-        "low": {"thinking": {"type": "enabled", "budget_tokens": 2048}},
-        "medium": {"thinking": {"type": "enabled", "budget_tokens": 8192}},
-        "high": {"thinking": {"type": "enabled", "budget_tokens": 24576}},
-    },
-    "openai": {
-        "off": {},
-        "low": {"reasoning_effort": "low"},
-        "medium": {"reasoning_effort": "medium"},
-        "high": {"reasoning_effort": "high"},
-    },
-    "openai-responses": {
-        "off": {},
-        "low": {"reasoning": {"effort": "low"}},
-        "medium": {"reasoning": {"effort": "medium"}},
-        "high": {"reasoning": {"effort": "high"}},
-    },
-}
-_PROVIDER_KEY: Final = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
+
+def thought_levels(provider: str | None) -> tuple[str, ...]:
+    """The thought levels ``provider`` offers (``harness.providers.registry``), ``off`` first; none: ``()``."""
+    spec = registry.get(provider)
+    return tuple(spec.thinking) if spec is not None else ()
 
 
 class ModelSwitch:
@@ -56,9 +41,10 @@ class ThoughtLevel:
         self.level = "off"
 
     def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        knobs = THOUGHT.get(self.provider or "", {}).get(self.level) or {}
-        if not knobs or self.provider is None:
+        spec = registry.get(self.provider)
+        knobs = spec.thinking.get(self.level) if spec is not None else None
+        if not knobs or spec is None:
             return next(prompt)
-        key = _PROVIDER_KEY[self.provider]
+        key = spec.protocol  # the key its class reads its knobs under
         merged = {**prompt.options.provider, key: {**prompt.options.provider.get(key, {}), **knobs}}
         return next(prompt.replace(options=replace(prompt.options, provider=merged)))

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from harness import Approval, Result
+from harness import Result
 from harness.policy import Policy, Verdict
 from harness.sandbox import SandboxPolicy, Support, probe, unavailable
 
@@ -291,15 +291,12 @@ class SandboxGate:
                     f"`{command}` asked to run {leaving}.",
                     meta={"policy": "deny"},
                 )
-            decision = context.decision()
-            if decision is None:
-                return context.needs_input([Approval(f"Run `{command}` {leaving}?")])
-            if not decision.allowed:
-                return Result.failure(
-                    f"Denied: {decision.reason or 'the user declined'} (the command asked to run {leaving})",
-                    meta={"policy": "declined"},
-                )
-            return await next(call, context)
+            asked = context.ask_or_deny(
+                f"Run `{command}` {leaving}?",
+                {"policy": "declined"},
+                f" (the command asked to run {leaving})",
+            )
+            return asked if asked is not None else await next(call, context)
         if mode in SANDBOXED_MODES and not self._remembered_deny(call, context):
             return await next(call, context)
         return await self.inner.call(call, context, next)

@@ -4,8 +4,8 @@ layer only hands it on), and the parts built before the controls see them throug
 from __future__ import annotations
 
 from acp_agent.coding import coding_factory
-from acp_agent.coding._gate import LinkedControls, SessionLink
 from acp_agent.coding._prepare import Prepared
+from acp_agent.coding.permissions._gate import LinkedControls, SessionLink
 from acp_agent.session._setup import PreparingFactory
 
 
