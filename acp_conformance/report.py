@@ -123,6 +123,7 @@ def to_json(run: SuiteResult, *, strict: bool = False) -> dict[str, Any]:
             "fake_model_api": run.profile.api,
             "agentInfo": (run.init or {}).get("agentInfo"),
             "advertises": advertised(run.init),
+            "initialize": run.init,  # the probe's answer as sent: what else it advertises (``_meta``...)
         },
         "summary": summary(run.results),
         "exit_status": exit_status(run.results, strict=strict),
