@@ -53,6 +53,8 @@ def advertised(init: Mapping[str, Any] | None) -> list[str]:
     tokens = [t for t in CAPABILITY_TOKENS if advertises(init, t)]
     if init.get("authMethods"):
         tokens.append("authMethods")
+    if advertises(init, "steering"):
+        tokens.append("steering")
     return tokens
 
 
