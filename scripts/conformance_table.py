@@ -38,10 +38,10 @@ NEW_PARTS: list[tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = [
     ("`auth/status`", ("agentCapabilities", "auth", "status"), ("4c10_auth_status",)),
     ("`logout`", ("agentCapabilities", "auth", "logout"), ("4c06a_advertised_logout_is_implemented",)),
     ("`session/fork`", ("agentCapabilities", "sessionCapabilities", "fork"), ()),
-    ("`systemPrompt`", ("agentCapabilities", "sessionCapabilities", "systemPrompt"), ()),
+    ("`systemPrompt`", ("agentCapabilities", "sessionCapabilities", "systemPrompt"), ("4c11_system_prompt",)),
     ("MCP over ACP", ("agentCapabilities", "mcpCapabilities", "acp"), ()),
     ("`providers/*`", ("agentCapabilities", "providers"), ()),
-    ("`_session/steering`", ("_meta", "steering", "supported"), ()),
+    ("`_session/steering`", ("_meta", "steering", "supported"), ("4c12_steering_idle",)),
 ]
 """The parts the kit has no scenario for are shown as advertised or not; ``ToolCall.name`` and ``messageId``
 need no capability (the kit checks them on every agent that takes a model turn)."""
