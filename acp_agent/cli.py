@@ -11,7 +11,6 @@ import argparse
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -165,7 +164,10 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     factory = coding_factory(config.flags, secrets=secrets)
     from .commands.setup_cmd import forget_stored_key
 
-    forget = partial(forget_stored_key, os.environ)  # logout forgets the key setup stored
+    def forget() -> None:  # logout: the key setup stored, and the key every new session would read
+        forget_stored_key(os.environ)
+        factory.forget_key()
+
     code = serve_stdio(config, factory, settings, secrets=secrets, early=early, forget_key=forget)
     if fast_exit and "coverage" not in sys.modules:  # (coverage writes its data at interpreter exit)
         _exit_now(code)

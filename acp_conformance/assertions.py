@@ -68,6 +68,14 @@ def _tool_problem(step: Mapping[str, Any], items: Sequence[Any]) -> str | None:
         wrong = {k: v for k, v in status.items() if v not in wanted}
         if not status or wrong:
             return f"tool calls should end {sorted(wanted)}; last statuses: {status or 'no tool calls'}"
+    if step.get("named"):
+        unnamed = [
+            str(u.get("toolCallId"))
+            for u in _updates(items)
+            if u.get("sessionUpdate") == "tool_call" and not (isinstance(u.get("name"), str) and u["name"])
+        ]
+        if unnamed or not status:
+            return f"tool_call without a name (ToolCall.name): {unnamed or 'no tool calls'}"
     if step.get("absolute_paths"):
         for update in _updates(items):
             for path in _paths(update):

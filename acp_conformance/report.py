@@ -53,6 +53,8 @@ def advertised(init: Mapping[str, Any] | None) -> list[str]:
     tokens = [t for t in CAPABILITY_TOKENS if advertises(init, t)]
     if init.get("authMethods"):
         tokens.append("authMethods")
+    if advertises(init, "steering"):
+        tokens.append("steering")
     return tokens
 
 
@@ -123,6 +125,7 @@ def to_json(run: SuiteResult, *, strict: bool = False) -> dict[str, Any]:
             "fake_model_api": run.profile.api,
             "agentInfo": (run.init or {}).get("agentInfo"),
             "advertises": advertised(run.init),
+            "initialize": run.init,  # the probe's answer as sent: what else it advertises (``_meta``...)
         },
         "summary": summary(run.results),
         "exit_status": exit_status(run.results, strict=strict),

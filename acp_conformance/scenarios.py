@@ -15,7 +15,8 @@ A scenario is a JSON file::
   ``session.resume``, ``session.close``, ``session.delete``, ``session.additionalDirectories``,
   ``mcp.http``, ``mcp.sse``, ``prompt.image``, ``prompt.audio``, ``prompt.embeddedContext``,
   ``auth.logout``, ``auth.status``, ``session.title``, ``session.archive``, ``session.status``,
-  ``session.systemPrompt``, ``authMethods`` (at least one); ``!token`` means "not advertised". A missing one is
+  ``session.systemPrompt``, ``authMethods`` (at least one), ``steering`` (``_meta.steering.supported``, the
+  ``_session/steering`` extension); ``!token`` means "not advertised". A missing one is
   reported as *not advertised*, apart from failures;
 - ``model`` (the profile points the agent at the fake model), ``turn`` (a model, or an agent that answers
   prompts itself), ``turn:long`` (a turn that lasts until cancelled), ``tool:<role>`` (the profile maps the
@@ -132,6 +133,10 @@ def advertises(init: Mapping[str, Any], token: str) -> bool:
     """Whether the ``initialize`` result advertises the capability ``token`` names."""
     if token == "authMethods":
         return bool(init.get("authMethods"))
+    if token == "steering":  # the ``_session/steering`` extension, advertised outside agentCapabilities
+        meta: Any = init.get("_meta") or {}
+        steering: Any = meta.get("steering") if isinstance(meta, dict) else None
+        return isinstance(steering, dict) and steering.get("supported") is True
     value: Any = init.get("agentCapabilities") or {}
     for part in CAPABILITY_TOKENS[token]:
         if not isinstance(value, dict):
@@ -154,7 +159,7 @@ def tokens_gap(
     for token in tokens:
         negated = token.startswith("!")
         name = token[1:] if negated else token
-        if name in CAPABILITY_TOKENS or name == "authMethods":
+        if name in CAPABILITY_TOKENS or name in ("authMethods", "steering"):
             if init is None:
                 return Outcome.NOT_RUN, "initialize did not answer, so capabilities are unknown"
             if advertises(init, name) == negated:

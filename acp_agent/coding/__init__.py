@@ -39,6 +39,17 @@ class LazyCodingFactory:
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
         return await self._factory()(env)
 
+    def forget_key(self) -> None:
+        """``logout``: sessions made from now on read no API key (``without_key``), here and in the factory
+        already built."""
+        from ..config import without_key
+
+        without_key(self.flags, self.environ)
+        with self._lock:
+            impl = self._impl
+        if impl is not None:
+            impl.forget_key()
+
     def prepare(self, env: SessionEnvironment) -> Prepared:
         """The blocking half (a ``PreparingFactory[Prepared]``): in the session layer's worker thread."""
         return self._factory().prepare(env)

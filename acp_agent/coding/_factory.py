@@ -114,6 +114,12 @@ class CodingFactory:
         self._learn_secrets(config)
         return config
 
+    def forget_key(self) -> None:
+        """``logout``: the next sessions' configuration has no API key (``without_key``)."""
+        from ..config import without_key
+
+        without_key(self.flags, self.environ)
+
     def _learn_secrets(self, config: Config) -> None:
         names = config.secret_names()
         self.secrets.add(names, [config.api_key, *(self.environ.get(n) for n in names)])

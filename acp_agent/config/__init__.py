@@ -52,6 +52,7 @@ from ._table import (
     Setting,
     flag_help,
     flag_settings,
+    without_key,
 )
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ __all__ = [
     "trusted_settings",
     "user_config_dir",
     "user_config_file",
+    "without_key",
     "write_user_config",
 ]
 

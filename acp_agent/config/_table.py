@@ -444,3 +444,12 @@ def describe(s: Setting, value: Any) -> str:
 
     shown = shlex.join(value) if isinstance(value, tuple) else str(value)  # pyright: ignore[reportUnknownArgumentType]
     return f"sets {s.key} = {shown}"
+
+
+def without_key(flags: dict[str, Any], environ: dict[str, str]) -> None:
+    """Drop the API key's settings from ``flags`` and ``environ`` (``logout``): the key and the file naming
+    it, as flags and as every variable that sets them, so a configuration loaded from these has no key."""
+    for name in ("api_key", "api_key_file"):
+        flags.pop(name, None)
+        for variable in SETTINGS[name].env_names():
+            environ.pop(variable, None)

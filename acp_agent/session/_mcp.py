@@ -180,7 +180,10 @@ class SessionMcp:
                 # Config-file servers may carry their own cwd; otherwise they run in the project.
                 own_cwd = entry.get("cwd")
                 config = dataclasses.replace(config, cwd=own_cwd if isinstance(own_cwd, str) else cwd)
-            out.append(McpServer(config, call_timeout=_call_timeout(entry)))
+            # A server over ACP is asked ``server/discover`` first (MCP 2026-07-28, the only revision the ACP
+            # SDKs' request-scoped binding serves), then the ``initialize`` handshake if it is an older one.
+            mode = "auto" if entry.get("type") == "acp" else "legacy"
+            out.append(McpServer(config, call_timeout=_call_timeout(entry), mode=mode))
         return out
 
     def _acp(self, name: str, entry: Mapping[str, Any]) -> Any:

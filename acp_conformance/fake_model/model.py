@@ -61,6 +61,8 @@ class FakeModel:
         """Set once a stalled turn has sent its text and holds its stream open."""
         self.stall_closed = threading.Event()
         """Set once the agent closed a stalled stream (it stopped the model request)."""
+        self.stall_release = threading.Event()
+        """Set to let a stalled turn finish its stream (it holds until then, or until the agent closes it)."""
         self._lock = threading.Lock()
         self._next = 0
         self.server = FakeServer(fallback=self._answer)
@@ -127,7 +129,9 @@ class FakeModel:
             return Reply.json(200, render_json(api, turn, model))
         head, tail = render_stream(api, turn, model)
         if turn.stall:
-            stall = Stall(reached=self.stall_reached, client_closed=self.stall_closed)
+            stall = Stall(
+                reached=self.stall_reached, release=self.stall_release, client_closed=self.stall_closed
+            )
             return Reply(200, dict(_SSE), [*head, stall, *tail])
         return Reply(200, dict(_SSE), [*head, *tail])
 

@@ -70,7 +70,7 @@ def test_the_shipped_schemas_are_the_spec_files(name: str) -> None:
 
 
 def test_requirements_use_known_tokens() -> None:
-    known = {*CAPABILITY_TOKENS, "authMethods", "model", "turn", "turn:long"}
+    known = {*CAPABILITY_TOKENS, "authMethods", "steering", "model", "turn", "turn:long"}
     for scenario in KIT:
         for token in scenario.requires:
             name = token.lstrip("!")

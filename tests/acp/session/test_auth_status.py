@@ -73,3 +73,33 @@ async def test_logout_forgets_the_key_and_new_sessions_need_a_model_again(
         )
         assert answer["error"]["code"] == -32000  # auth_required: set a model up again
         assert client.schema_problems(unstable=True) == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "environ"),
+    [
+        ({}, {"ACP_AGENT_API_KEY": SECRET}),
+        ({}, {"OPENAI_API_KEY": SECRET}),
+        ({}, {"ACP_AGENT_API_KEY_FILE": "key-file"}),
+        ({"api_key_file": "key-file"}, {"ACP_AGENT_API_KEY": SECRET}),
+    ],
+)
+def test_after_logout_the_coding_factory_makes_sessions_that_read_no_key(
+    tmp_path: Path, flags: dict[str, str], environ: dict[str, str]
+) -> None:
+    """The coding layer loads each session's configuration itself (its own model per session): ``logout``
+    must reach it, or the key the agent forgot would still be sent by every new session."""
+    from acp_agent.coding import LazyCodingFactory
+    from acp_agent.config import load_config
+
+    (tmp_path / "key-file").write_text(SECRET)
+    base = {"ACP_AGENT_PROVIDER": "openai", "ACP_AGENT_MODEL": "m", "HOME": str(tmp_path), "PATH": "/bin"}
+    factory = LazyCodingFactory(
+        {k: str(tmp_path / v) if k == "api_key_file" else v for k, v in flags.items()},
+        {**base, **{k: str(tmp_path / v) if k.endswith("_FILE") else v for k, v in environ.items()}},
+    )
+    assert load_config(tmp_path, factory.flags, factory.environ).api_key == SECRET
+    factory.forget_key()
+    config = load_config(tmp_path, factory.flags, factory.environ)
+    assert config.api_key is None and config.provider == "openai"
+    assert factory.environ == base  # nothing else forgotten
