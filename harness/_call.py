@@ -34,7 +34,7 @@ class Call:
     (the answer to the ``approval`` need) and ``state()``.
     """
 
-    __slots__ = ("_answers", "_host", "_pending", "_state", "context", "run", "spec", "tool_call")
+    __slots__ = ("_answers", "_host", "_pending", "_state", "context", "nested", "run", "spec", "tool_call")
 
     def __init__(
         self,
@@ -55,6 +55,9 @@ class Call:
         self._answers: dict[str, Any] = dict(answers or {})
         self._state = state
         self._pending: Pending | None = None
+        self.nested: Run | None = None
+        """The run this call runs now (a sub-agent's), set by the tool: ``Run.cancel_call("a/b")`` reaches
+        it."""
 
     @property
     def id(self) -> str:
