@@ -485,6 +485,18 @@ class Session:
         if self._run is not None:
             self._run.cancel()
 
+    def cancel_child(self, child_id: str) -> bool:
+        """``session/cancel`` of an announced sub-agent's session: that sub-agent alone (``_threads``)."""
+        threads, run = self._threads, self._run
+        return threads is not None and run is not None and threads.cancel(child_id, run)
+
+    def child_session(self, call_id: str) -> str | None:
+        return self._threads.announced(call_id) if self._threads is not None else None
+
+    async def child_waits(self, call_id: str, waiting: bool) -> None:
+        if self._threads is not None and self._threads.waiting(call_id, waiting):
+            await self._send_threads()
+
     async def wait_idle(self) -> None:
         await self._turns.wait_idle()
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, assert_never, cast
 
 from ._partial import partial_json, raw_output
+from ._threads import child_stop_reason
 
 if TYPE_CHECKING:
     from harness import Result
@@ -321,9 +322,9 @@ class EventMapper:
             return []
         updates = self._close_children(call)
         self._forget(call)
-        if self.threads is not None:
-            self.threads.ended(call.acp_id, "cancelled" if self.cancelling else "end_turn")
         outcome = event.outcome
+        if self.threads is not None:
+            self.threads.ended(call.acp_id, child_stop_reason(outcome, self.cancelling))
         if not isinstance(outcome, Result):
             text = f"{type(outcome).__name__}: {outcome}"
             class_name = getattr(outcome, "class_name", None)
