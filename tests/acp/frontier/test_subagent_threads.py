@@ -379,4 +379,25 @@ async def test_zed_keeps_its_meta_threads_and_cannot_cancel_a_thread_alone(tmp_p
         assert not [u for u in parent if u["sessionUpdate"] == "subagent_update"]
         assert _of(parent, "call_explore")[-1]["status"] == "completed"
         assert _of(parent, "call_explore")[-1]["_meta"]["subagent_session_info"]["session_id"] == child
-        assert not _requests(client, "$/cancel_request")
+        assert not [m for m in map(as_object, client.messages) if m.get("method") == "$/cancel_request"]
+
+
+async def test_a_childs_permission_request_answered_cancelled_ends_that_child_alone(tmp_path: Path) -> None:
+    _ask_before_reading(tmp_path)
+
+    async def answer(method: str, params: Any) -> Any:
+        return {"outcome": {"outcome": "cancelled"}}  # the user dismissed the child's question
+
+    async with frontier_agent(tmp_path, CANCELLED_TURNS, {"subagents": {}}, on_request=answer) as agent:
+        client = agent.client
+        (agent.project / "a.py").write_text("def foo(): pass\n")
+        with anyio.fail_after(30):
+            sid = (await agent.new_session())["sessionId"]
+            assert (await agent.prompt(sid, "find foo"))["stopReason"] == "end_turn"
+        parent = check_wire(client, sid)
+        (request,) = _requests(client, "session/request_permission")
+        child = request["params"]["sessionId"]
+        assert _states(parent, child)[-1] == {"state": "idle", "stopReason": "cancelled"}
+        (result,) = _tool_results(agent, 2)
+        assert result.startswith("Error: Cancelled by the user")
+        assert not [m for m in map(as_object, client.messages) if m.get("method") == "$/cancel_request"]
