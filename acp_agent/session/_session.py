@@ -90,8 +90,8 @@ class Session:
         self.opened = anyio.Event()
         """Set once the response that opened the session was written: updates wait for it."""
         self._turns = TurnQueue()
-        self.titling = False
-        """A model-written title was asked for (once a session; ``_titles``)."""
+        self.titling: anyio.CancelScope | None = None
+        """The model-written title asked for (once a session; ``_titles``): closing cancels it."""
         self._tool_names: dict[str, str] = {}
         """The tool of each call shown (``EventMapper`` names them; a tool middleware's updates don't)."""
         self._steering: list[Message] = []
@@ -505,6 +505,8 @@ class Session:
         self._closed = True
         self._turns.leave_all()
         self.cancel()
+        if self.titling is not None:
+            self.titling.cancel()
         with anyio.move_on_after(10):
             await self.wait_idle()
         await self.sync_writes()

@@ -9,11 +9,11 @@ made itself. A title the user set (``session/set_title``, ``/rename``) is never 
 
 from __future__ import annotations
 
-import logging
-import re
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import anyio
+
+from harness.titles import TITLE_SYSTEM, ask_title
 
 from ..protocol.errors import RpcError
 
@@ -36,20 +36,10 @@ __all__ = [
     "title_model",
 ]
 
-log = logging.getLogger(__name__)
-
 TitleSource: TypeAlias = Literal["prompt", "model", "user"]
 
 MAX_TITLE: Final = 200
 """The longest title a user may set (characters)."""
-_MODEL_TITLE_MAX: Final = 80
-_EXCERPT: Final = 2000
-_TIMEOUT_S: Final = 30.0
-
-TITLE_SYSTEM: Final = (
-    "Write a short title for the conversation below, of at most six words, in the language of the user's "
-    "message. Answer with the title only: no quotes, no markdown, no punctuation at its end."
-)
 
 
 def checked_title(title: str) -> str:
@@ -65,24 +55,27 @@ def checked_title(title: str) -> str:
 
 def title_after_exchange(session: Session, message: Message, run: Run) -> None:
     """After an exchange, where the set-up gives a ``title_model`` and no one but the agent's first-prompt
-    title named the session yet: the model writes the title, in the background (once a session)."""
+    title named the session yet: the model writes the title, in the background (once a session; under
+    ``session.titling``, which closing the session cancels). It never holds up a turn; a failure leaves
+    the title as it is."""
     get_model, spawn = session.setup.title_model, session.env.spawn
-    if get_model is None or spawn is None or session.titling:
+    if get_model is None or spawn is None or session.titling is not None:
         return
     if session.meta.title_source not in (None, "prompt"):
         return
     replies = [m.text for m in run.messages() if m.role.value == "assistant" and m.text]
     if not replies:
         return
-    session.titling = True
+    scope = session.titling = anyio.CancelScope()
 
     async def write() -> None:
-        model = await get_model()
-        if model is None:  # no model chosen yet: the first prompt's title stays
-            return
-        title = await ask_title(title_model(model), message.text, replies[-1])
-        if title is not None:
-            await session.set_title(title, source="model")
+        with scope:
+            model = await get_model()
+            if model is None:  # no model chosen yet: the first prompt's title stays
+                return
+            title = await ask_title(title_model(model), message.text, replies[-1])
+            if title is not None:
+                await session.set_title(title, source="model")
 
     spawn(write)
 
@@ -90,44 +83,6 @@ def title_after_exchange(session: Session, message: Message, run: Run) -> None:
 def title_model(main: Model) -> Model:
     """The model that writes titles: the session's model. The one place to point at a small side model."""
     return main
-
-
-async def ask_title(model: Model, user: str, reply: str) -> str | None:
-    """The model's title for an exchange, or None (it failed, timed out, or answered nothing usable)."""
-    from harness import Message
-    from harness.model import Prompt, TextChunk
-
-    conversation = f"User: {user[:_EXCERPT]}\n\nAssistant: {reply[:_EXCERPT]}"
-    prompt = Prompt(system=TITLE_SYSTEM, messages=(Message.user(conversation),), tools=())
-    out: list[str] = []
-    try:
-        with anyio.fail_after(_TIMEOUT_S):
-            stream = model.stream(prompt)
-            try:
-                async for delta in stream:
-                    if isinstance(delta, TextChunk):
-                        out.append(delta.text)
-            finally:
-                close = getattr(stream, "aclose", None)
-                if close is not None:
-                    await close()
-    except anyio.get_cancelled_exc_class():
-        raise
-    except Exception as exc:  # a title is a nicety: the session goes on with the one it has
-        log.info("writing a title failed: %s", exc)
-        return None
-    return _clean("".join(out))
-
-
-def _clean(text: str) -> str | None:
-    """The first line of a model's answer, without quotes, markdown or a final full stop, cut short."""
-    line = next((ln for ln in text.splitlines() if ln.strip()), "")
-    line = re.sub(r"^(title\s*:\s*)", "", line.strip(), flags=re.IGNORECASE)
-    line = line.strip(" \t#*`_\"'\u201c\u201d\u2018\u2019").rstrip(".")
-    line = " ".join(line.split())
-    if not line:
-        return None
-    return line if len(line) <= _MODEL_TITLE_MAX else line[: _MODEL_TITLE_MAX - 1].rstrip() + "…"
 
 
 async def set_session_title(

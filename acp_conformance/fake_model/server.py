@@ -21,7 +21,11 @@ API:
 - ``FakeServer(fallback=...)``: a callable ``(Recorded) -> Reply`` that answers requests no route matches
   (default: a 404 JSON error).
 - ``server.requests``: every ``Recorded`` request (method, path, headers lower-cased, body bytes, ``json``,
-  ``query``).
+  ``query``), but title requests.
+- A title request (a model request whose body holds one of ``TITLE_MARKERS``: an agent's own side request,
+  made after a session's first exchange) is answered with ``FakeServer(title=...)`` (default: empty, so no
+  title is written) in the request's wire format, takes no scripted reply, and is kept in
+  ``server.title_requests`` instead of ``requests``.
 """
 
 from __future__ import annotations
@@ -32,9 +36,18 @@ import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["Drop", "FakeServer", "Recorded", "Reply", "ReplySource", "Stall"]
+__all__ = [
+    "TITLE_MARKERS",
+    "Drop",
+    "is_title_request",
+    "FakeServer",
+    "Recorded",
+    "Reply",
+    "ReplySource",
+    "Stall",
+]
 
 
 @dataclass
@@ -108,9 +121,32 @@ class Recorded:
 ReplySource = Reply | Callable[[Recorded], Reply]
 
 
+TITLE_MARKERS: Final = (b"Write a short title for the conversation",)
+"""What the body of a title request holds: acp-agent's title system prompt (``harness.titles.TITLE_SYSTEM``;
+a test pins the two together)."""
+
+
+def is_title_request(req: Recorded) -> bool:
+    """Whether ``req``'s body holds one of ``TITLE_MARKERS``."""
+    return any(m in req.body for m in TITLE_MARKERS)
+
+
 class FakeServer:
-    def __init__(self, fallback: Callable[[Recorded], Reply] | None = None) -> None:
+    def __init__(
+        self,
+        fallback: Callable[[Recorded], Reply] | None = None,
+        *,
+        title: str = "",
+        titles_apart: bool = True,
+    ) -> None:
         self._fallback = fallback
+        self.title = title
+        """The answer to a title request (see ``TITLE_MARKERS``): empty by default, so no title is written."""
+        self.titles_apart = titles_apart
+        """False: title requests are served as any other (a server that bills every request)."""
+        self.title_requests: list[Recorded] = []
+        self.title_asked = threading.Event()
+        """Set once a title request came (before its answer is written)."""
         self._sock = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -185,6 +221,18 @@ class FakeServer:
                 return source(req) if callable(source) else source
         return fallback(req)
 
+    def _title_reply(self, req: Recorded) -> Reply | None:
+        """The answer to a title request (an agent's side request, kept apart from the scripted replies and
+        from ``requests``: a test's script and counts stay as they were); None for any other request."""
+        from .model import api_of, model_of, rendered
+        from .turn import Turn
+
+        api = api_of(req)
+        if not self.titles_apart or req.method != "POST" or api is None or not is_title_request(req):
+            return None
+        usage = {"input": 120, "output": 6} if self.title else {"input": 0, "output": 0}
+        return rendered(api, req, Turn(text=self.title, usage=usage), model_of(api, req) or "fake-model")
+
     def _handle(self, conn: socket.socket) -> None:
         buf = b""
         try:
@@ -210,9 +258,12 @@ class FakeServer:
                 body, buf = buf[:length], buf[length:]
                 path, _, query = target.partition("?")
                 req = Recorded(method.upper(), path, headers, body, query)
+                title = self._title_reply(req)
                 with self._lock:
-                    self.requests.append(req)
-                if not self._respond(conn, self._next_reply(req)):
+                    (self.requests if title is None else self.title_requests).append(req)
+                if title is not None:
+                    self.title_asked.set()
+                if not self._respond(conn, title or self._next_reply(req)):
                     return
                 if headers.get("connection", "").lower() == "close":
                     return
