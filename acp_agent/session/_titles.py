@@ -2,9 +2,11 @@
 request that writes a title after the first exchange.
 
 A session's first title is its first prompt cut short (``title_from_prompt``), set as the turn starts. After
-the first exchange the model may write a better one (off the turn's path: in the background, after the
-answer), where the session's set-up gives ``SessionSetup.title_model``; it replaces only a title the agent
-made itself. A title the user set (``session/set_title``, ``/rename``) is never replaced.
+the first exchange the model writes a better one (``harness.titles.ask_title``: off the turn's path, in the
+background after the answer; closing the session cancels it), where the session's set-up gives
+``SessionSetup.title_model`` (the coding factory does unless ``titles = "prompt"``); it replaces only a title
+the agent made itself, and a failure leaves it. A title the user set (``session/set_title``, ``/rename``) is
+never replaced.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def title_after_exchange(session: Session, message: Message, run: Run) -> None:
 
 
 def title_model(main: Model) -> Model:
-    """The model that writes titles: the session's model. The one place to point at a small side model."""
+    """The model that writes titles: the one the set-up's ``title_model`` gave (the coding factory gives its
+    side model: ``small_model`` where configured, else the session's, counted between turns)."""
     return main
 
 
