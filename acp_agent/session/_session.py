@@ -27,6 +27,7 @@ import anyio
 
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ._children import SubagentSide
 from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_message, title_from_prompt
 from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
@@ -58,7 +59,7 @@ _PERSIST_TIMEOUT = 30.0
 R = TypeVar("R")
 
 
-class Session:
+class Session(SubagentSide):
     """A live session of this process. Created by ``session/new``, ``load`` or ``resume``."""
 
     def __init__(
@@ -459,17 +460,6 @@ class Session:
         answer; ``close`` too; ``_durable``)."""
         await self._unsynced.sync(lambda: self.meta)
 
-    async def _send_threads(self) -> None:
-        """What the turn's sub-agents showed in their threads (``_threads``) since the last time."""
-        if self._threads is None:
-            return
-        from ..protocol.models import SessionNotification
-
-        for update in self._threads.take_parent_updates():  # a child is announced before its traffic
-            await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
-        for thread, update in self._threads.take_updates():
-            await self._conn.notify("session/update", SessionNotification(session_id=thread, update=update))
-
     def cancel(self, sequence: int | None = None) -> None:
         """``session/cancel``: end the running turn as ``cancelled``. When idle, remember where the cancel
         came (``sequence``): a prompt read before it, whose handler had not started, ends cancelled."""
@@ -484,18 +474,6 @@ class Session:
             self._preparing.cancel()
         if self._run is not None:
             self._run.cancel()
-
-    def cancel_child(self, child_id: str) -> bool:
-        """``session/cancel`` of an announced sub-agent's session: that sub-agent alone (``_threads``)."""
-        threads, run = self._threads, self._run
-        return threads is not None and run is not None and threads.cancel(child_id, run)
-
-    def child_session(self, call_id: str) -> str | None:
-        return self._threads.announced(call_id) if self._threads is not None else None
-
-    async def child_waits(self, call_id: str, waiting: bool) -> None:
-        if self._threads is not None and self._threads.waiting(call_id, waiting):
-            await self._send_threads()
 
     async def wait_idle(self) -> None:
         await self._turns.wait_idle()

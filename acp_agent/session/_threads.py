@@ -260,6 +260,12 @@ class SubagentThreads:
                 return run.cancel_call(call_id, CHILD_CANCELLED)
         return False
 
+    def call_ended(self, call_id: str, outcome: Any, cancelling: bool) -> None:
+        """Any call ``call_id`` ended with ``outcome``: an agent call's child is ``idle`` with the stop
+        reason of its run (``cancelled`` while the turn is ``cancelling``)."""
+        if call_id in self._threads:
+            self.ended(call_id, child_stop_reason(outcome, cancelling))
+
     def take_parent_updates(self) -> list[dict[str, Any]]:
         """The ``subagent_update``s for the parent session since the last call (wire dicts), to go before
         the threads' own updates."""

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import anyio
 
-from harness.titles import TITLE_SYSTEM, ask_title
-
 from ..protocol.errors import RpcError
 
 if TYPE_CHECKING:
@@ -29,9 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TITLE",
-    "TITLE_SYSTEM",
     "TitleSource",
-    "ask_title",
     "checked_title",
     "set_session_title",
     "title_after_exchange",
@@ -71,6 +67,8 @@ def title_after_exchange(session: Session, message: Message, run: Run) -> None:
     scope = session.titling = anyio.CancelScope()
 
     async def write() -> None:
+        from harness.titles import ask_title
+
         with scope:
             model = await get_model()
             if model is None:  # no model chosen yet: the first prompt's title stays

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, assert_never, cast
 
 from ._partial import partial_json, raw_output
-from ._threads import child_stop_reason
 
 if TYPE_CHECKING:
     from harness import Result
@@ -324,7 +323,7 @@ class EventMapper:
         self._forget(call)
         outcome = event.outcome
         if self.threads is not None:
-            self.threads.ended(call.acp_id, child_stop_reason(outcome, self.cancelling))
+            self.threads.call_ended(call.acp_id, outcome, self.cancelling)
         if not isinstance(outcome, Result):
             text = f"{type(outcome).__name__}: {outcome}"
             class_name = getattr(outcome, "class_name", None)
