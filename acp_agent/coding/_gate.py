@@ -121,8 +121,8 @@ class PermissionGate:
                 return result
             answers: dict[str, Any] = {}
             handle = self.link.handle
-            # A sub-agent announced to the client (``subagent_update``): its questions go to its session,
-            # and it shows ``requires_action`` while they wait.
+            # A sub-agent announced to the client (``subagent_update``): its permission requests go to its
+            # session, about its own call, and it shows ``requires_action`` while they wait.
             child = handle.child_session(call.id) if handle is not None else None
             try:
                 if handle is not None and child is not None:
