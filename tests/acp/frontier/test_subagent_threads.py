@@ -349,7 +349,8 @@ async def test_a_sub_agent_cancelled_mid_tool_has_its_tool_stopped_and_the_paren
         child = announce["sessionId"]
         assert _states(parent, child) == [{"state": "running"}, {"state": "idle", "stopReason": "cancelled"}]
         thread = _threads(client, sid)[child]
-        assert _of(thread, "call_explore/call_read")[-1]["status"] == "failed"  # the child's call ended
+        read_ended = _of(thread, "call_explore/call_read")[-1]  # the child's call ended, and says why
+        assert read_ended["status"] == "failed" and read_ended["content"][0]["content"]["text"] == "Cancelled"
         (result,) = _tool_results(agent, 2)
         assert result.startswith("Error: Cancelled by the user")  # as the provider sends an error result
         assert client.schema_problems(unstable=True) == []
