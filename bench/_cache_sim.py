@@ -14,7 +14,9 @@ counts every request, so shares and ratios are exact for it.
   messages; the cached part is the longest common prefix with any earlier request, counted from 1,024
   tokens in steps of 128. Usage: ``prompt_tokens`` (all) with ``prompt_tokens_details.cached_tokens``.
 
-Replies come from a script: each ``Step`` is a text or tool calls.
+Replies come from a script: each ``Step`` is a text or tool calls. With ``bill_titles``, a title request (the
+agent's, after a session's first exchange) is billed like any request and answered ``TITLE`` without taking
+a step; its billing says ``title``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from acp_conformance.fake_model import FakeServer, Reply
-from acp_conformance.fake_model.server import Recorded
+from acp_conformance.fake_model.server import Recorded, is_title_request
 
 __all__ = ["Billed", "CacheServer", "Step", "strip_cache_control", "tokens"]
 
@@ -61,14 +63,18 @@ class Step:
     output_tokens: int = 60
 
 
+TITLE = Step(text="Cost bench session", output_tokens=6)
+
+
 @dataclass
 class Billed:
-    """One model request as the cache billed it."""
+    """One model request as the cache billed it (``title``: the agent's title request)."""
 
     input: int
     cache_read: int
     cache_write: int
     output: int
+    title: bool = False
 
     @property
     def prompt(self) -> int:
@@ -80,6 +86,9 @@ class CacheServer:
     """``with CacheServer(script) as s: s.url``; ``s.billed`` lists every request's billing."""
 
     script: Sequence[Step]
+    bill_titles: bool = False
+    """Bill the agent's title requests too (the cost bench); else they are answered apart (``FakeServer``),
+    unbilled, so a test of the turns' requests sees those only."""
     billed: list[Billed] = field(default_factory=list[Billed])
     bodies: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     _written: set[str] = field(default_factory=set[str])
@@ -88,7 +97,7 @@ class CacheServer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self.server = FakeServer(fallback=self._answer)
+        self.server = FakeServer(fallback=self._answer, titles_apart=not self.bill_titles)
 
     @property
     def url(self) -> str:
@@ -105,15 +114,21 @@ class CacheServer:
         body: Any = request.json if request.body else None
         if request.method != "POST" or not isinstance(body, dict):
             return Reply.json(200, {"data": [], "object": "list"})
+        title = is_title_request(request)
         with self._lock:
-            self.bodies.append(body)
-            step = self.script[self._next] if self._next < len(self.script) else Step(text="Done.")
-            self._next += 1
+            if title:
+                step = TITLE
+            else:
+                self.bodies.append(body)
+                step = self.script[self._next] if self._next < len(self.script) else Step(text="Done.")
+                self._next += 1
             if request.path.endswith("/messages"):
                 billed = self._anthropic(body, step)
+                billed.title = title
                 self.billed.append(billed)
                 return Reply.sse(_anthropic_sse(step, billed))
             billed = self._openai(body, step)
+            billed.title = title
             self.billed.append(billed)
             return Reply.sse(_chat_sse(step, billed))
 

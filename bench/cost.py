@@ -13,7 +13,9 @@ loopback server of ``bench/_cache_sim`` that bills like each provider's cache:
 - ``usage_update.cost`` (from the built-in price of ``claude-sonnet-4-5``) against the cost computed from
   the usage the server reported: the difference in percent;
 - the base request (tools + system prompt of the first request) in tokens, estimated at 4 characters a
-  token (no tokenizer is installable offline here).
+  token (no tokenizer is installable offline here);
+- the model-written title (on by default): one more billed request after the first exchange, on the
+  session's model here (no ``small_model``): its cost and its share of the session's.
 
 Targets: >= 90 % cached (Anthropic over 20 turns, OpenAI), billed <= 0.2x the uncached baseline, cost
 within 1 %, base request <= ``BASE_CEILING`` tokens. ``--quick``: 6 turns.
@@ -93,7 +95,10 @@ async def _answer_requests(agent: Agent, msg: dict[str, Any]) -> None:
 async def _session(provider: str, cache: str, turns: int) -> tuple[list[Billed], list[dict[str, Any]], Any]:
     """Run the scripted session; the server's billing, its request bodies and the last ``usage_update``'s cost."""
     prompts, steps = script(turns)
-    with tempfile.TemporaryDirectory(prefix="bench-cost-") as tmp, CacheServer(steps) as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-cost-") as tmp,
+        CacheServer(steps, bill_titles=True) as server,
+    ):
         root = Path(tmp)
         repo = _project(root)
         cmd, env = our_agent(root / "home")
@@ -158,6 +163,7 @@ async def run(quick: bool) -> list[dict[str, Any]]:
     billed, baseline = _billed_cost(cached), _billed_cost(uncached)
     error = abs(cost["amount"] - billed) / billed * 100 if cost else float("nan")
     extra: dict[str, Any] = {"turns": turns, "requests": len(cached)}
+    titles = [b for b in cached if b.title]  # the model-written title: one request after the first exchange
     return [
         figure(BENCH, "anthropic_cached_share_pct", _share(cached) * 100, 90, lower_is_better=False, **extra),
         figure(BENCH, "anthropic_billed_usd", billed, round(baseline * 0.2, 4), baseline=baseline, **extra),
@@ -165,6 +171,12 @@ async def run(quick: bool) -> list[dict[str, Any]]:
         figure(BENCH, "openai_cached_share_pct", _share(openai) * 100, 90, lower_is_better=False, **extra),
         figure(BENCH, "usage_update_cost_error_pct", error, 1.0, **extra),
         figure(BENCH, "base_request_tokens", base_tokens(bodies[0]), BASE_CEILING, **extra),
+        figure(BENCH, "title_requests", len(titles), 1, **extra),
+        figure(BENCH, "title_tokens", sum(b.prompt + b.output for b in titles), None, **extra),
+        figure(
+            BENCH, "title_billed_microusd", _billed_cost(titles) * 1e6, None, baseline=billed * 1e6, **extra
+        ),
+        figure(BENCH, "title_share_of_billed_pct", _billed_cost(titles) / billed * 100, None, **extra),
         figure(
             BENCH,
             "input_tokens_session",

@@ -15,7 +15,13 @@ if TYPE_CHECKING:
     from ._options import Options
     from .model import Model
 
-__all__ = ["Call", "CallHost", "CallRun"]
+__all__ = ["Call", "CallHost", "CallRun", "NestedRun"]
+
+
+class NestedRun(Protocol):
+    """What a call knows of the run it runs itself (a sub-agent's ``Run``): enough to cancel one of its calls."""
+
+    def cancel_call(self, call_id: str, reason: str = ...) -> bool: ...
 
 
 class CallRun(Protocol):
@@ -56,7 +62,7 @@ class Call:
     (the answer to the ``approval`` need) and ``state()``.
     """
 
-    __slots__ = ("_answers", "_host", "_pending", "_state", "context", "run", "spec", "tool_call")
+    __slots__ = ("_answers", "_host", "_pending", "_state", "context", "nested", "run", "spec", "tool_call")
 
     def __init__(
         self,
@@ -77,6 +83,9 @@ class Call:
         self._answers: dict[str, Any] = dict(answers or {})
         self._state = state
         self._pending: Pending | None = None
+        self.nested: NestedRun | None = None
+        """The run this call runs now (a sub-agent's), set by the tool: ``Run.cancel_call("a/b")`` reaches
+        it."""
 
     @property
     def id(self) -> str:

@@ -24,6 +24,7 @@ from ._messages import Message
 from ._options import Options
 from ._pause import Answer, Pending
 from ._state import Ended, Resume, RunState, TurnPhase, TurnState
+from ._step_tools import CALL_CANCELLED_TEXT
 from ._tools import ToolSource
 from ._turn import Turn
 from .conforms import conforms
@@ -129,6 +130,16 @@ class Run:
         """Cancel the running turn (no-op when none runs): it ends ``Cancelled``, the step discarded."""
         if self._active is not None and self._active.phase is not TurnPhase.FINISHED:
             self._active.request_stop(EndReason.CANCELLED)
+
+    def cancel_call(self, call_id: str, reason: str = CALL_CANCELLED_TEXT) -> bool:
+        """Cancel one running tool call alone; the turn goes on. The call's tools are cancelled (a
+        sub-agent's run with them), a question it asked is dropped, and its result is the error
+        ``reason`` (``meta["cancelled"]``), which the model reads. ``"a/b"`` cancels call ``b`` of the run
+        that call ``a`` runs (a sub-agent's: ``Call.nested``). False when no such call runs now."""
+        turn = self._active
+        if turn is None or turn.phase is not TurnPhase.RUNNING:
+            return False
+        return turn.state.cancel_call(call_id, reason)
 
     def interrupt(self) -> None:
         """Stop the reply; the turn ends ``Interrupted`` with ``ended().partial`` to edit and Resume."""

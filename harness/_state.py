@@ -28,6 +28,7 @@ from .model import CancelSignal
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
+    from ._call import Call
     from .middleware import ModelMiddleware, ToolMiddleware
 
 __all__ = [
@@ -142,6 +143,9 @@ class TurnState:
     stop_reason: EndReason | None = None
     scope: CancelScope | None = None
     tool_scopes: set[CancelScope] = field(default_factory=set[CancelScope])
+    # The calls running now, by id (``cancel_call``), and the reason each one cancelled alone ends with.
+    calls: dict[str, tuple[CancelScope, Call]] = field(default_factory=dict[str, "tuple[CancelScope, Call]"])
+    cancelled_calls: dict[str, str] = field(default_factory=dict[str, str])
     # Interjections waiting for a step boundary (steer) or for the turn's end (queue).
     steer: list[Message] = field(default_factory=list[Message])
     queue: list[Message] = field(default_factory=list[Message])
@@ -166,6 +170,21 @@ class TurnState:
     def cancel_tools(self) -> None:
         for s in list(self.tool_scopes):
             s.cancel()
+
+    def cancel_call(self, path: str, reason: str) -> bool:
+        """Cancel the running call ``path`` alone (``a/b``: call ``b`` of the nested run of call ``a``);
+        False when no such call runs."""
+        head, _, rest = path.partition("/")
+        running = self.calls.get(head)
+        if running is None:
+            return False
+        scope, call = running
+        if rest:
+            nested = call.nested
+            return nested is not None and nested.cancel_call(rest, reason)
+        self.cancelled_calls[head] = reason
+        scope.cancel()
+        return True
 
     async def guard(self, aw: Awaitable[T]) -> T:
         """Await ``aw`` so that ``cancel()``/``interrupt()`` stop it at once."""

@@ -29,11 +29,12 @@ from ._tools import Result, Tool
 from .events import Event, ToolDecided, ToolEnded, ToolProgress
 from .middleware import NextTool, ToolMiddleware
 
-__all__ = ["CANCELLED_TEXT", "SKIPPED_TEXT", "CallSlot", "CallTools", "ResumedCalls"]
+__all__ = ["CALL_CANCELLED_TEXT", "CANCELLED_TEXT", "SKIPPED_TEXT", "CallSlot", "CallTools", "ResumedCalls"]
 
 log = logging.getLogger("harness.run")
 
 CANCELLED_TEXT = "Cancelled"
+CALL_CANCELLED_TEXT = "Cancelled: this call was stopped before it finished; the turn goes on"
 SKIPPED_TEXT = "Skipped: the user sent a message"
 
 
@@ -195,18 +196,24 @@ class CallTools:
         with send:
             with CancelScope() as scope:
                 s.tool_scopes.add(scope)
+                s.calls[call.id] = (scope, context)
                 if s.stop_reason is not None:
                     scope.cancel()
                 try:
                     outcome, fatal = await self._invoke(call, context, problem)
                 finally:
                     s.tool_scopes.discard(scope)
+                    s.calls.pop(call.id, None)
+            alone = s.cancelled_calls.pop(call.id, None)  # cancelled alone (``Run.cancel_call``)
             if scope.cancelled_caught:
                 outcome, fatal = Result.failure(CANCELLED_TEXT), None
+                if alone is not None and s.stop_reason is None:  # the turn goes on: the model reads why
+                    outcome = Result.failure(alone, meta={"cancelled": True})
             if fatal is not None:
                 item = _Item(ToolEnded(s.number, s.parent, call.id, fatal.error), None, slot, fatal)
             else:
-                pending = context.pending()
+                # A call cancelled alone while it asked the host asks no more (its question is void).
+                pending = context.pending() if alone is None else None
                 if pending is not None:
                     slot.pending = pending
                     outcome = Result.failure("(awaiting input)")

@@ -70,11 +70,15 @@ class AgentTool:
         else:
             run = self.child.fork() if self.fresh else self.child
             turn_input = Message.user(str(input["prompt"]))
-        async with run.turn(turn_input) as events:
-            async for event in events:
-                if event.parent is None:
-                    event = replace(event, parent=call.id)
-                await call.emit(event)
+        call.nested = run  # ``Run.cancel_call("<this call>/<a child call>")`` reaches the child's calls
+        try:
+            async with run.turn(turn_input) as events:
+                async for event in events:
+                    if event.parent is None:
+                        event = replace(event, parent=call.id)
+                    await call.emit(event)
+        finally:
+            call.nested = None
         ended = run.ended()
         assert ended is not None
         return self._result(run, ended, call)

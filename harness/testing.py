@@ -29,6 +29,7 @@ from .model import (
     ToolStart,
     UsageChunk,
 )
+from .titles import TITLE_SYSTEM
 
 __all__ = ["FakeModel", "Reply", "ToolOutcome", "call_tool"]
 
@@ -62,14 +63,23 @@ class Reply:
 
 @dataclass
 class FakeModel:
-    """A ``Model`` that answers each call with the next ``Reply``; ``prompts`` records what it received."""
+    """A ``Model`` that answers each call with the next ``Reply``; ``prompts`` records what it received.
+
+    A title request (``harness.titles``: its system text is ``TITLE_SYSTEM``) is a side request: it takes
+    no scripted reply and is not counted; it gets ``title`` (default: an empty answer, so no title) and is
+    recorded in ``title_prompts``."""
 
     replies: list[Reply]
     prompts: list[Prompt] = field(default_factory=list[Prompt])
+    title: Reply | None = None
+    title_prompts: list[Prompt] = field(default_factory=list[Prompt])
     _calls: int = 0
     _ids: int = 0
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        if prompt.system == TITLE_SYSTEM:
+            self.title_prompts.append(prompt)
+            return self._deltas(self.title or Reply())
         self.prompts.append(prompt)
         if self._calls >= len(self.replies):
             raise HarnessUsageError(

@@ -318,7 +318,7 @@ class CodingFactory:
             views=views,
             usage=meter,
             side_model=side,
-            title_model=title_model_of(side),
+            title_model=title_model_of(side.off_turn, config.titles),
         )
 
     async def _apply_trusted(

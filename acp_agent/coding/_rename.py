@@ -1,9 +1,9 @@
 """``/rename <title>``: the user names the session (as ``session/set_title`` does); the agent never
-replaces a title the user set. And the switch for model-written titles (``ACP_AGENT_TITLES=model``)."""
+replaces a title the user set. And the switch for model-written titles (``titles``: ``model``, the default, or
+``prompt``; ``ACP_AGENT_TITLES``)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["RENAME_DESCRIPTION", "RenameCommand", "title_model_of"]
 
 RENAME_DESCRIPTION = "Rename this session"
-TITLES_ENV = "ACP_AGENT_TITLES"
 
 
 @dataclass(slots=True)
@@ -38,11 +37,9 @@ class RenameCommand:
 
 
 def title_model_of(
-    side: Callable[[], Awaitable[Model | None]],
+    side: Callable[[], Awaitable[Model | None]], titles: str
 ) -> Callable[[], Awaitable[Model | None]] | None:
-    """The session's title model when model-written titles are on (``ACP_AGENT_TITLES=model``), else None:
-    the first prompt, cut short, stays the title. ``side``: the model for side work (the small model
-    where one is configured, else the session's; metered like every request)."""
-    if os.environ.get(TITLES_ENV, "").strip().lower() != "model":
-        return None
-    return side
+    """The session's title model when the model writes titles (``titles = "model"``, the default), else
+    None (``"prompt"``): the first prompt, cut short, stays the title. ``side``: the model for side work
+    (the small model where one is configured, else the session's; metered like every request)."""
+    return side if titles == "model" else None

@@ -72,6 +72,11 @@ class Config:
         return cast(str, self.get("explore_model"))
 
     @property
+    def titles(self) -> str:
+        """``model`` (the model writes each session's title after its first exchange) or ``prompt``."""
+        return cast(str, self.get("titles"))
+
+    @property
     def prompt_cache(self) -> str | None:
         """Anthropic's cache lifetime (``5m``, ``1h``), or None: caching off."""
         value = cast(str, self.get("prompt_cache"))

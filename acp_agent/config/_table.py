@@ -284,6 +284,14 @@ SETTINGS: Final[dict[str, Setting]] = {
             default="main",
         ),
         Setting(
+            "titles",
+            Choice("model", "prompt"),
+            "session titles: written by the model after the first exchange (model: one short request on "
+            "small_model, else the session's model), or the first prompt cut short (prompt)",
+            env=(Env("ACP_AGENT_TITLES"),),
+            default="model",
+        ),
+        Setting(
             "prompt_cache",
             Choice(*PROMPT_CACHE),
             "prompt caching: Anthropic's cache lifetime (5m, 1h), or off (no cache hints, no cache key)",

@@ -48,7 +48,7 @@ from ._session import Session
 from ._setup import SessionEnvironment, SessionFactory, SessionSetup, checked_system_prompt, default_factory
 from ._steering import steer_session
 from ._store import SessionMeta, SessionStore
-from ._threads import replay_thread
+from ._threads import parent_of_thread, replay_thread
 from ._titles import set_session_title
 from ._warm import WarmsUp, warm_imports
 
@@ -161,11 +161,14 @@ class AcpAgent:
         if method != "session/cancel" or not self._initialized:
             return  # unknown notifications are ignored
         session_id = as_object(params).get("sessionId")
-        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is None:
-            log.debug("session/cancel for unknown session %r ignored", session_id)
+        session_id = session_id if isinstance(session_id, str) else ""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.cancel(sequence=self._conn.sequence if self._conn is not None else None)
             return
-        session.cancel(sequence=self._conn.sequence if self._conn is not None else None)
+        parent = self.sessions.get(parent_of_thread(session_id) or "")
+        if parent is None or not parent.cancel_child(session_id):  # else a sub-agent was cancelled alone
+            log.debug("session/cancel for unknown session %r ignored", session_id)
 
     @property
     def watching(self) -> bool:

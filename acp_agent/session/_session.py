@@ -27,6 +27,7 @@ import anyio
 
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ._children import SubagentSide
 from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_message, title_from_prompt
 from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
@@ -58,7 +59,7 @@ _PERSIST_TIMEOUT = 30.0
 R = TypeVar("R")
 
 
-class Session:
+class Session(SubagentSide):
     """A live session of this process. Created by ``session/new``, ``load`` or ``resume``."""
 
     def __init__(
@@ -90,8 +91,8 @@ class Session:
         self.opened = anyio.Event()
         """Set once the response that opened the session was written: updates wait for it."""
         self._turns = TurnQueue()
-        self.titling = False
-        """A model-written title was asked for (once a session; ``_titles``)."""
+        self.titling: anyio.CancelScope | None = None
+        """The model-written title asked for (once a session; ``_titles``): closing cancels it."""
         self._tool_names: dict[str, str] = {}
         """The tool of each call shown (``EventMapper`` names them; a tool middleware's updates don't)."""
         self._steering: list[Message] = []
@@ -460,17 +461,6 @@ class Session:
         answer; ``close`` too; ``_durable``)."""
         await self._unsynced.sync(lambda: self.meta)
 
-    async def _send_threads(self) -> None:
-        """What the turn's sub-agents showed in their threads (``_threads``) since the last time."""
-        if self._threads is None:
-            return
-        from ..protocol.models import SessionNotification
-
-        for update in self._threads.take_parent_updates():  # a child is announced before its traffic
-            await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
-        for thread, update in self._threads.take_updates():
-            await self._conn.notify("session/update", SessionNotification(session_id=thread, update=update))
-
     def cancel(self, sequence: int | None = None) -> None:
         """``session/cancel``: end the running turn as ``cancelled``. When idle, remember where the cancel
         came (``sequence``): a prompt read before it, whose handler had not started, ends cancelled."""
@@ -494,6 +484,8 @@ class Session:
         self._closed = True
         self._turns.leave_all()
         self.cancel()
+        if self.titling is not None:
+            self.titling.cancel()
         with anyio.move_on_after(10):
             await self.wait_idle()
         await self.sync_writes()

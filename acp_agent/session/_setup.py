@@ -102,6 +102,15 @@ class SessionHandle(Protocol):
         """The user's title for the session (``/rename``), saved and told to the client."""
         ...
 
+    def child_session(self, call_id: str) -> str | None:
+        """The session of the sub-agent that call ``call_id`` runs, where the client takes
+        ``subagent_update`` (the child's permission requests go there); None otherwise."""
+        ...
+
+    async def child_waits(self, call_id: str, waiting: bool) -> None:
+        """The sub-agent that call ``call_id`` runs waits on the user (``requires_action``), or runs again."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class CommandOutcome:

@@ -14,6 +14,12 @@ client that takes them (``takes_threads``: Zed by its ``clientInfo.name``, or an
 - what the child session was shown (its prompt, each message's text, each call as it ended) is kept in
   ``<parent dir>/subagents/<child id>.jsonl``; ``session/load`` of the child id replays it (the child
   session is a read-only view: it cannot be prompted, and it is not listed).
+
+A client advertising ``clientCapabilities.subagents`` gets each child announced on the parent with
+``subagent_update`` before its traffic (title, task, ``capabilities.cancel``) and its state: ``running``,
+``requires_action`` while a permission request of the child waits on the user (the request goes to the
+child's session), ``idle`` with its stop reason when it ended. ``session/cancel`` with the child's id cancels
+that child alone (``cancel``: the harness's ``Run.cancel_call``); the parent's turn goes on.
 """
 
 from __future__ import annotations
@@ -27,12 +33,16 @@ from typing import TYPE_CHECKING, Any, Final
 from ..protocol.errors import RpcError
 
 if TYPE_CHECKING:
+    from harness import Run
+
     from ..protocol.connection import Connection
     from ..protocol.models import SessionUpdate
     from ._store import SessionStore
 
 __all__ = [
+    "CHILD_CANCELLED",
     "PARENT_META_KEY",
+    "child_stop_reason",
     "SUBAGENT_META_KEY",
     "TOOL_NAME_META_KEY",
     "SubagentThreads",
@@ -47,6 +57,11 @@ PARENT_META_KEY: Final = "parentToolCallId"
 SUBAGENT_META_KEY: Final = "subagent_session_info"
 TOOL_NAME_META_KEY: Final = "tool_name"
 _SEPARATOR: Final = ".sub-"
+CHILD_CANCELLED: Final = (
+    "Cancelled by the user: the sub-agent was stopped before it finished and reported nothing; go on "
+    "without it, or ask the user."
+)
+"""The result the parent's model reads for a sub-agent the user cancelled alone."""
 _THREAD_ID = re.compile(r"^(?P<parent>[A-Za-z0-9][A-Za-z0-9_-]{0,100})\.sub-[0-9a-f]{16}$")
 
 
@@ -76,6 +91,31 @@ async def replay_thread(store: SessionStore, connection: Connection, session_id:
     for line in lines:
         await connection.notify("session/update", {"sessionId": session_id, "update": line})
     return True
+
+
+def child_stop_reason(outcome: Any, cancelling: bool) -> str:
+    """The ``stopReason`` of a sub-agent's ``idle`` state from its call's outcome (``AgentTool`` puts the
+    child's ``Ended`` in the result's value; ``cancelled`` in the meta: cancelled alone)."""
+    from harness import EndReason, FinishReason, Result
+
+    if not isinstance(outcome, Result):
+        return "error"
+    ended = outcome.value
+    if cancelling or outcome.meta.get("cancelled"):
+        return "cancelled"
+    match getattr(ended, "reason", None), getattr(ended, "finish", None):
+        case (EndReason.CANCELLED | EndReason.INTERRUPTED, _):
+            return "cancelled"
+        case (EndReason.FAILED, _):
+            return "error"
+        case (EndReason.STOPPED, _):
+            return "max_turn_requests"
+        case (_, FinishReason.LENGTH):
+            return "max_tokens"
+        case (_, FinishReason.REFUSAL):
+            return "refusal"
+        case _:
+            return "end_turn"
 
 
 def thread_id(parent: str, call_id: str) -> str:
@@ -154,6 +194,8 @@ class SubagentThreads:
                     "title": thread.tool_name,
                     "description": task if len(task) <= 200 else task[:199] + "…",
                     "state": {"state": "running"},
+                    # The client may cancel this child alone: ``session/cancel`` with its id (``cancel``).
+                    "capabilities": {"cancel": {}},
                 }
             )
         chunk = UserMessageChunk(content=TextContent(text=text), message_id=new_message_id())
@@ -196,6 +238,37 @@ class SubagentThreads:
                 self._parent_updates.append(
                     {"sessionUpdate": "subagent_update", "sessionId": thread.session_id, "state": state}
                 )
+
+    def waiting(self, call_id: str, waiting: bool) -> bool:
+        """The announced child of ``call_id`` waits on the user (``requires_action``) or runs again; False
+        when nothing is to tell (no such child, or it ended)."""
+        thread = self._threads.get(call_id)
+        if thread is None or not thread.announced or thread.ended:
+            return False
+        state = {"state": "requires_action" if waiting else "running"}
+        self._parent_updates.append(
+            {"sessionUpdate": "subagent_update", "sessionId": thread.session_id, "state": state}
+        )
+        return True
+
+    def announced(self, call_id: str) -> str | None:
+        """The session id of the announced, running child of ``call_id`` (its requests go there)."""
+        thread = self._threads.get(call_id)
+        return thread.session_id if thread is not None and thread.announced and not thread.ended else None
+
+    def cancel(self, session_id: str, run: Run) -> bool:
+        """``session/cancel`` of an announced, running child: its call alone is cancelled (``run`` goes on,
+        the model reads ``CHILD_CANCELLED``); False when ``session_id`` is no such child."""
+        for call_id, thread in self._threads.items():
+            if thread.session_id == session_id and thread.announced and not thread.ended:
+                return run.cancel_call(call_id, CHILD_CANCELLED)
+        return False
+
+    def call_ended(self, call_id: str, outcome: Any, cancelling: bool) -> None:
+        """Any call ``call_id`` ended with ``outcome``: an agent call's child is ``idle`` with the stop
+        reason of its run (``cancelled`` while the turn is ``cancelling``)."""
+        if call_id in self._threads:
+            self.ended(call_id, child_stop_reason(outcome, cancelling))
 
     def take_parent_updates(self) -> list[dict[str, Any]]:
         """The ``subagent_update``s for the parent session since the last call (wire dicts), to go before

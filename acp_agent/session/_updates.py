@@ -317,11 +317,11 @@ class EventMapper:
 
         if call is None:
             return []
-        updates = self._close_children(call)
+        outcome = event.outcome  # a sub-agent cancelled alone: its open calls say "Cancelled"
+        updates = self._close_children(call, bool(getattr(outcome, "meta", {}).get("cancelled")))
         self._forget(call)
         if self.threads is not None:
-            self.threads.ended(call.acp_id, "cancelled" if self.cancelling else "end_turn")
-        outcome = event.outcome
+            self.threads.call_ended(call.acp_id, outcome, self.cancelling)
         if not isinstance(outcome, Result):
             text = f"{type(outcome).__name__}: {outcome}"
             class_name = getattr(outcome, "class_name", None)
@@ -426,24 +426,24 @@ class EventMapper:
             self._shown(agent, ToolCallProgress(tool_call_id=agent.acp_id), Shown(content=text_block(shown)))
         ]
 
-    def _close_children(self, call: _Call) -> list[SessionUpdate]:
+    def _close_children(self, call: _Call, cancelled: bool = False) -> list[SessionUpdate]:
         """The calls of an ended agent call's run that never ended (it was cancelled)."""
         out: list[SessionUpdate] = []
         for child in call.children:
             if self._calls.get(child.acp_id) is child:
-                out.extend(self._close(child))
+                out.extend(self._close(child, cancelled))
         return out
 
-    def _close(self, call: _Call) -> list[SessionUpdate]:
+    def _close(self, call: _Call, cancelled: bool = False) -> list[SessionUpdate]:
         from ..protocol.models import ToolCallProgress
         from ._present import Shown, text_block
 
-        updates = self._close_children(call)
+        updates = self._close_children(call, cancelled)
         self._forget(call)
         if self.threads is not None:
             self.threads.ended(call.acp_id, "cancelled")
         status = None if self.cancelling else "failed"
-        shown = Shown(content=text_block(_CANCELLED_TEXT)) if self.cancelling else Shown()
+        shown = Shown(content=text_block(_CANCELLED_TEXT)) if self.cancelling or cancelled else Shown()
         updates.append(self._shown(call, ToolCallProgress(tool_call_id=call.acp_id, status=status), shown))
         call.status = "failed"
         self._records.append(self._record(call))

@@ -31,9 +31,11 @@ from ._setup import (
     with_client_prompt,
 )
 from ._store import SessionStore, write_json_atomic
+from ._threads import CHILD_CANCELLED
 from ._titles import MAX_TITLE
 
 __all__ = [
+    "CHILD_CANCELLED",
     "CONTEXT_PARTS_META",
     "MAX_TITLE",
     "PROVIDER_ID",

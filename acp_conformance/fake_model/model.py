@@ -4,37 +4,22 @@ Responses, Anthropic Messages and Gemini requests with the scenario's scripted t
 Each model request (a POST whose model is not a side model) takes the next turn; once the script is spent
 every request gets ``default_text``. Requests for a side model (the small model an agent uses for titles or
 routing), and requests whose body holds one of ``side_markers`` (an agent's own side task on its main model,
-such as Claude Code's prompt suggestions), get a short answer and take no turn. Listing, counting and model-info requests are answered too,
-so an agent that checks its model first finds it.
+such as Claude Code's prompt suggestions), get a short answer and take no turn. A title request (``FakeServer``'s
+``TITLE_MARKERS``) gets ``title`` (default: an empty answer) and takes no turn either. Listing, counting and
+model-info requests are answered too, so an agent that checks its model first finds it.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .render import Turn, render_json, render_stream
+from .render import Turn
 from .server import FakeServer, Recorded, Reply, Stall
+from .wire import api_of, model_of, rendered
 
-__all__ = ["FakeModel", "api_of"]
-
-_SSE = {"content-type": "text/event-stream", "cache-control": "no-cache"}
-
-
-def api_of(request: Recorded) -> str | None:
-    """Which provider API a request speaks (``chat``, ``responses``, ``anthropic``, ``gemini``), if any."""
-    path = request.path
-    if ":streamGenerateContent" in path or ":generateContent" in path:
-        return "gemini"
-    if path.endswith("/chat/completions"):
-        return "chat"
-    if path.endswith("/responses"):
-        return "responses"
-    if path.endswith("/messages"):
-        return "anthropic"
-    return None
+__all__ = ["FakeModel", "api_of", "model_of", "rendered"]
 
 
 class FakeModel:
@@ -48,6 +33,7 @@ class FakeModel:
         side_models: Sequence[str] = (),
         side_markers: Sequence[str] = (),
         default_text: str = "Done.",
+        title: str = "",
     ) -> None:
         self.turns = list(turns)
         self.model = model
@@ -65,7 +51,7 @@ class FakeModel:
         """Set to let a stalled turn finish its stream (it holds until then, or until the agent closes it)."""
         self._lock = threading.Lock()
         self._next = 0
-        self.server = FakeServer(fallback=self._answer)
+        self.server = FakeServer(fallback=self._answer, title=title)
 
     @property
     def url(self) -> str:
@@ -85,6 +71,11 @@ class FakeModel:
         self.close()
 
     # -- what the scenario can wait for --------------------------------------------------------
+
+    @property
+    def title_requests(self) -> list[Recorded]:
+        """The title requests the agent sent (``FakeServer``: answered apart, no turn taken)."""
+        return self.server.title_requests
 
     def summary(self) -> str:
         """The requests seen, for a failure's detail."""
@@ -111,11 +102,7 @@ class FakeModel:
         return self._metadata(request)
 
     def _generate(self, api: str, request: Recorded) -> Reply:
-        body: Any = _json_or_none(request.body)
-        model = _model_of(api, request, body) or self.model
-        stream = api == "gemini" and ":streamGenerateContent" in request.path
-        if api != "gemini":
-            stream = isinstance(body, dict) and bool(body.get("stream"))
+        model = model_of(api, request) or self.model
         other = "*" in self.side_models and model != self.model  # "*": every model but the main one
         if other or model in self.side_models or any(m in request.body for m in self.side_markers):
             with self._lock:
@@ -125,15 +112,12 @@ class FakeModel:
             with self._lock:
                 self.model_requests.append(request)
             turn = self._take_turn()
-        if not stream:
-            return Reply.json(200, render_json(api, turn, model))
-        head, tail = render_stream(api, turn, model)
-        if turn.stall:
-            stall = Stall(
-                reached=self.stall_reached, release=self.stall_release, client_closed=self.stall_closed
-            )
-            return Reply(200, dict(_SSE), [*head, stall, *tail])
-        return Reply(200, dict(_SSE), [*head, *tail])
+        stall = (
+            Stall(reached=self.stall_reached, release=self.stall_release, client_closed=self.stall_closed)
+            if turn.stall
+            else None
+        )
+        return rendered(api, request, turn, model, stall)
 
     def _metadata(self, request: Recorded) -> Reply:
         path = request.path
@@ -167,20 +151,3 @@ class FakeModel:
             return {"data": entries, "has_more": False, "first_id": names[0], "last_id": names[-1]}
         entries = [{"id": n, "object": "model", "created": 0, "owned_by": "acp-conformance"} for n in names]
         return entries[0] if tail else {"object": "list", "data": entries}
-
-
-def _json_or_none(body: bytes) -> Any:
-    try:
-        return json.loads(body) if body else None
-    except ValueError:
-        return None
-
-
-def _model_of(api: str, request: Recorded, body: Any) -> str | None:
-    if api == "gemini":
-        name = request.path.rsplit("/models/", 1)[-1].split(":", 1)[0]
-        return name or None
-    if isinstance(body, dict):
-        model: Any = body.get("model")
-        return model if isinstance(model, str) else None
-    return None

@@ -21,96 +21,62 @@ API:
 - ``FakeServer(fallback=...)``: a callable ``(Recorded) -> Reply`` that answers requests no route matches
   (default: a 404 JSON error).
 - ``server.requests``: every ``Recorded`` request (method, path, headers lower-cased, body bytes, ``json``,
-  ``query``).
+  ``query``), but title requests.
+- A title request (a model request whose body holds one of ``TITLE_MARKERS``: an agent's own side request,
+  made after a session's first exchange) is answered with ``FakeServer(title=...)`` (default: empty, so no
+  title is written) in the request's wire format, takes no scripted reply, and is kept in
+  ``server.title_requests`` instead of ``requests``.
 """
 
 from __future__ import annotations
 
-import json
 import select
 import socket
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from typing import Final
 
-__all__ = ["Drop", "FakeServer", "Recorded", "Reply", "ReplySource", "Stall"]
+from .exchange import Drop, Recorded, Reply, ReplySource, Stall
+from .wire import api_of, model_of, rendered
 
-
-@dataclass
-class Stall:
-    """Stop sending: ``reached`` is set when the server gets here; it goes on when ``release`` is set.
-    ``client_closed`` is set when the client closes the connection during the stall."""
-
-    reached: threading.Event = field(default_factory=threading.Event)
-    release: threading.Event = field(default_factory=threading.Event)
-    client_closed: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass(frozen=True)
-class Drop:
-    """Close the connection abruptly (RST), leaving the body unfinished."""
+__all__ = [
+    "TITLE_MARKERS",
+    "Drop",
+    "is_title_request",
+    "FakeServer",
+    "Recorded",
+    "Reply",
+    "ReplySource",
+    "Stall",
+]
 
 
-Piece = bytes | Stall | Drop
+TITLE_MARKERS: Final = (b"Write a short title for the conversation",)
+"""What the body of a title request holds: acp-agent's title system prompt (``harness.titles.TITLE_SYSTEM``;
+a test pins the two together)."""
 
 
-@dataclass
-class Reply:
-    status: int = 200
-    headers: Mapping[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
-    body: Sequence[Piece] = ()
-    chunked: bool = True
-
-    @classmethod
-    def sse(
-        cls,
-        data: bytes,
-        *,
-        split_at: Iterable[int] = (),
-        every: int | None = None,
-        then: Sequence[Piece] = (),
-        headers: Mapping[str, str] | None = None,
-    ) -> Reply:
-        """A 200 event stream, written in pieces cut at ``split_at`` offsets or every ``every`` bytes."""
-        cuts = sorted(set(split_at))
-        if every:
-            cuts = list(range(every, len(data), every))
-        pieces: list[Piece] = []
-        start = 0
-        for cut in cuts:
-            if 0 < cut < len(data):
-                pieces.append(data[start:cut])
-                start = cut
-        pieces.append(data[start:])
-        pieces.extend(then)
-        return cls(200, dict(headers or {"content-type": "text/event-stream"}), pieces)
-
-    @classmethod
-    def json(cls, status: int, obj: Any, headers: Mapping[str, str] | None = None) -> Reply:
-        body = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
-        return cls(status, {"content-type": "application/json", **(headers or {})}, [body])
-
-
-@dataclass(frozen=True)
-class Recorded:
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    body: bytes
-    query: str = ""
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
-
-
-ReplySource = Reply | Callable[[Recorded], Reply]
+def is_title_request(req: Recorded) -> bool:
+    """Whether ``req``'s body holds one of ``TITLE_MARKERS``."""
+    return any(m in req.body for m in TITLE_MARKERS)
 
 
 class FakeServer:
-    def __init__(self, fallback: Callable[[Recorded], Reply] | None = None) -> None:
+    def __init__(
+        self,
+        fallback: Callable[[Recorded], Reply] | None = None,
+        *,
+        title: str = "",
+        titles_apart: bool = True,
+    ) -> None:
         self._fallback = fallback
+        self.title = title
+        """The answer to a title request (see ``TITLE_MARKERS``): empty by default, so no title is written."""
+        self.titles_apart = titles_apart
+        """False: title requests are served as any other (a server that bills every request)."""
+        self.title_requests: list[Recorded] = []
+        self.title_asked = threading.Event()
+        """Set once a title request came (before its answer is written)."""
         self._sock = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -185,6 +151,17 @@ class FakeServer:
                 return source(req) if callable(source) else source
         return fallback(req)
 
+    def _title_reply(self, req: Recorded) -> Reply | None:
+        """The answer to a title request (an agent's side request, kept apart from the scripted replies and
+        from ``requests``: a test's script and counts stay as they were); None for any other request."""
+        from .turn import Turn
+
+        api = api_of(req)
+        if not self.titles_apart or req.method != "POST" or api is None or not is_title_request(req):
+            return None
+        usage = {"input": 120, "output": 6} if self.title else {"input": 0, "output": 0}
+        return rendered(api, req, Turn(text=self.title, usage=usage), model_of(api, req) or "fake-model")
+
     def _handle(self, conn: socket.socket) -> None:
         buf = b""
         try:
@@ -210,9 +187,12 @@ class FakeServer:
                 body, buf = buf[:length], buf[length:]
                 path, _, query = target.partition("?")
                 req = Recorded(method.upper(), path, headers, body, query)
+                title = self._title_reply(req)
                 with self._lock:
-                    self.requests.append(req)
-                if not self._respond(conn, self._next_reply(req)):
+                    (self.requests if title is None else self.title_requests).append(req)
+                if title is not None:
+                    self.title_asked.set()
+                if not self._respond(conn, title or self._next_reply(req)):
                     return
                 if headers.get("connection", "").lower() == "close":
                     return

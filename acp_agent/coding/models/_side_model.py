@@ -40,13 +40,21 @@ class SideModel:
         model, name = side
         return self._meter.model(model, partial(controls.price, name))
 
-    async def __call__(self) -> Model | None:
-        small = await self.small()
-        if small is not None:
-            return small
+    async def __call__(self, *, in_turn: bool = True) -> Model | None:
         controls = self._controls()
+        side = await controls.side_model() if controls is not None else None
+        if controls is not None and side is not None:
+            model, name = side
+            return self._meter.model(model, partial(controls.price, name), in_turn=in_turn)
         main = controls.current_model() if controls is not None else None
-        return self._meter.model(main, controls.price) if main is not None and controls is not None else None
+        if main is None or controls is None:
+            return None
+        return self._meter.model(main, controls.price, in_turn=in_turn)
+
+    async def off_turn(self) -> Model | None:
+        """The side model for work between turns (a title): its requests count in the session's usage,
+        not in a turn's (the next turn's ``usage`` would be wrong by a request it did not make)."""
+        return await self(in_turn=False)
 
 
 class SideSummary:

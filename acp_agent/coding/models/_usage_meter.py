@@ -134,17 +134,21 @@ class UsageMeter:
 
     # --- counting --------------------------------------------------------------------------------
 
-    def add(self, usage: Usage, price: Price | None) -> None:
+    def add(self, usage: Usage, price: Price | None, *, in_turn: bool = True) -> None:
         self.session = self.session + usage
-        self.turn = self.turn + usage
+        if in_turn:
+            self.turn = self.turn + usage
         self.requests += 1
         if price is None:
             self.unpriced += 1
         else:
             self.cost += price.cost(usage)
 
-    async def counted(self, deltas: AsyncIterator[Delta], price: Price | None) -> AsyncIterator[Delta]:
-        """``deltas`` passed on, their usage counted once the reply ends (or stops)."""
+    async def counted(
+        self, deltas: AsyncIterator[Delta], price: Price | None, *, in_turn: bool = True
+    ) -> AsyncIterator[Delta]:
+        """``deltas`` passed on, their usage counted once the reply ends (or stops); ``in_turn``: in the
+        running turn's usage too (not for a request between turns)."""
         last = [0, 0, 0, 0, 0]
         try:
             async for delta in deltas:
@@ -156,7 +160,7 @@ class UsageMeter:
                 yield delta
         finally:
             if any(last):
-                self.add(Usage(*last), price)
+                self.add(Usage(*last), price, in_turn=in_turn)
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await self.save()
 
@@ -167,19 +171,23 @@ class UsageMeter:
         """This meter as a model middleware that prices at ``price()`` (a sub-agent's model)."""
         return _PricedMeter(self, price)
 
-    def model(self, model: Model, price: Callable[[], Price | None]) -> Model:
-        """``model`` with its requests counted at ``price`` (the side model's)."""
-        return _Metered(model, self, price)
+    def model(self, model: Model, price: Callable[[], Price | None], *, in_turn: bool = True) -> Model:
+        """``model`` with its requests counted at ``price`` (the side model's); ``in_turn``: in the
+        running turn's usage too."""
+        return _Metered(model, self, price, in_turn)
 
 
 class _Metered:
-    def __init__(self, model: Model, meter: UsageMeter, price: Callable[[], Price | None]) -> None:
+    def __init__(
+        self, model: Model, meter: UsageMeter, price: Callable[[], Price | None], in_turn: bool
+    ) -> None:
         self._model = model
         self._meter = meter
         self._price = price
+        self._in_turn = in_turn
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
-        return self._meter.counted(self._model.stream(prompt), self._price())
+        return self._meter.counted(self._model.stream(prompt), self._price(), in_turn=self._in_turn)
 
 
 class _PricedMeter:

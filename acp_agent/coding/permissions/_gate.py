@@ -19,16 +19,17 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import anyio
 import anyio.to_thread
 
-from harness import Approval, Decision, Question, Result
+from harness import Approval, Decision, Need, Pending, Question, Result
 from harness.policy import Policy, Rule, Verdict
 from harness.tools import PathError
 
 from ...protocol.errors import ConnectionClosedError, RpcError
 from ...protocol.jsonvalue import as_object
+from ...session.plugin import CHILD_CANCELLED
 from ._always import permission_options
 
 if TYPE_CHECKING:
-    from harness import Call, Model, ToolCall
+    from harness import Call, Model, ToolCall, ToolSpec
     from harness.middleware import NextTool
     from harness.tools import FileSystem, Root
 
@@ -145,40 +146,55 @@ class PermissionGate:
             if pending is None:
                 return result
             answers: dict[str, Any] = {}
+            handle = self.link.handle
+            # A sub-agent announced to the client (``subagent_update``): its permission requests go to its
+            # session, about its own call, and it shows ``requires_action`` while they wait.
+            child = handle.child_session(call.id) if handle is not None else None
             try:
+                if handle is not None and child is not None:
+                    await handle.child_waits(call.id, True)
                 for need in pending.needs:
                     if isinstance(need, Approval):
-                        answers[need.id] = await self._approve(call, context, need)
+                        nested = _nested_call(call, pending, need) if child is not None else None
+                        answers[need.id] = await self._approve(nested or call, context, need, child)
                     else:
                         answers[need.id] = await self._ask(call, need)
             except Cancelled:
-                if self.link.handle is not None:
-                    self.link.handle.cancel()
                 # Nothing is left pending: the call ends cancelled (else the harness keeps it awaiting an
                 # answer, and the client is shown "(awaiting input)").
                 context.answer({})
+                if child is not None:  # the child's own request was cancelled: that child alone ends
+                    return Result.failure(CHILD_CANCELLED, meta={"cancelled": True})
+                if handle is not None:
+                    handle.cancel()
                 return Result.failure("Cancelled: the user cancelled the turn")
+            if handle is not None and child is not None:
+                await handle.child_waits(call.id, False)
             context.answer(answers)
             result = await next(call, context)
         return result
 
     # --- approvals ---------------------------------------------------------------------------------
 
-    async def _approve(self, call: ToolCall, context: Call, need: Approval) -> Decision:
+    async def _approve(
+        self, call: ToolCall, context: Call, need: Approval, session_id: str | None = None
+    ) -> Decision:
+        """``call``'s approval (a sub-agent's own call, asked in its session ``session_id``)."""
         from ._sandboxing import escalation_title
 
         policy = self.modes.policy
+        spec = context.spec if call.id == context.id else None  # (a sub-agent's call: not the agent's spec)
         leaving = escalation_title(call.name, call.input)  # leaving the sandbox asks every time
-        judged = await anyio.to_thread.run_sync(policy.judge, call, context.spec)
+        judged = await anyio.to_thread.run_sync(policy.judge, call, spec)
         # Leaving the sandbox, or writing a protected path, is asked about every time: no "always allow".
         no_always = leaving or judged.protected
-        allow_rules = [] if no_always else await _suggest(policy, call, Verdict.ALLOW, context)
-        deny_rules = await _suggest(policy, call, Verdict.DENY, context)
+        allow_rules = [] if no_always else await _suggest(policy, call, Verdict.ALLOW, spec)
+        deny_rules = await _suggest(policy, call, Verdict.DENY, spec)
         # Each "always" option's name lists exactly the rules it stores; one that cannot is not offered
         # (and ``request_permission`` takes no option that was not offered).
         options = permission_options(allow_rules, deny_rules)
         tool_call = await self._describe(call, context, _protected_note(judged.protected), title=leaving)
-        chosen, problem = await self._request_permission(tool_call, options)
+        chosen, problem = await self._request_permission(tool_call, options, session_id)
         if problem is not None:  # told to the model as the call's result; the turn goes on
             return Decision.deny(
                 f"{call.name} was not run: the editor's answer to the permission request was malformed "
@@ -239,14 +255,15 @@ class PermissionGate:
         return (await self._request_permission(tool_call, options))[0]
 
     async def _request_permission(
-        self, tool_call: dict[str, Any], options: list[dict[str, str]]
+        self, tool_call: dict[str, Any], options: list[dict[str, str]], session_id: str | None = None
     ) -> tuple[str, str | None]:
-        """``request_permission``'s answer, and what was wrong with the editor's answer when it was
-        malformed (then the answer is ``reject_once``; the problem is logged)."""
+        """``request_permission``'s answer (asked in ``session_id``, else the session's), and what was wrong
+        with the editor's answer when it was malformed (then the answer is ``reject_once``; the problem is
+        logged)."""
         try:
             answer = await self.env.connection.request(
                 "session/request_permission",
-                {"sessionId": self.env.session_id, "toolCall": tool_call, "options": options},
+                {"sessionId": session_id or self.env.session_id, "toolCall": tool_call, "options": options},
             )
         except ConnectionClosedError:
             raise Cancelled() from None
@@ -407,8 +424,25 @@ class PermissionGate:
         return Decision.deny("the user declined to answer")
 
 
-async def _suggest(policy: Policy, call: ToolCall, verdict: Verdict, context: Call) -> list[Rule]:
-    return await anyio.to_thread.run_sync(policy.suggest, call, verdict, context.spec)
+async def _suggest(policy: Policy, call: ToolCall, verdict: Verdict, spec: ToolSpec | None) -> list[Rule]:
+    return await anyio.to_thread.run_sync(policy.suggest, call, verdict, spec)
+
+
+def _nested_call(call: ToolCall, pending: Pending, need: Need) -> ToolCall | None:
+    """The sub-agent's own call that ``need`` of the agent call ``call`` is about (``AgentTool`` prefixes
+    the need's id with it and keeps its pending calls in the state), with the id the client was shown
+    (``<call>/<child call>``); None when the need is the agent call's own."""
+    from harness import ToolCall
+
+    child_id, slash, _ = need.id.partition("/")
+    state = as_object(pending.state)
+    if not slash:
+        return None
+    for item in state.get("pending") or ():
+        nested = Pending.from_dict(as_object(item)).call
+        if nested.id == child_id:
+            return ToolCall(f"{call.id}/{nested.id}", nested.name, nested.input)
+    return None
 
 
 def _protected_note(found: Sequence[tuple[str, str]]) -> str | None:

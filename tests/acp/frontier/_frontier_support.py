@@ -89,11 +89,13 @@ async def frontier_agent(
     on_request: Callable[[str, Any], Awaitable[Any]] | None = None,
     environ: Mapping[str, str] | None = None,
     client_info: Mapping[str, Any] | None = None,
+    title: str = "",
+    side_models: Sequence[str] = (),
 ) -> AsyncGenerator[Frontier]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     home = tmp_path / "home"
-    with FakeModel(turns, model="local-model") as model:
+    with FakeModel(turns, model="local-model", title=title, side_models=side_models) as model:
         env = {
             "ACP_AGENT_PROVIDER": "openai",
             "ACP_AGENT_BASE_URL": model.url + "/v1",

@@ -15,6 +15,7 @@ import pytest
 from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.fake_model import ToolCall, Turn
 from tests.acp.frontier._frontier_support import check_wire, frontier_agent
+from tests.acp_client import RpcFailure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
@@ -177,3 +178,227 @@ async def test_a_client_advertising_subagents_gets_the_child_announced_with_its_
         chunks = [u for u in threads[child] if u["sessionUpdate"].endswith("_chunk")]
         assert chunks and all(u.get("messageId") for u in chunks)
         assert client.schema_problems(unstable=True) == []
+
+
+# --- the child's state while it waits on the user, and the child cancelled alone ------------------------
+
+CHILD_TURNS = [
+    Turn(tool_calls=(ToolCall("explore", {"prompt": PROMPT}, "call_explore"),)),
+    Turn(tool_calls=(ToolCall("read_file", {"path": "a.py"}, "call_read"),)),  # the sub-agent's
+    Turn(text="foo is defined in a.py."),  # the sub-agent's (unless it was cancelled)
+    Turn(text="It is in a.py."),
+]
+CANCELLED_TURNS = [CHILD_TURNS[0], CHILD_TURNS[1], Turn(text="The exploration was cancelled.")]
+SELECTED = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+
+def _ask_before_reading(tmp_path: Path) -> None:
+    rules = tmp_path / "xdg" / "acp-agent" / "permissions.jsonl"
+    rules.parent.mkdir(parents=True)
+    rules.write_text(json.dumps({"verdict": "ask", "kind": "tool", "tool": "read_file"}) + "\n")
+
+
+def _states(updates: list[dict[str, Any]], child: str) -> list[dict[str, Any]]:
+    return [
+        u["state"] for u in updates if u["sessionUpdate"] == "subagent_update" and u["sessionId"] == child
+    ]
+
+
+def _requests(client: Any, method: str) -> list[dict[str, Any]]:
+    return [m for m in map(as_object, client.messages) if m.get("method") == method and "id" in m]
+
+
+def _cancel_requests(client: Any, request_id: Any) -> list[dict[str, Any]]:
+    return [
+        m
+        for m in map(as_object, client.messages)
+        if m.get("method") == "$/cancel_request" and m["params"]["requestId"] == request_id
+    ]
+
+
+def _tool_results(agent: Any, index: int) -> list[str]:
+    return [m["content"] for m in agent.model.model_requests[index].json["messages"] if m["role"] == "tool"]
+
+
+async def test_a_sub_agent_waiting_on_the_user_requires_action_in_its_own_session_then_runs_again(
+    tmp_path: Path,
+) -> None:
+    _ask_before_reading(tmp_path)
+    asked: list[dict[str, Any]] = []
+
+    async def answer(method: str, params: Any) -> Any:
+        assert method == "session/request_permission"
+        asked.append(params)
+        return SELECTED
+
+    async with frontier_agent(tmp_path, CHILD_TURNS, {"subagents": {}}, on_request=answer) as agent:
+        client = agent.client
+        (agent.project / "a.py").write_text("def foo(): pass\n")
+        with anyio.fail_after(30):
+            sid = (await agent.new_session())["sessionId"]
+            assert (await agent.prompt(sid, "find foo"))["stopReason"] == "end_turn"
+        parent = check_wire(client, sid)
+        (announce,) = [u for u in parent if u["sessionUpdate"] == "subagent_update" and "title" in u]
+        child = announce["sessionId"]
+        assert announce["capabilities"] == {"cancel": {}}
+        assert _states(parent, child) == [
+            {"state": "running"},
+            {"state": "requires_action"},
+            {"state": "running"},
+            {"state": "idle", "stopReason": "end_turn"},
+        ]
+        # the request is the child's, about the child's own call, and comes after ``requires_action``
+        (request,) = asked
+        assert request["sessionId"] == child
+        assert request["toolCall"]["toolCallId"] == "call_explore/call_read"
+        assert request["toolCall"]["rawInput"] == {"path": "a.py"}
+        waiting = next(
+            i
+            for i, m in enumerate(map(as_object, client.messages))
+            if m.get("method") == "session/update"
+            and m["params"]["update"].get("state") == {"state": "requires_action"}
+        )
+        (wire_request,) = _requests(client, "session/request_permission")
+        assert waiting < client.messages.index(wire_request)
+        assert "def foo" in _tool_results(agent, 2)[0]  # the child read the file once allowed
+        assert _tool_results(agent, 3) == ["foo is defined in a.py."]
+        assert client.schema_problems(unstable=True) == []
+
+
+async def test_a_sub_agent_cancelled_while_it_waits_on_the_user_ends_alone_and_the_parent_goes_on(
+    tmp_path: Path,
+) -> None:
+    _ask_before_reading(tmp_path)
+    release = anyio.Event()
+
+    async def answer(method: str, params: Any) -> Any:
+        await release.wait()  # the client answers the cancelled request once the agent gave it up
+        return {"outcome": {"outcome": "cancelled"}}
+
+    async with frontier_agent(tmp_path, CANCELLED_TURNS, {"subagents": {}}, on_request=answer) as agent:
+        client = agent.client
+        (agent.project / "a.py").write_text("def foo(): pass\n")
+        with anyio.fail_after(30):
+            sid = (await agent.new_session())["sessionId"]
+            prompt = await client.send_request("session/prompt", client.prompt_params(sid, "find foo"))
+            request = await client.wait_for(
+                lambda m: as_object(m).get("method") == "session/request_permission"
+            )
+            child = request["params"]["sessionId"]
+            assert child.startswith(f"{sid}.sub-")
+            await client.notify("session/cancel", {"sessionId": child})
+            await client.wait_for(
+                lambda m: (
+                    as_object(m).get("method") == "$/cancel_request"
+                    and m["params"]["requestId"] == request["id"]
+                )
+            )
+            release.set()
+            assert (await client.response(prompt))["result"]["stopReason"] == "end_turn"
+        parent = check_wire(client, sid)
+        assert _states(parent, child)[-2:] == [
+            {"state": "requires_action"},
+            {"state": "idle", "stopReason": "cancelled"},
+        ]
+        assert len(_cancel_requests(client, request["id"])) == 1
+        assert _of(parent, "call_explore")[-1]["status"] == "failed"
+        (result,) = _tool_results(agent, 2)  # the parent's model reads why, and goes on
+        assert result.startswith("Error: Cancelled by the user")  # as the provider sends an error result
+        assert len(agent.model.model_requests) == 3  # the child asked the model nothing more
+        assert client.schema_problems(unstable=True) == []
+
+
+async def test_a_sub_agent_cancelled_mid_tool_has_its_tool_stopped_and_the_parent_goes_on(
+    tmp_path: Path,
+) -> None:
+    reading = anyio.Event()
+    release = anyio.Event()
+
+    async def editor(method: str, params: Any) -> Any:
+        assert method == "fs/read_text_file"
+        path = anyio.Path(params["path"])
+        if path.name != "a.py":
+            return {"content": await path.read_text()}
+        reading.set()
+        await release.wait()  # a slow read: the agent gives it up first
+        raise RpcFailure(-32800, "request cancelled")
+
+    caps = {"subagents": {}, "fs": {"readTextFile": True, "writeTextFile": True}}
+    async with frontier_agent(tmp_path, CANCELLED_TURNS, caps, on_request=editor) as agent:
+        client = agent.client
+        (agent.project / "a.py").write_text("def foo(): pass\n")
+        with anyio.fail_after(30):
+            sid = (await agent.new_session())["sessionId"]
+            prompt = await client.send_request("session/prompt", client.prompt_params(sid, "find foo"))
+            await reading.wait()
+            (read,) = [
+                r for r in _requests(client, "fs/read_text_file") if r["params"]["path"].endswith("a.py")
+            ]
+            parent = check_wire(client, sid)
+            (announce,) = [u for u in parent if u["sessionUpdate"] == "subagent_update"]
+            await client.notify("session/cancel", {"sessionId": announce["sessionId"]})
+            await client.wait_for(
+                lambda m: (
+                    as_object(m).get("method") == "$/cancel_request"
+                    and m["params"]["requestId"] == read["id"]
+                )
+            )
+            release.set()
+            assert (await client.response(prompt))["result"]["stopReason"] == "end_turn"
+        parent = check_wire(client, sid)
+        child = announce["sessionId"]
+        assert _states(parent, child) == [{"state": "running"}, {"state": "idle", "stopReason": "cancelled"}]
+        thread = _threads(client, sid)[child]
+        read_ended = _of(thread, "call_explore/call_read")[-1]  # the child's call ended, and says why
+        assert read_ended["status"] == "failed" and read_ended["content"][0]["content"]["text"] == "Cancelled"
+        (result,) = _tool_results(agent, 2)
+        assert result.startswith("Error: Cancelled by the user")  # as the provider sends an error result
+        assert client.schema_problems(unstable=True) == []
+
+
+async def test_zed_keeps_its_meta_threads_and_cannot_cancel_a_thread_alone(tmp_path: Path) -> None:
+    release = anyio.Event()
+
+    async def editor(method: str, params: Any) -> Any:
+        await release.wait()
+        return {"content": await anyio.Path(params["path"]).read_text()}
+
+    caps = {"fs": {"readTextFile": True, "writeTextFile": True}}
+    async with frontier_agent(tmp_path, TURNS, caps, on_request=editor, client_info=ZED) as agent:
+        client = agent.client
+        (agent.project / "a.py").write_text("def foo(): pass\n")
+        with anyio.fail_after(30):
+            sid = (await agent.new_session())["sessionId"]
+            prompt = await client.send_request("session/prompt", client.prompt_params(sid, "find foo"))
+            await client.wait_for(lambda m: as_object(m).get("method") == "fs/read_text_file")
+            explore = _of(check_wire(client, sid), "call_explore")
+            child = explore[0]["_meta"]["subagent_session_info"]["session_id"]
+            await client.notify("session/cancel", {"sessionId": child})  # not a cancellable child: ignored
+            release.set()
+            assert (await client.response(prompt))["result"]["stopReason"] == "end_turn"
+        parent = check_wire(client, sid)
+        assert not [u for u in parent if u["sessionUpdate"] == "subagent_update"]
+        assert _of(parent, "call_explore")[-1]["status"] == "completed"
+        assert _of(parent, "call_explore")[-1]["_meta"]["subagent_session_info"]["session_id"] == child
+        assert not [m for m in map(as_object, client.messages) if m.get("method") == "$/cancel_request"]
+
+
+async def test_a_childs_permission_request_answered_cancelled_ends_that_child_alone(tmp_path: Path) -> None:
+    _ask_before_reading(tmp_path)
+
+    async def answer(method: str, params: Any) -> Any:
+        return {"outcome": {"outcome": "cancelled"}}  # the user dismissed the child's question
+
+    async with frontier_agent(tmp_path, CANCELLED_TURNS, {"subagents": {}}, on_request=answer) as agent:
+        client = agent.client
+        (agent.project / "a.py").write_text("def foo(): pass\n")
+        with anyio.fail_after(30):
+            sid = (await agent.new_session())["sessionId"]
+            assert (await agent.prompt(sid, "find foo"))["stopReason"] == "end_turn"
+        parent = check_wire(client, sid)
+        (request,) = _requests(client, "session/request_permission")
+        child = request["params"]["sessionId"]
+        assert _states(parent, child)[-1] == {"state": "idle", "stopReason": "cancelled"}
+        (result,) = _tool_results(agent, 2)
+        assert result.startswith("Error: Cancelled by the user")
+        assert not [m for m in map(as_object, client.messages) if m.get("method") == "$/cancel_request"]
