@@ -12,6 +12,7 @@ import anyio.to_thread
 
 from ..protocol.connection import RequestContext
 from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ._typing import ask_permission
 
 if TYPE_CHECKING:
     from ._app import ChatApp
@@ -31,7 +32,7 @@ class ChatClient:
             raise RpcError.invalid_params("invalid params: expected an object")
         p: dict[str, Any] = params  # pyright: ignore[reportUnknownVariableType]
         if method == "session/request_permission":
-            return await self._app.ask_permission(p)
+            return await ask_permission(self._app, p)
         if method == "fs/read_text_file":
             return await _read_text_file(p)
         if method == "fs/write_text_file":
