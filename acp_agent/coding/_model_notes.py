@@ -10,7 +10,10 @@ context used of that window). It says, as an agent message:
   used so far (a short chat is not interrupted by a notice that does not matter yet);
 - once per session, before the first reply, when the server is one that drops what does not fit
   without an error (Ollama) and runs the model at its small default window: how to raise it on the
-  server (its OpenAI endpoint takes no ``num_ctx``) and declare it;
+  server (its OpenAI endpoint takes no ``num_ctx``) and declare it. A default window nothing reported is
+  assumed (``OLLAMA_DEFAULT_WINDOW``) and used as any other; when the agent's own instructions and tools
+  leave no room in it, compacting could not help (it would run on every step): the user is told that
+  instead, once, and the prompt goes without the window (``usage_update`` still shows it);
 - once per session, when the model takes no images (declared, or its server says so) and the
   conversation holds some: that they are left out of what it is sent (each image becomes a short note),
   instead of the server refusing the whole request;
@@ -20,6 +23,7 @@ context used of that window). It says, as an agent message:
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -28,13 +32,13 @@ from typing import TYPE_CHECKING
 from harness import Image, Text
 from harness.model import Finish, FinishReason, ReasoningChunk, TextChunk, ToolStart, UsageChunk
 
-from ._model_facts import ModelFacts
+from ._model_facts import OLLAMA_DEFAULT_WINDOW, ModelFacts
 
 if TYPE_CHECKING:
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
 
-__all__ = ["ModelNotes", "empty_reply_text", "ollama_warning", "unknown_window_text"]
+__all__ = ["ModelNotes", "empty_reply_text", "ollama_warning", "too_small_text", "unknown_window_text"]
 
 _EXAMPLE_WINDOW = 65536
 TELL_AFTER = 8192
@@ -63,21 +67,48 @@ def unknown_window_text(name: str, config_file: Path, used: int | None) -> str:
     )
 
 
+def _raise_it(name: str, config_file: Path) -> str:
+    return (
+        f"raise it on the server: `OLLAMA_CONTEXT_LENGTH={_EXAMPLE_WINDOW} ollama serve` (or the context "
+        f"slider in the Ollama app, or `PARAMETER num_ctx {_EXAMPLE_WINDOW}` in a Modelfile), then declare "
+        f'it in {config_file}:\n\n[models."{name}"]\ncontext_window = {_EXAMPLE_WINDOW}'
+    )
+
+
 def ollama_warning(facts: ModelFacts, config_file: Path) -> str:
     runs = (
-        f"at {facts.context_window:,} tokens of context"
-        if facts.context_window is not None
-        else "at Ollama's default context window (4,096 tokens on a machine with under 24 GiB of VRAM, "
-        "unless the server sets OLLAMA_CONTEXT_LENGTH)"
+        "at Ollama's default context window, assumed to be "
+        f"{facts.context_window or OLLAMA_DEFAULT_WINDOW:,} tokens (the default with under 24 GiB of VRAM; "
+        "the server sets it with OLLAMA_CONTEXT_LENGTH, and says nothing of it here)"
+        if facts.default_window or facts.context_window is None
+        else f"at {facts.context_window:,} tokens of context"
     )
     supports = f" though the model supports {facts.trained_window:,}" if facts.trained_window else ""
     return (
         f"{facts.name} runs on Ollama {runs},{supports}. Ollama drops what does not fit without an error, "
-        "the instructions first, and its OpenAI endpoint takes no num_ctx, so raise it on the server: "
-        f"`OLLAMA_CONTEXT_LENGTH={_EXAMPLE_WINDOW} ollama serve` (or the context slider in the Ollama "
-        f"app, or `PARAMETER num_ctx {_EXAMPLE_WINDOW}` in a Modelfile), then declare it in "
-        f'{config_file}:\n\n[models."{facts.name}"]\ncontext_window = {_EXAMPLE_WINDOW}'
+        "the instructions first, and its OpenAI endpoint takes no num_ctx, so "
+        + _raise_it(facts.name, config_file)
     )
+
+
+def too_small_text(facts: ModelFacts, fixed: int, config_file: Path) -> str:
+    window = facts.context_window or OLLAMA_DEFAULT_WINDOW
+    return (
+        f"The agent's instructions and tools alone are about {fixed:,} tokens: they do not fit "
+        f"{facts.name}'s context window of {window:,} tokens (Ollama's default, assumed) with room for a "
+        "reply, so the agent will not compact the conversation (it would on every step) and Ollama will "
+        "cut what does not fit. For the agent to work, " + _raise_it(facts.name, config_file)
+    )
+
+
+def _fixed(prompt: Prompt) -> int:
+    """The tokens of what every request carries (instructions, tools), as ``Compact`` estimates them."""
+    return (len(prompt.system or "") + sum(len(json.dumps(t.to_dict())) for t in prompt.tools)) // 4
+
+
+def _room(window: int, max_output: int | None) -> int:
+    """What ``Compact`` keeps a prompt within: the window less the reply's share."""
+    return window - (max_output or min(window // 4, 8192))
 
 
 _LEFT_OUT = "[an image was here; this model takes no images, so it was left out]"
@@ -140,12 +171,20 @@ class ModelNotes:
         """The prompt as this model takes it (its window, no images it cannot read); Ollama's warning."""
         if facts.images is False:
             prompt = await self._without_images(prompt, facts)
+        window = facts.context_window
+        fits = window is None or not facts.default_window
+        if window is not None and not fits:
+            fixed = _fixed(prompt)
+            fits = fixed < _room(window, prompt.options.max_output_tokens)
+            if not fits:  # one notice, with how to raise the window
+                text = too_small_text(facts, fixed, self._config_file)
+                await self._once(f"ollama {facts.name}", "Context window too small", text)
         if facts.evicts_silently:
             await self._once(
                 f"ollama {facts.name}", "Small context window", ollama_warning(facts, self._config_file)
             )
-        if facts.context_window is not None:
-            prompt = prompt.replace(options=replace(prompt.options, context_window=facts.context_window))
+        if window is not None and fits:  # else no window: no compaction on every step
+            prompt = prompt.replace(options=replace(prompt.options, context_window=window))
         return prompt
 
     async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
