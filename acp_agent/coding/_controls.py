@@ -287,6 +287,19 @@ class CodingControls:
         if (self._models(), self.facts()) != before:  # a new model, or what the server says of one
             await self._send_config_options()
 
+    async def recheck_window(self) -> None:
+        """Ask the server again what it runs the session's model at: Ollama says it of a model once a
+        request loaded it (``_model_notes``)."""
+        provider = self._config.provider
+        if not self._http or provider is None:
+            return
+        before = self.facts()
+        found = await self._catalog.refresh(provider, self._config.base_url, self._config.api_key, force=True)
+        if found is not None:
+            self._served = found
+        if self.facts() != before:
+            await self._send_config_options()
+
     async def turn_starting(self) -> None:
 
         await self.slash.client_followed_up(prompt=True)

@@ -268,6 +268,7 @@ class CodingFactory:
             partial(tell.usage, meter=meter),
             _user_config_file(self.environ),
             tell_unknown=config.provider in ("openai", "openai-responses", "anthropic"),
+            recheck=controls.recheck_window,
         )
 
         return SessionSetup(

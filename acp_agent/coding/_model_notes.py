@@ -29,6 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+
 from harness import Image, Text
 from harness.model import Finish, FinishReason, ReasoningChunk, TextChunk, ToolStart, UsageChunk
 
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["ModelNotes", "empty_reply_text", "ollama_warning", "too_small_text", "unknown_window_text"]
 
 _EXAMPLE_WINDOW = 65536
+RECHECK_S = 5.0
+"""How long the server's model list may take to say the window of a model the first request loaded."""
 TELL_AFTER = 8192
 """Tokens of conversation after which an unknown window is worth a notice."""
 _FINISH_MEANING = {
@@ -106,9 +110,13 @@ def _fixed(prompt: Prompt) -> int:
     return (len(prompt.system or "") + sum(len(json.dumps(t.to_dict())) for t in prompt.tools)) // 4
 
 
-def _room(window: int, max_output: int | None) -> int:
-    """What ``Compact`` keeps a prompt within: the window less the reply's share."""
-    return window - (max_output or min(window // 4, 8192))
+def _fits(prompt: Prompt, facts: ModelFacts) -> bool:
+    """Whether the agent's own request leaves room in an assumed window, as ``Compact`` keeps a prompt
+    within it (the window less the reply's share); any other window is taken as it is."""
+    window = facts.context_window
+    if window is None or not facts.default_window:
+        return True
+    return _fixed(prompt) < window - (prompt.options.max_output_tokens or min(window // 4, 8192))
 
 
 _LEFT_OUT = "[an image was here; this model takes no images, so it was left out]"
@@ -135,8 +143,11 @@ class ModelNotes:
         config_file: Path,
         *,
         tell_unknown: bool = True,
+        recheck: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._tell_unknown = tell_unknown
+        self._recheck = recheck
+        self._rechecked: set[str] = set()
         self._facts = facts
         self._say = say
         self._advise = advise
@@ -168,24 +179,40 @@ class ModelNotes:
             await self._advise(title, text)
 
     async def _prepare(self, prompt: Prompt, facts: ModelFacts) -> Prompt:
-        """The prompt as this model takes it (its window, no images it cannot read); Ollama's warning."""
+        """The prompt as this model takes it (its window, no images it cannot read); Ollama's notice,
+        unless it waits for the first reply (``_assumed``)."""
         if facts.images is False:
             prompt = await self._without_images(prompt, facts)
         window = facts.context_window
-        fits = window is None or not facts.default_window
-        if window is not None and not fits:
-            fixed = _fixed(prompt)
-            fits = fixed < _room(window, prompt.options.max_output_tokens)
-            if not fits:  # one notice, with how to raise the window
-                text = too_small_text(facts, fixed, self._config_file)
-                await self._once(f"ollama {facts.name}", "Context window too small", text)
-        if facts.evicts_silently:
-            await self._once(
-                f"ollama {facts.name}", "Small context window", ollama_warning(facts, self._config_file)
-            )
-        if window is not None and fits:  # else no window: no compaction on every step
+        if not self._assumed(facts):
+            await self._ollama_notice(prompt, facts)
+        if window is not None and _fits(prompt, facts):  # else no compaction on every step
             prompt = prompt.replace(options=replace(prompt.options, context_window=window))
         return prompt
+
+    def _assumed(self, facts: ModelFacts) -> bool:
+        """The window is Ollama's default, assumed, and the server may say better once the first request
+        loaded the model (``/api/ps`` lists loaded models only): the notice waits for that."""
+        return facts.default_window and self._recheck is not None and facts.name not in self._rechecked
+
+    async def _after_reply(self, prompt: Prompt, facts: ModelFacts) -> None:
+        if self._assumed(facts) and self._recheck is not None:
+            self._rechecked.add(facts.name)
+            with anyio.move_on_after(RECHECK_S):
+                await self._recheck()
+            facts = self._facts() or facts
+        await self._ollama_notice(prompt, facts)
+
+    async def _ollama_notice(self, prompt: Prompt, facts: ModelFacts) -> None:
+        """Once: how to raise the small window Ollama runs the model at, or that the agent's own request
+        does not fit in it."""
+        if not facts.evicts_silently:
+            return
+        if _fits(prompt, facts):
+            text, title = ollama_warning(facts, self._config_file), "Small context window"
+        else:
+            text, title = too_small_text(facts, _fixed(prompt), self._config_file), "Context window too small"
+        await self._once(f"ollama {facts.name}", title, text)
 
     async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         facts = self._facts()
@@ -224,5 +251,7 @@ class ModelNotes:
             if used > TELL_AFTER:
                 text = unknown_window_text(facts.name, self._config_file, used)
                 await self._once(f"window {facts.name}", "Context window unknown", text)
+        if facts is not None and facts.server == "ollama":
+            await self._after_reply(prompt, facts)
         if not wrote:
             await self._say(empty_reply_text(finish, reasoned))

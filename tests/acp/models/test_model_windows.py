@@ -159,6 +159,35 @@ async def test_ollamas_default_window_too_small_for_the_agent_is_said_once_and_n
                 assert [size for _, size in _sizes(agent)] == [4096, 4096, 4096]
 
 
+async def test_ollamas_window_reported_once_the_first_request_loaded_the_model_replaces_the_assumed_one(
+    tmp_path: Path,
+) -> None:
+    with FakeServer() as server:
+        route_ollama(server, "qwen3-coder:30b")
+        loaded = {
+            "models": [{"name": "qwen3-coder:30b", "model": "qwen3-coder:30b", "context_length": 32768}]
+        }
+
+        def ps(_: object) -> Reply:  # /api/ps lists a model once a request loaded it
+            asked = any(r.path == "/v1/chat/completions" for r in server.requests)
+            return Reply.json(200, loaded if asked else {"models": []})
+
+        server.route("GET", "/api/ps", ps)
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_text("One.", 3300)),
+            Reply.sse(chat_text("Two.", 3900)),
+        )
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder:30b") as agent:
+                await agent.prompt("first")
+                await agent.prompt("second")
+                text = agent.text()
+                assert "Ollama" not in text, "nothing to tell: the server runs it at 32k"
+                assert [size for _, size in _sizes(agent)] == [4096, 32768]
+
+
 async def test_ollama_with_a_declared_window_is_not_warned(tmp_path: Path) -> None:
     config = '[models."qwen3-coder:30b"]\ncontext_window = 65536\n'
     with FakeServer() as server:

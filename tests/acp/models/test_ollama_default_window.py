@@ -39,8 +39,11 @@ def test_a_window_the_server_reports_is_not_assumed() -> None:
 
 
 async def _run(
-    facts: ModelFacts, system: str
+    facts: ModelFacts, system: str, later: ModelFacts | None = None
 ) -> tuple[list[Prompt], list[tuple[str, str]], list[tuple[int, int]]]:
+    """Two model calls through ``ModelNotes``; ``later``: the facts once the server was asked again
+    (after the first reply: Ollama reports a model's window once a request loaded it)."""
+    current = [facts]
     seen: list[Prompt] = []
     advice: list[tuple[str, str]] = []
     usage: list[tuple[int, int]] = []
@@ -59,7 +62,11 @@ async def _run(
         yield TextChunk("ok")
         yield UsageChunk(input=1000, output=5)
 
-    notes = ModelNotes(lambda: facts, said, advise, used, CONFIG)
+    async def recheck() -> None:
+        if later is not None:
+            current[0] = later
+
+    notes = ModelNotes(lambda: current[0], said, advise, used, CONFIG, recheck=recheck)
     prompt = Prompt(system, [Message(Role.USER, (Text("hi"),))], [])
     with anyio.fail_after(5):
         for _ in range(2):
@@ -99,3 +106,12 @@ async def test_a_declared_window_is_never_second_guessed() -> None:
     seen, advice, _ = await _run(declared, "x" * 14000)
     assert [p.options.context_window for p in seen] == [4096, 4096]
     assert advice == []
+
+
+async def test_the_window_the_server_reports_once_the_model_is_loaded_replaces_the_assumed_one() -> None:
+    facts = resolve_facts("qwen3-coder:30b", None, SERVED)
+    loaded = ModelInfo("qwen3-coder:30b", 32768, source="Ollama /api/ps context_length", server="ollama")
+    seen, advice, usage = await _run(facts, "x" * 14000, later=resolve_facts("qwen3-coder:30b", None, loaded))
+    assert [p.options.context_window for p in seen] == [None, 32768]
+    assert usage == [(1005, 4096), (1005, 32768)]
+    assert advice == [], "no notice: the assumption is not told before the server could say better"
