@@ -192,6 +192,7 @@ def _spec_dir(policy: SandboxPolicy) -> Path:
     return policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
 
 
+_SH: Final = "/bin/sh"
 _COMMAND: Final = "@acp-agent-command@"
 """Stands for the command in the runner's argv (``"$1"`` there)."""
 _NOT_IN_DOUBLE_QUOTES: Final = frozenset('"$`\\!\n')
@@ -212,7 +213,7 @@ def write_runner(policy: SandboxPolicy, *, support: Support | None = None) -> Pa
 def wrap_command_line(command: str, policy: SandboxPolicy | None, *, support: Support | None = None) -> str:
     """A bash command line as the command line that runs it under ``policy`` (unchanged when the policy
     is None or off), for a process someone else starts (an editor's terminal, which some editors label
-    with the line it runs): ``sh <runner> "<command>"``, the command last and whole (``write_runner``),
+    with the line it runs): ``/bin/sh <runner> "<command>"``, the command last and whole (``write_runner``),
     in double quotes where that shows it as written, else quoted as ``shlex`` does. Blocking."""
     if policy is None or not policy.enabled:
         return command
@@ -222,7 +223,9 @@ def wrap_command_line(command: str, policy: SandboxPolicy | None, *, support: Su
         if command and not _NOT_IN_DOUBLE_QUOTES.intersection(command)
         else shlex.quote(command)
     )
-    return f"sh {shlex.quote(str(runner))} {word}"
+    # /bin/sh by its path: the editor's shell finds a bare name on PATH, outside the sandbox, where a
+    # project folder on the user's PATH could hold an ``sh`` a sandboxed command wrote.
+    return f"{_SH} {shlex.quote(str(runner))} {word}"
 
 
 def spawns_in_this_thread() -> bool:

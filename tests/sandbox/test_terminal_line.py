@@ -46,12 +46,29 @@ def test_the_line_is_a_short_runner_and_the_command_last_in_double_quotes(policy
     line = wrap_command_line("npm test -- --watch=false && git status", policy)
     assert policy.state_dir is not None
     runner = next(policy.state_dir.glob("run-*"))
-    assert line == f'sh {runner} "npm test -- --watch=false && git status"'  # the golden
+    assert line == f'/bin/sh {runner} "npm test -- --watch=false && git status"'  # the golden
     assert (
         toad_label(line) == line
     )  # before: `/…/python -I -S /…/_start.py /…/spec-….txt -- bash -c '"'"'npm …'"'"`
     assert not any(word in line for word in WORDS)
     assert re.fullmatch(r"run-[0-9a-f]{12}", runner.name)
+
+
+def test_no_sh_on_the_path_runs_in_its_place(policy: SandboxPolicy, tmp_path: Path) -> None:
+    fake = tmp_path / "project" / "src"  # a folder a sandboxed command may write, first on PATH
+    (fake / "sh").write_text(f"#!/bin/bash\ntouch {tmp_path}/outside.txt\n")
+    (fake / "sh").chmod(0o755)
+    line = wrap_command_line("echo confined", policy)
+    done = subprocess.run(
+        ["bash", "-c", line],
+        cwd=tmp_path / "project",
+        env={"PATH": f"{fake}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout == "confined\n" and not (tmp_path / "outside.txt").exists(), done.stderr
 
 
 def test_the_same_policy_reuses_its_runner(policy: SandboxPolicy) -> None:

@@ -1,5 +1,5 @@
 """What goes on the wire for a sandboxed command in the editor's terminal, for a Zed-like and a Toad-like
-client: ``terminal/create`` carries ``sh <runner> "<command>"`` (Toad labels the terminal with that line,
+client: ``terminal/create`` carries ``/bin/sh <runner> "<command>"`` (Toad labels the terminal with that line,
 and has nothing else to label it with: no ``_meta``, no title, its own terminal ids), and the tool call's
 title, sent after the terminal is embedded, is the command itself (Zed relabels the terminal with it)."""
 
@@ -43,7 +43,7 @@ async def test_the_editor_terminal_line_reads_as_the_command_and_the_title_is_th
         await prompt(editor, sid, "run")
         (created,) = editor.requests_of("terminal/create")
         line = created["command"]
-        match = re.fullmatch(r'sh (/\S+/run-[0-9a-f]{12}) "echo hi there && ls src"', line)
+        match = re.fullmatch(r'/bin/sh (/\S+/run-[0-9a-f]{12}) "echo hi there && ls src"', line)
         assert match, line  # the golden: a short runner, the command last and whole
         assert "args" not in created and "python" not in line and "_start.py" not in line
         assert shlex.join([line]).strip("'") == line  # Toad's label: the line as it is
