@@ -92,7 +92,12 @@ def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path:
 
 
 @pytest.mark.process
-def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_turn(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "steer", ["/steer mind the tests too\r", "mind the tests too\x1b\r"], ids=["slash", "alt-enter"]
+)
+def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_turn(
+    tmp_path: Path, steer: str
+) -> None:
     env = chat_env(
         tmp_path,
         [
@@ -106,7 +111,7 @@ def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_t
         child.expect(PROMPT)
         child.sendline("first")
         screen(child).expect("Work")  # streaming
-        child.sendline("/steer mind the tests too")
+        child.send(steer)
         child.expect_exact("(sent")
         child.sendline("then this")
         child.expect_exact("(queued")
