@@ -188,6 +188,28 @@ def test_ctrl_d_after_a_turn_exits_and_ctrl_c_on_a_typed_line_clears_it(tmp_path
 
 
 @pytest.mark.process
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the agent through /proc")
+def test_the_agent_dying_during_a_turn_ends_the_chat_with_one_sentence(tmp_path: Path) -> None:
+    import signal
+
+    env = chat_env(tmp_path, [{"text": "Slow reply on its way", "chunks": 40, "delay_ms": 300}])
+    child = spawn_chat(tmp_path, env)
+    try:
+        child.expect(PROMPT)
+        child.sendline("go")
+        screen(child).expect("Slo")  # streaming, the line being edited at the same time
+        children = Path(f"/proc/{child.pid}/task/{child.pid}/children").read_text().split()
+        for pid in children:  # the agent: the chat's only child
+            os.kill(int(pid), signal.SIGKILL)
+        child.expect_exact("the agent exited")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 1
+    assert "Traceback" not in child.logfile_read.getvalue()
+
+
+@pytest.mark.process
 def test_ctrl_d_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     child = spawn_chat(tmp_path, chat_env(tmp_path, []))
     try:
