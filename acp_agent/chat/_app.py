@@ -7,7 +7,7 @@ import logging
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -89,8 +89,6 @@ class ChatApp:
         self._repl_scope: anyio.CancelScope | None = None
         if isinstance(reader, EditedLines):
             reader.on_ctrl_c = self._ctrl_c_key
-
-    # --- the agent's requests -----------------------------------------------------------------------
 
     async def read_line(self, prompt: str, *, remember: bool = True) -> str | None:
         """A line typed after ``prompt``; None at the end of input. Ctrl-C typed in it is handled as the
@@ -233,13 +231,16 @@ class ChatApp:
         if self._repl_scope is not None:
             self._repl_scope.cancel()
 
-    def start_turn(self, text: str) -> None:
-        """Send ``text`` as a prompt, from a task of the chat's own (the agent queues it behind a
-        running turn)."""
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``fn(*args)`` as a task of the conversation (it ends with it)."""
         assert self._turn_tasks is not None
+        self._turn_tasks.start_soon(fn, *args)
+
+    def start_turn(self, text: str) -> None:
+        """Send ``text`` as a prompt from a task of the chat's (the agent queues it behind a running one)."""
         self.turns += 1  # now: the next line read already sees a turn running
         self.reader.retitle(BUSY_PROMPT)
-        self._turn_tasks.start_soon(self.turn, text)
+        self.spawn(self.turn, text)
 
     def is_agent_command(self, text: str) -> bool:
         return text.split()[0] not in _LOCAL_COMMANDS

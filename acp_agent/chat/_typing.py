@@ -69,18 +69,33 @@ async def read_lines(app: ChatApp) -> bool:
         if not text:
             continue
         if app.turns:
-            if not await _while_busy(app, text):
+            if not _while_busy(app, text):
                 return False
-        elif text.startswith("/") and not text.startswith(STEER.strip()) and not await app.command(text):
+        elif _steered(text) is not None:  # nothing runs to steer into: it is a prompt
+            _prompt_or_usage(app, _steered(text) or "")
+        elif text.startswith("/") and not await app.command(text):
             return False
         elif not text.startswith("/") or app.is_agent_command(text):
-            app.start_turn(text.removeprefix(STEER).strip() if text.startswith(STEER) else text)
+            app.start_turn(text)
 
 
-async def _while_busy(app: ChatApp, text: str) -> bool:
+def _steered(text: str) -> str | None:
+    """The text of a ``/steer`` line (None: not one)."""
+    name, _, rest = text.partition(" ")
+    return rest.strip() if name == STEER.strip() else None
+
+
+def _prompt_or_usage(app: ChatApp, text: str) -> None:
+    if text:
+        app.start_turn(text)
+    else:
+        app.renderer.notice("usage: /steer TEXT (or Alt-Enter after the text) while a turn runs")
+
+
+def _while_busy(app: ChatApp, text: str) -> bool:
     """A line typed while a turn runs; False: leave."""
-    if text.startswith(STEER) or text == STEER.strip():
-        await steer(app, text.removeprefix(STEER.strip()).strip())
+    if (steered := _steered(text)) is not None:
+        app.spawn(steer, app, steered)  # read on meanwhile: the agent may answer at its step's end
     elif text.split()[0] in ("/quit", "/exit"):
         return False
     elif text.startswith("/") and not app.is_agent_command(text):
@@ -94,7 +109,7 @@ async def _while_busy(app: ChatApp, text: str) -> bool:
 async def steer(app: ChatApp, text: str) -> None:
     """``_session/steering`` of ``text`` into the running turn (a prompt of its own when none runs by then)."""
     if not text:
-        app.renderer.notice("usage: /steer TEXT (or Alt-Enter after the text) while a turn runs")
+        _prompt_or_usage(app, text)
         return
     assert app.conn is not None
     params = {

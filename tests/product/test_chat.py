@@ -551,3 +551,11 @@ def test_chat_shows_markdown_and_a_commands_output_once(tmp_path: Path) -> None:
     shown = [line.rstrip() for line in screen.display if line.strip()]
     assert sum("row1" in line for line in shown) == 1 and sum("row4" in line for line in shown) == 1
     assert not any("**" in line for line in shown) and any("• first" in line for line in shown)
+
+
+def test_a_steer_line_is_slash_steer_and_its_text_only() -> None:
+    from acp_agent.chat._typing import _steered  # pyright: ignore[reportPrivateUsage]
+
+    assert _steered("/steer mind the tests") == "mind the tests"
+    assert _steered("/steer") == ""  # told its usage, never sent as a prompt
+    assert _steered("/steering wheel") is None and _steered("steer this") is None
