@@ -24,6 +24,7 @@ context used of that window). It says, as an agent message:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from harness.model import Delta, Prompt
 
 __all__ = ["ModelNotes", "empty_reply_text", "ollama_warning", "too_small_text", "unknown_window_text"]
+
+log = logging.getLogger(__name__)
 
 _EXAMPLE_WINDOW = 65536
 RECHECK_S = 5.0
@@ -199,7 +202,12 @@ class ModelNotes:
         if self._assumed(facts) and self._recheck is not None:
             self._rechecked.add(facts.name)
             with anyio.move_on_after(RECHECK_S):
-                await self._recheck()
+                try:
+                    await self._recheck()
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except Exception as exc:  # the reply is in: a failed look at the server costs nothing more
+                    log.info("asking the server for %s's window again failed: %s", facts.name, exc)
             facts = self._facts() or facts
         await self._ollama_notice(prompt, facts)
 

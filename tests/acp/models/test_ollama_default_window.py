@@ -39,7 +39,7 @@ def test_a_window_the_server_reports_is_not_assumed() -> None:
 
 
 async def _run(
-    facts: ModelFacts, system: str, later: ModelFacts | None = None
+    facts: ModelFacts, system: str, later: ModelFacts | None = None, *, fail: bool = False
 ) -> tuple[list[Prompt], list[tuple[str, str]], list[tuple[int, int]]]:
     """Two model calls through ``ModelNotes``; ``later``: the facts once the server was asked again
     (after the first reply: Ollama reports a model's window once a request loaded it)."""
@@ -63,6 +63,8 @@ async def _run(
         yield UsageChunk(input=1000, output=5)
 
     async def recheck() -> None:
+        if fail:
+            raise OSError("the server went away")
         if later is not None:
             current[0] = later
 
@@ -115,3 +117,11 @@ async def test_the_window_the_server_reports_once_the_model_is_loaded_replaces_t
     assert [p.options.context_window for p in seen] == [None, 32768]
     assert usage == [(1005, 4096), (1005, 32768)]
     assert advice == [], "no notice: the assumption is not told before the server could say better"
+
+
+async def test_a_failed_second_look_at_the_server_keeps_the_assumption_and_tells_it() -> None:
+    facts = resolve_facts("qwen3-coder:30b", None, SERVED)
+    seen, advice, usage = await _run(facts, "Short instructions.", fail=True)
+    assert [p.options.context_window for p in seen] == [4096, 4096]
+    assert [title for title, _ in advice] == ["Small context window"]
+    assert usage == [(1005, 4096), (1005, 4096)]
