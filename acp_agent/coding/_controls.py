@@ -144,8 +144,8 @@ class CodingControls:
         return await self._build(name, SMALL_ID), name
 
     def _window_of(self, name: str) -> int | None:
-        facts = self.facts(name)
-        return facts.context_window if facts is not None else None
+        facts = self.facts(name)  # the picker lists what is known, not Ollama's assumed default
+        return facts.context_window if facts is not None and not facts.default_window else None
 
     def _models(self) -> list[str]:
         current = self._model_name

@@ -157,6 +157,8 @@ async def test_ollamas_default_window_too_small_for_the_agent_is_said_once_and_n
                 posts = [r for r in server.requests if r.path == "/v1/chat/completions"]
                 assert len(posts) == 3, "three answers and no summary call"
                 assert [size for _, size in _sizes(agent)] == [4096, 4096, 4096]
+                [entry] = [v for v in model_option(agent)["options"] if v["value"] == "qwen3-coder:30b"]
+                assert "description" not in entry, "the picker lists no assumed window"
 
 
 async def test_ollamas_window_reported_once_the_first_request_loaded_the_model_replaces_the_assumed_one(
@@ -186,6 +188,8 @@ async def test_ollamas_window_reported_once_the_first_request_loaded_the_model_r
                 text = agent.text()
                 assert "Ollama" not in text, "nothing to tell: the server runs it at 32k"
                 assert [size for _, size in _sizes(agent)] == [4096, 32768]
+                [entry] = [v for v in model_option(agent)["options"] if v["value"] == "qwen3-coder:30b"]
+                assert entry["description"] == "33k tokens of context"  # the picker got the server's word
 
 
 async def test_ollama_with_a_declared_window_is_not_warned(tmp_path: Path) -> None:
