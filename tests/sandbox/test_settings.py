@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from acp_agent.coding._sandboxing import sandbox_status
 from acp_agent.config import load_config
 
@@ -47,7 +45,6 @@ def test_the_user_file_environment_and_flags_set_them(tmp_path: Path) -> None:
     assert load_config(tmp_path, {"sandbox": "off"}, _env(tmp_path)).sandbox == "off"
 
 
-@pytest.mark.process  # the probe runs the launcher, unless an earlier test left its answer cached
 def test_doctor_reports_the_sandbox_and_the_fallback(tmp_path: Path) -> None:
     config = load_config(tmp_path, {}, _env(tmp_path))
     ok, message = sandbox_status(config, _env(tmp_path, ACP_AGENT_SANDBOX_UNAVAILABLE="1"))
