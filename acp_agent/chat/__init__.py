@@ -113,7 +113,7 @@ def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None, history: P
     import anyio
 
     from ._app import ChatOptions, run_chat
-    from ._input import open_terminal_input
+    from ._input import EditedLines, open_terminal_input
     from .render import Renderer, Style
 
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -140,8 +140,13 @@ def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None, history: P
 
     async def go() -> int:
         reader = open_terminal_input(history)
+        printing = contextlib.nullcontext()
+        if isinstance(reader, EditedLines):  # the edited line draws what is in progress, above itself
+            renderer.live, renderer.show_live = False, reader.show
+            printing = reader.printing_above()
         try:
-            return await run_chat(ChatOptions(cwd, agent_args), reader, renderer, prompt)
+            with printing:
+                return await run_chat(ChatOptions(cwd, agent_args), reader, renderer, prompt)
         finally:
             await reader.aclose()
 

@@ -7,19 +7,21 @@ import logging
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process, TaskStatus
+import anyio.lowlevel
+from anyio.abc import ByteReceiveStream, Process, TaskGroup, TaskStatus
 
 from .. import __version__
 from ..protocol.connection import Connection
 from ..protocol.errors import ConnectionClosedError, RpcError
 from ._client import ChatClient
-from ._input import LineReader, Lines
+from ._input import EditedLines, LineReader, Lines
+from ._typing import BUSY_PROMPT, IDLE_PROMPT, Question, ask_permission, read_lines
 from .render import Renderer, as_obj, as_objs
 
 __all__ = ["ChatApp", "ChatOptions", "agent_command"]
@@ -28,7 +30,6 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION: Final = 1
 _CLOSE_TIMEOUT: Final = 5.0
-_CANCELLED: Final = {"outcome": {"outcome": "cancelled"}}
 
 HELP: Final = """\
 /mode [NAME]     show or switch the session mode
@@ -37,8 +38,10 @@ HELP: Final = """\
 /load ID         continue a saved session
 /fork            continue in a copy of this session (this one stays as it is)
 /new             start a new session
-/quit            leave (also Ctrl-D, or Ctrl-C when idle)
-Other /commands are sent to the agent. Ctrl-C during a reply cancels it."""
+/steer TEXT      while a turn runs: slip TEXT into it (also Alt-Enter after the text)
+/quit            leave (also Ctrl-D on an empty line, or Ctrl-C on one when idle)
+Other /commands are sent to the agent. A line sent while a turn runs is queued: it runs next.
+Ctrl-C during a reply cancels it. Otherwise it clears the line (on an empty one: leaves)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,65 +78,40 @@ class ChatApp:
         self.can_load = False
         self.can_fork = False
         self.turns = 0
-        """Prompts sent and not answered yet."""
-        self._cancelling = False
-        self._asking: anyio.CancelScope | None = None
-        self.typing: anyio.CancelScope | None = None
-        """Reading what is typed during a turn; a permission question cancels it to read its answer."""
-        self.typing_stopped = anyio.Event()
-        self.no_question = anyio.Event()
-        self.no_question.set()
+        """Prompts sent and not answered yet (the running turn and those queued behind it)."""
+        self.cancelling = False
+        self.question: Question | None = None
+        """A permission question waiting for the next line."""
+        self.one_question = anyio.Lock()
+        self.input_ended = False
+        self.changed = anyio.Event()
+        self._turn_tasks: TaskGroup | None = None
         self._repl_scope: anyio.CancelScope | None = None
+        if isinstance(reader, EditedLines):
+            reader.on_ctrl_c = self._ctrl_c_key
 
-    # --- the agent's requests -----------------------------------------------------------------------
-
-    async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
-        options = as_objs(params.get("options"))
-        if not options or self._cancelling:
-            return _CANCELLED
-        call: dict[str, Any] = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}  # pyright: ignore[reportAssignmentType]
-        style = self.renderer.style
-        known = self.renderer.tools.get(str(call.get("toolCallId")))
-        title = call.get("title") or (known.title if known else "a tool call")
-        self.renderer.line(style.yellow(f"? Allow {title}?"))
-        content = call.get("content")
-        if isinstance(content, list):
-            self.renderer.tool_content(content, str(call.get("toolCallId") or "") or None)  # pyright: ignore[reportUnknownArgumentType]
-        for i, option in enumerate(options, 1):
-            self.renderer.line(f"  {i}) {option.get('name') or option.get('optionId')}")
-        self.no_question = anyio.Event()
-        if self.typing is not None:  # the answer is read here, not as a message typed during the turn
-            self.typing.cancel()
-            await self.typing_stopped.wait()
-        with anyio.CancelScope() as scope:
-            self._asking = scope
-            try:
-                while True:
-                    answer = await self._read_line(f"choose 1-{len(options)}: ", remember=False)
-                    if answer is None:
-                        return _CANCELLED
-                    chosen = _pick(answer.strip(), options)
-                    if chosen is not None:
-                        kind = next((str(o.get("kind")) for o in options if o.get("optionId") == chosen), "")
-                        if kind.startswith("reject"):  # marked here, as editors do: no status comes
-                            self.renderer.mark(str(call.get("toolCallId")), "rejected")
-                        return {"outcome": {"outcome": "selected", "optionId": chosen}}
-                    self.renderer.notice(f"type a number from 1 to {len(options)}")
-            finally:
-                self._asking = None
-                self.no_question.set()
-        return _CANCELLED
-
-    async def _read_line(self, prompt: str, *, remember: bool = True) -> str | None:
-        """A line typed after ``prompt``; None at the end of input, or when Ctrl-C was typed in it (then
-        handled as the Ctrl-C signal is)."""
+    async def read_line(self, prompt: str, *, remember: bool = True) -> str | None:
+        """A line typed after ``prompt``; None at the end of input. Ctrl-C typed in it is handled as the
+        Ctrl-C signal is (the line is then empty)."""
         if not self.reader.edits:
             self._show_prompt(prompt)
         try:
-            return await self.reader.readline(prompt, remember=remember)
-        except KeyboardInterrupt:  # typed while the line was edited (raw mode: no SIGINT)
+            line = await self.reader.readline(prompt, remember=remember)
+        except KeyboardInterrupt:  # typed on an empty line, the chat not taking it (raw mode: no SIGINT)
             await self.interrupt()
-            return None
+            await anyio.lowlevel.checkpoint()  # leaving: the cancellation lands here
+            return ""
+        if line is None:
+            self.input_ended = True
+        return line
+
+    async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A ``session/request_permission`` from the agent: answered by the user's next line (``_typing``)."""
+        return await ask_permission(self, params)
+
+    def poke(self) -> None:
+        """Turns or the question changed (``_typing.read_lines`` may be waiting for it)."""
+        self.changed.set()
 
     # --- Ctrl-C -------------------------------------------------------------------------------------
 
@@ -143,13 +121,20 @@ class ChatApp:
             async for _ in signals:
                 await self.interrupt()
 
+    def _ctrl_c_key(self) -> bool:
+        """Ctrl-C typed at the edited line: it cancels a running turn (True), else the line has it."""
+        if self.turns and not self.cancelling and self._turn_tasks is not None:
+            self._turn_tasks.start_soon(self.interrupt)
+            return True
+        return False
+
     async def interrupt(self) -> None:
         """First Ctrl-C in a turn cancels it; a second one (or one when idle) leaves."""
-        if self.turns and not self._cancelling and self.conn is not None and self.session_id:
-            self._cancelling = True
+        if self.turns and not self.cancelling and self.conn is not None and self.session_id:
+            self.cancelling = True
             self.renderer.notice("^C cancelling… (Ctrl-C again to quit)")
-            if self._asking is not None:
-                self._asking.cancel()
+            if self.question is not None:
+                self.question.resolve(None)
             await self.conn.notify("session/cancel", {"sessionId": self.session_id})
             return
         self.renderer.notice("^C bye")
@@ -224,36 +209,49 @@ class ChatApp:
             self.renderer.config_options = as_objs(answer["configOptions"])
 
     async def repl(self) -> int:
+        """The conversation: lines read (``_typing``), turns run as tasks of the chat's own; 0 when the
+        user left, 1 when the agent did."""
         with anyio.CancelScope() as self._repl_scope:
-            while self.conn is not None and not self.conn.closed:
-                self.renderer.end_line()
-                line = await self._read_line("> ")
-                if line is None:
-                    self.renderer.line("")
-                    return 0
-                text = line.strip()
-                if not text:
-                    continue
-                if text.startswith("/") and not await self.command(text):
-                    return 0
-                if not text.startswith("/") or self.is_agent_command(text):
-                    # One turn at a time: reading lines during a turn fought prompt_toolkit's
-                    # own terminal handling (Ctrl-C echo, Ctrl-D after the turn); see the README.
-                    await self.turn(text)
-            if self.conn is not None and self.conn.closed:
-                self.renderer.error(
-                    "the agent exited; its last messages are above (see the log with --log-level debug)."
-                )
-                return 1
+            async with anyio.create_task_group() as self._turn_tasks:
+                if not await read_lines(self):
+                    self._turn_tasks.cancel_scope.cancel()  # /quit: now, the turns with it
+                # The end of input: the running and queued turns still end, and show their answers.
+            self.renderer.end_line()
+            if self.input_ended and not self._gone():
+                self.renderer.line("")  # past the prompt Ctrl-D left
+        self._turn_tasks = None
+        if self._gone():
+            self.renderer.error(
+                "the agent exited; its last messages are above (see the log with --log-level debug)."
+            )
+            return 1
         return 0
+
+    def _gone(self) -> bool:
+        return self.conn is not None and self.conn.closed
+
+    def agent_gone(self) -> None:
+        """The agent's output ended: stop reading (``repl`` says so)."""
+        if self._repl_scope is not None:
+            self._repl_scope.cancel()
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``fn(*args)`` as a task of the conversation (it ends with it)."""
+        assert self._turn_tasks is not None
+        self._turn_tasks.start_soon(fn, *args)
+
+    def start_turn(self, text: str) -> None:
+        """Send ``text`` as a prompt from a task of the chat's (the agent queues it behind a running one)."""
+        self.turns += 1  # now: the next line read already sees a turn running
+        self.reader.retitle(BUSY_PROMPT)
+        self.spawn(self.turn, text)
 
     def is_agent_command(self, text: str) -> bool:
         return text.split()[0] not in _LOCAL_COMMANDS
 
     async def turn(self, text: str) -> None:
+        """One prompt and its answer (counted in ``turns`` by ``start_turn``)."""
         assert self.conn is not None
-        self.turns += 1
-        self._cancelling = False
         try:
             result = await self.conn.request(
                 "session/prompt", {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
@@ -263,6 +261,10 @@ class ChatApp:
             return
         finally:
             self.turns -= 1
+            self.cancelling = False  # a cancel covers the turn it was typed in, not the queued ones
+            if not self.turns and self.question is None:
+                self.reader.retitle(IDLE_PROMPT)
+            self.poke()
         self.renderer.end_line()
         stop = as_obj(result).get("stopReason")
         if stop == "cancelled":
@@ -436,16 +438,6 @@ _LOCAL_COMMANDS: Final = frozenset(
 )
 
 
-def _pick(answer: str, options: list[dict[str, Any]]) -> str | None:
-    if answer.isdigit() and 1 <= int(answer) <= len(options):
-        return str(options[int(answer) - 1].get("optionId"))
-    lowered = answer.lower()
-    for option in options:
-        if lowered and lowered in (str(option.get("optionId")).lower(), str(option.get("name", "")).lower()):
-            return str(option.get("optionId"))
-    return None
-
-
 async def _pump_stderr(stream: ByteReceiveStream, renderer: Renderer) -> None:
     """The agent's stderr (its warnings and errors), shown dimmed so problems are visible."""
     reader = LineReader(stream)
@@ -479,7 +471,12 @@ async def run_chat(
         tg.start_soon(_pump_stderr, process.stderr, renderer)
         conn = Connection(process.stdout, process.stdin, ChatClient(app), shutdown_grace=1.0)
         app.conn = conn
-        tg.start_soon(conn.serve)
+
+        async def serve() -> None:
+            await conn.serve()
+            app.agent_gone()
+
+        tg.start_soon(serve)
         try:
             if await app.start():
                 code = await app.repl()

@@ -25,6 +25,7 @@ __all__ = ["Renderer", "Style", "as_obj", "as_objs", "collapse", "diff_lines"]
 _HEAD_LINES: Final = 6
 _TAIL_LINES: Final = 6
 _LIVE_LINES: Final = 8
+_LIVE_SHOWN: Final = 12
 
 _STATUS_MARK: Final = {
     "pending": "·",
@@ -138,7 +139,8 @@ class Renderer:
     """Renders one session's updates; keeps the little state the protocol spreads over updates.
 
     ``live``: the terminal can redraw (a tty that is not ``TERM=dumb``): running output and the reply's
-    last block show in place."""
+    last block show in place. ``show_live``: instead, where that goes (the chat's edited line draws it
+    above its prompt, so a line can be typed meanwhile); it gets ``""`` when nothing is in progress."""
 
     write: Callable[[str], None]
     style: Style
@@ -150,6 +152,7 @@ class Renderer:
     title: str | None = None
     current_mode: str | None = None
     config_options: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    show_live: Callable[[str], None] | None = None
     _console: Console | None = None
     _live: Live | None = None
     _stream: str | None = None
@@ -181,6 +184,8 @@ class Renderer:
         if self._live is not None:
             self._live.stop()
             self._live = None
+        if self.show_live is not None:
+            self.show_live("")
 
     def line(self, text: str) -> None:
         self.end_line()
@@ -199,12 +204,12 @@ class Renderer:
         elif self._stream == "thought" and rest.strip():
             self._print(Text(rest.rstrip("\n"), style="dim"))
         self._stream = None
-        if self._live is not None:
+        if self._live is not None or self.show_live is not None:
             self._refresh_live()  # without the block just printed
 
     def _refresh_live(self) -> None:
         """Show what is in progress (the reply's last block, running tools' last lines) in place."""
-        if not self.live:
+        if not self.live and self.show_live is None:
             return
         parts: list[RenderableType] = []
         tail = self._blocks.tail
@@ -217,6 +222,9 @@ class Renderer:
                 lines = call.output.rstrip("\n").splitlines()[-_LIVE_LINES:]
                 parts.append(Text(f"  {call.title}", style="bold"))
                 parts.extend(Text(f"  │ {ln}", style="dim") for ln in lines)
+        if self.show_live is not None:
+            self.show_live(self._rendered(parts))
+            return
         if self._live is None:
             if not parts:
                 return
@@ -229,6 +237,15 @@ class Renderer:
             )
             self._live.start()
         self._live.update(Group(*parts), refresh=True)
+
+    def _rendered(self, parts: list[RenderableType]) -> str:
+        """``parts`` as the terminal shows them, at most a screenful's share of lines."""
+        if not parts:
+            return ""
+        with self.console.capture() as captured:
+            self.console.print(Group(*parts))
+        lines = _PADDING.sub(r"\1", captured.get()).splitlines(keepends=True)
+        return "".join(lines[-_LIVE_SHOWN:])
 
     # --- session/update -----------------------------------------------------------------------------
 

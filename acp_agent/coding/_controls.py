@@ -143,8 +143,8 @@ class CodingControls:
         return await self._build(name, SMALL_ID), name
 
     def _window_of(self, name: str) -> int | None:
-        facts = self.facts(name)
-        return facts.context_window if facts is not None else None
+        facts = self.facts(name)  # the picker lists what is known, not Ollama's assumed default
+        return facts.context_window if facts is not None and not facts.default_window else None
 
     def _models(self) -> list[str]:
         current = self._model_name
@@ -284,6 +284,19 @@ class CodingControls:
         if found is not None:
             self._served = found
         if (self._models(), self.facts()) != before:  # a new model, or what the server says of one
+            await self._send_config_options()
+
+    async def recheck_window(self) -> None:
+        """Ask the server again what it runs the session's model at: Ollama says it of a model once a
+        request loaded it (``_model_notes``)."""
+        provider = self._config.provider
+        if not self._http or provider is None:
+            return
+        before = self.facts()
+        found = await self._catalog.refresh(provider, self._config.base_url, self._config.api_key, force=True)
+        if found is not None:
+            self._served = found
+        if self.facts() != before:
             await self._send_config_options()
 
     async def turn_starting(self) -> None:

@@ -276,6 +276,7 @@ class CodingFactory:
             partial(tell.usage, meter=meter),
             _user_config_file(self.environ),
             tell_unknown=is_http(config.provider),
+            recheck=controls.recheck_window,
         )
 
         return SessionSetup(

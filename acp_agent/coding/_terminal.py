@@ -4,8 +4,11 @@
 The command line goes out as ``command`` with no ``args``: editors run it in the user's shell, and some
 Zed versions join ``command`` and ``args`` with spaces unquoted (``bash -c echo hi`` runs only ``echo``),
 so one string runs the same everywhere, and the terminal's label (Zed makes it from the create params)
-is the command itself. ``terminal_command`` makes that string (the sandbox launcher wraps it there); a
-wrapped line is relabelled with the command itself by a title update once the terminal is embedded.
+is the command itself. ``terminal_command`` makes that string: under the sandbox ``/bin/sh <runner>
+"<command>"`` (``harness.sandbox.wrap_command_line``), short and with the command last and whole, because
+Toad labels the terminal with the line it runs and offers nothing else to label it with (it reads no
+``_meta``, no title, and names terminals itself); Zed's label is relabelled with the command by a title
+update once the terminal is embedded.
 
 The terminal goes into the call's content as soon as it exists; its output is polled for the model while
 ``wait_for_exit`` waits. No ``outputByteLimit`` is asked: Zed keeps the *start* of output over the limit

@@ -164,7 +164,8 @@ def opening_state(config: Config, client_capabilities: Mapping[str, Any]) -> dic
             served, facts = stored
 
     def window_of(name: str) -> int | None:
-        return resolve_facts(name, config.models.get(name), facts.get(name)).context_window
+        known = resolve_facts(name, config.models.get(name), facts.get(name))
+        return None if known.default_window else known.context_window  # an assumed one is not listed
 
     return {
         "modes": modes_state(mode, offered),

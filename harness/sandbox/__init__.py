@@ -55,6 +55,7 @@ __all__ = [
     "spawns_in_this_thread",
     "unavailable",
     "wrap_command_line",
+    "write_runner",
     "write_spec",
 ]
 
@@ -151,15 +152,19 @@ def write_spec(spec: Mapping[str, Any], directory: Path) -> Path:
 
     The directory must not be writable by the sandbox (a command could widen the next one)."""
     text = _landlock.format_spec(dict(spec))
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = directory / f"spec-{digest}.txt"
+    return _write_once(directory, f"spec-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt", text)
+
+
+def _write_once(directory: Path, name: str, text: str) -> Path:
+    """``directory/name`` holding ``text``: reused when it holds it already, else written atomically."""
+    path = directory / name
     try:
         if path.read_text(encoding="utf-8") == text:
             return path
     except (OSError, UnicodeDecodeError):
         pass
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp = path.with_name(f"{name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
@@ -192,15 +197,40 @@ def _spec_dir(policy: SandboxPolicy) -> Path:
     return policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
 
 
+_SH: Final = "/bin/sh"
+_COMMAND: Final = "@acp-agent-command@"
+"""Stands for the command in the runner's argv (``"$1"`` there)."""
+_NOT_IN_DOUBLE_QUOTES: Final = frozenset('"$`\\!\n')
+"""What a command shown in double quotes must not hold (it would change meaning, or the quoting shown)."""
+
+
+def write_runner(policy: SandboxPolicy, *, support: Support | None = None) -> Path:
+    """A ``sh`` script that runs its first argument as a bash command line under ``policy``: the
+    launcher's whole command line (``sandbox_argv``), written beside the specs (which the sandbox cannot
+    write, so no command can change what the next one runs under), named by its digest. Blocking."""
+    spec_dir = _spec_dir(policy)
+    argv = sandbox_argv(policy, ["bash", "-c", _COMMAND], spec_dir=spec_dir, support=support)
+    line = " ".join('"$1"' if arg == _COMMAND else shlex.quote(arg) for arg in argv)
+    text = f"#!/bin/sh\n# The agent's sandbox: runs its argument with bash, confined.\nexec {line}\n"
+    return _write_once(spec_dir, f"run-{hashlib.sha256(text.encode()).hexdigest()[:12]}", text)
+
+
 def wrap_command_line(command: str, policy: SandboxPolicy | None, *, support: Support | None = None) -> str:
     """A bash command line as the command line that runs it under ``policy`` (unchanged when the policy
-    is None or off): ``<python> -I -S <launcher> <spec> -- bash -c <command>``, for a process someone
-    else starts (an editor's terminal). Blocking (compiles and writes the spec)."""
+    is None or off), for a process someone else starts (an editor's terminal, which some editors label
+    with the line it runs): ``/bin/sh <runner> "<command>"``, the command last and whole (``write_runner``),
+    in double quotes where that shows it as written, else quoted as ``shlex`` does. Blocking."""
     if policy is None or not policy.enabled:
         return command
-    return shlex.join(
-        sandbox_argv(policy, ["bash", "-c", command], spec_dir=_spec_dir(policy), support=support)
+    runner = write_runner(policy, support=support)
+    word = (
+        f'"{command}"'
+        if command and not _NOT_IN_DOUBLE_QUOTES.intersection(command)
+        else shlex.quote(command)
     )
+    # /bin/sh by its path: the editor's shell finds a bare name on PATH, outside the sandbox, where a
+    # project folder on the user's PATH could hold an ``sh`` a sandboxed command wrote.
+    return f"{_SH} {shlex.quote(str(runner))} {word}"
 
 
 def spawns_in_this_thread() -> bool:

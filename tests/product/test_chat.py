@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from acp_agent.chat.render import Renderer, Style
+from tests.product.pty_screen import Screen
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives the chat through a pty")
 
@@ -41,7 +43,12 @@ def spawn_chat(tmp_path: Path, env: dict[str, str]) -> Any:
     child = pexpect.spawn(
         str(ACP_AGENT), ["chat", "--cwd", str(project)], env=env, encoding="utf-8", timeout=TIMEOUT
     )
+    child.logfile_read = io.StringIO()  # everything read, for ``Screen``
     return child
+
+
+def screen(child: Any) -> Screen:
+    return Screen(child, lambda: child.logfile_read.getvalue())
 
 
 @pytest.mark.process
@@ -66,7 +73,7 @@ def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path:
         child.expect_exact("Second answer.")
         child.expect(PROMPT)
         child.sendline("take your time")
-        child.expect_exact("Pond")  # the slow reply has started streaming
+        screen(child).expect("Pond")  # the slow reply has started streaming
         child.sendintr()
         child.expect_exact("(cancelled)")
         child.expect(PROMPT)
@@ -84,12 +91,13 @@ def test_chat_streams_replies_cancels_a_slow_one_with_ctrl_c_and_exits(tmp_path:
     assert "Traceback" not in (child.before or "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="typing during a turn is off in chat: it fights prompt_toolkit's terminal handling (issue 29 open)",
-)
 @pytest.mark.process
-def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_turn(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "steer", ["/steer mind the tests too\r", "mind the tests too\x1b\r"], ids=["slash", "alt-enter"]
+)
+def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_turn(
+    tmp_path: Path, steer: str
+) -> None:
     env = chat_env(
         tmp_path,
         [
@@ -100,10 +108,10 @@ def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_t
     )
     child = spawn_chat(tmp_path, env)
     try:
-        child.expect_exact("> ")
+        child.expect(PROMPT)
         child.sendline("first")
-        child.expect_exact("Work")  # streaming
-        child.sendline("/steer mind the tests too")
+        screen(child).expect("Work")  # streaming
+        child.send(steer)
         child.expect_exact("(sent")
         child.sendline("then this")
         child.expect_exact("(queued")
@@ -116,6 +124,7 @@ def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_t
     (transcript,) = (tmp_path / "home" / "sessions").glob("*/messages.jsonl")
     lines = [json.loads(line) for line in transcript.read_text().splitlines()]
     said = [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in lines]
+    said = [(role, text.rpartition("</context>")[2].strip()) for role, text in said]  # the user's words
     assert said == [
         ("user", "first"),
         ("assistant", "Working through the first request slowly."),
@@ -124,6 +133,80 @@ def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_t
         ("user", "then this"),  # its own turn, after the first ended
         ("assistant", "Answer to the queued line."),
     ]
+
+
+@pytest.mark.process
+def test_ctrl_c_during_a_reply_cancels_it_and_its_text_shows_once(tmp_path: Path) -> None:
+    env = chat_env(
+        tmp_path,
+        [
+            {"text": "Pondering at length about everything there is", "chunks": 40, "delay_ms": 300},
+            {"text": "Next answer."},
+        ],
+    )
+    child = spawn_chat(tmp_path, env)
+    shown_now = screen(child)
+    try:
+        child.expect(PROMPT)
+        child.sendline("take your time")
+        shown_now.expect("Pond")
+        child.sendintr()  # a key to the edited line (raw mode): no SIGINT, no echo
+        child.expect_exact("(cancelled)")
+        child.expect(PROMPT)
+        shown = shown_now.lines()
+        assert sum("Pond" in line for line in shown) == 1, shown  # the partial reply, once
+        assert sum("cancelling" in line for line in shown) == 1, shown
+        assert not any("^C" in line and "cancelling" not in line for line in shown), shown
+        child.sendline("go on")  # the chat goes on after the cancel
+        child.expect_exact("Next answer.")
+        child.expect(PROMPT)
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert "Traceback" not in child.logfile_read.getvalue()
+
+
+@pytest.mark.process
+def test_ctrl_d_after_a_turn_exits_and_ctrl_c_on_a_typed_line_clears_it(tmp_path: Path) -> None:
+    child = spawn_chat(tmp_path, chat_env(tmp_path, [{"text": "Done here."}]))
+    try:
+        child.expect(PROMPT)
+        child.sendline("hi")
+        child.expect_exact("Done here.")
+        child.expect(PROMPT)
+        child.send("half a thought")
+        child.expect_exact("thought")
+        child.sendintr()  # clears the line: the chat stays
+        child.sendeof()  # on the now empty line: leaves
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert "bye" not in child.logfile_read.getvalue()  # it left by Ctrl-D, not by a Ctrl-C on an empty line
+
+
+@pytest.mark.process
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the agent through /proc")
+def test_the_agent_dying_during_a_turn_ends_the_chat_with_one_sentence(tmp_path: Path) -> None:
+    import signal
+
+    env = chat_env(tmp_path, [{"text": "Slow reply on its way", "chunks": 40, "delay_ms": 300}])
+    child = spawn_chat(tmp_path, env)
+    try:
+        child.expect(PROMPT)
+        child.sendline("go")
+        screen(child).expect("Slo")  # streaming, the line being edited at the same time
+        children = Path(f"/proc/{child.pid}/task/{child.pid}/children").read_text().split()
+        for pid in children:  # the agent: the chat's only child
+            os.kill(int(pid), signal.SIGKILL)
+        child.expect_exact("the agent exited")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 1
+    assert "Traceback" not in child.logfile_read.getvalue()
 
 
 @pytest.mark.process
@@ -145,7 +228,7 @@ def test_a_second_ctrl_c_during_a_turn_exits(tmp_path: Path) -> None:
     try:
         child.expect(PROMPT)
         child.sendline("go")
-        child.expect_exact("Daw")
+        screen(child).expect("Daw")
         child.sendintr()
         child.expect_exact("cancelling")
         child.sendintr()
@@ -468,3 +551,11 @@ def test_chat_shows_markdown_and_a_commands_output_once(tmp_path: Path) -> None:
     shown = [line.rstrip() for line in screen.display if line.strip()]
     assert sum("row1" in line for line in shown) == 1 and sum("row4" in line for line in shown) == 1
     assert not any("**" in line for line in shown) and any("• first" in line for line in shown)
+
+
+def test_a_steer_line_is_slash_steer_and_its_text_only() -> None:
+    from acp_agent.chat._typing import _steered  # pyright: ignore[reportPrivateUsage]
+
+    assert _steered("/steer mind the tests") == "mind the tests"
+    assert _steered("/steer") == ""  # told its usage, never sent as a prompt
+    assert _steered("/steering wheel") is None and _steered("steer this") is None

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.product.pty_screen import Screen
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect (dev extra) drives the chat through a pty")
 pyte = pytest.importorskip("pyte", reason="pyte (dev extra) plays the chat's output on a terminal")
@@ -77,8 +78,7 @@ def test_a_cancelled_replys_partial_text_shows_once(tmp_path: Path) -> None:
     try:
         child.expect(PROMPT)
         child.sendline("take your time")
-        child.expect("Pondering at")
-        time.sleep(0.3)  # let a few more chunks be drawn in place: the bug was the redraw after ^C
+        Screen(child, lambda: bytes(child.transcript)).expect("Pondering at")  # drawn in place
         child.sendintr()
         child.expect_exact("(cancelled)")
         child.expect(PROMPT)

@@ -16,11 +16,17 @@ if TYPE_CHECKING:
 
     from ...config import ModelDecl
 
-__all__ = ["FACTS", "ModelFacts", "builtin_window", "resolve_facts", "window_text"]
+__all__ = ["FACTS", "OLLAMA_DEFAULT_WINDOW", "ModelFacts", "builtin_window", "resolve_facts", "window_text"]
 
 FACTS: Final = ("context_window", "max_output_tokens", "reasoning", "images")
 SMALL_WINDOW: Final = 8192
 """At or under this many tokens a server's default window is too small for a coding agent."""
+OLLAMA_DEFAULT_WINDOW: Final = 4096
+"""The window assumed for an Ollama model with no ``num_ctx`` whose server does not say what it runs it
+at (``/api/ps`` lists loaded models only, and only since 0.10): Ollama's smallest current default, the
+one of a machine with under 24 GiB of VRAM (32k at 24-48 GiB, 256k above; ``OLLAMA_CONTEXT_LENGTH``
+sets it). Assuming more would let a conversation outgrow the window, which Ollama cuts without an error."""
+_ASSUMED: Final = "Ollama's default, assumed: the model has no num_ctx and /api/ps did not say"
 
 # prefix of the model name (after any "vendor/"), window, output limit, reasoning, images
 _BUILTIN: Final[tuple[tuple[str, int, int | None, bool | None, bool | None], ...]] = (
@@ -52,7 +58,8 @@ class ModelFacts:
     """The server kind recognised from its model list (``harness.model_info.SERVERS``)."""
     trained_window: int | None = None
     default_window: bool = False
-    """The server runs the model at its own default window (Ollama), which nothing declared."""
+    """The server runs the model at its own default window (Ollama), which nothing declared: the window
+    is then ``OLLAMA_DEFAULT_WINDOW``, assumed."""
 
     @property
     def declared_window(self) -> bool:
@@ -106,6 +113,9 @@ def resolve_facts(name: str, declared: ModelDecl | None, served: ModelInfo | Non
                 break
     window = values.get("context_window")
     output = values.get("max_output_tokens")
+    default = served is not None and served.default_window and window is None
+    if default:
+        window, sources["context_window"] = OLLAMA_DEFAULT_WINDOW, _ASSUMED
     return ModelFacts(
         name,
         window if isinstance(window, int) and not isinstance(window, bool) else None,
@@ -115,7 +125,7 @@ def resolve_facts(name: str, declared: ModelDecl | None, served: ModelInfo | Non
         sources,
         served.server if served is not None else None,
         served.trained_window if served is not None else None,
-        served is not None and served.default_window and window is None,
+        default,
     )
 
 

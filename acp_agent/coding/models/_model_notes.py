@@ -10,7 +10,10 @@ context used of that window). It says, as an agent message:
   used so far (a short chat is not interrupted by a notice that does not matter yet);
 - once per session, before the first reply, when the server is one that drops what does not fit
   without an error (Ollama) and runs the model at its small default window: how to raise it on the
-  server (its OpenAI endpoint takes no ``num_ctx``) and declare it;
+  server (its OpenAI endpoint takes no ``num_ctx``) and declare it. A default window nothing reported is
+  assumed (``OLLAMA_DEFAULT_WINDOW``) and used as any other; when the agent's own instructions and tools
+  leave no room in it, compacting could not help (it would run on every step): the user is told that
+  instead, once, and the prompt goes without the window (``usage_update`` still shows it);
 - once per session, when the model takes no images (declared, or its server says so) and the
   conversation holds some: that they are left out of what it is sent (each image becomes a short note),
   instead of the server refusing the whole request;
@@ -20,23 +23,31 @@ context used of that window). It says, as an agent message:
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+
 from harness import Image, Text
 from harness.model import Finish, FinishReason, ReasoningChunk, TextChunk, ToolStart, UsageChunk
 
-from ._model_facts import ModelFacts
+from ._model_facts import OLLAMA_DEFAULT_WINDOW, ModelFacts
 
 if TYPE_CHECKING:
     from harness.middleware import NextModel
     from harness.model import Delta, Prompt
 
-__all__ = ["ModelNotes", "empty_reply_text", "ollama_warning", "unknown_window_text"]
+__all__ = ["ModelNotes", "empty_reply_text", "ollama_warning", "too_small_text", "unknown_window_text"]
+
+log = logging.getLogger(__name__)
 
 _EXAMPLE_WINDOW = 65536
+RECHECK_S = 5.0
+"""How long the server's model list may take to say the window of a model the first request loaded."""
 TELL_AFTER = 8192
 """Tokens of conversation after which an unknown window is worth a notice."""
 _FINISH_MEANING = {
@@ -63,21 +74,52 @@ def unknown_window_text(name: str, config_file: Path, used: int | None) -> str:
     )
 
 
+def _raise_it(name: str, config_file: Path) -> str:
+    return (
+        f"raise it on the server: `OLLAMA_CONTEXT_LENGTH={_EXAMPLE_WINDOW} ollama serve` (or the context "
+        f"slider in the Ollama app, or `PARAMETER num_ctx {_EXAMPLE_WINDOW}` in a Modelfile), then declare "
+        f'it in {config_file}:\n\n[models."{name}"]\ncontext_window = {_EXAMPLE_WINDOW}'
+    )
+
+
 def ollama_warning(facts: ModelFacts, config_file: Path) -> str:
     runs = (
-        f"at {facts.context_window:,} tokens of context"
-        if facts.context_window is not None
-        else "at Ollama's default context window (4,096 tokens on a machine with under 24 GiB of VRAM, "
-        "unless the server sets OLLAMA_CONTEXT_LENGTH)"
+        "at Ollama's default context window, assumed to be "
+        f"{facts.context_window or OLLAMA_DEFAULT_WINDOW:,} tokens (the default with under 24 GiB of VRAM; "
+        "the server sets it with OLLAMA_CONTEXT_LENGTH, and says nothing of it here)"
+        if facts.default_window or facts.context_window is None
+        else f"at {facts.context_window:,} tokens of context"
     )
     supports = f" though the model supports {facts.trained_window:,}" if facts.trained_window else ""
     return (
         f"{facts.name} runs on Ollama {runs},{supports}. Ollama drops what does not fit without an error, "
-        "the instructions first, and its OpenAI endpoint takes no num_ctx, so raise it on the server: "
-        f"`OLLAMA_CONTEXT_LENGTH={_EXAMPLE_WINDOW} ollama serve` (or the context slider in the Ollama "
-        f"app, or `PARAMETER num_ctx {_EXAMPLE_WINDOW}` in a Modelfile), then declare it in "
-        f'{config_file}:\n\n[models."{facts.name}"]\ncontext_window = {_EXAMPLE_WINDOW}'
+        "the instructions first, and its OpenAI endpoint takes no num_ctx, so "
+        + _raise_it(facts.name, config_file)
     )
+
+
+def too_small_text(facts: ModelFacts, fixed: int, config_file: Path) -> str:
+    window = facts.context_window or OLLAMA_DEFAULT_WINDOW
+    return (
+        f"The agent's instructions and tools alone are about {fixed:,} tokens: they do not fit "
+        f"{facts.name}'s context window of {window:,} tokens (Ollama's default, assumed) with room for a "
+        "reply, so the agent will not compact the conversation (it would on every step) and Ollama will "
+        "cut what does not fit. For the agent to work, " + _raise_it(facts.name, config_file)
+    )
+
+
+def _fixed(prompt: Prompt) -> int:
+    """The tokens of what every request carries (instructions, tools), as ``Compact`` estimates them."""
+    return (len(prompt.system or "") + sum(len(json.dumps(t.to_dict())) for t in prompt.tools)) // 4
+
+
+def _fits(prompt: Prompt, facts: ModelFacts) -> bool:
+    """Whether the agent's own request leaves room in an assumed window, as ``Compact`` keeps a prompt
+    within it (the window less the reply's share); any other window is taken as it is."""
+    window = facts.context_window
+    if window is None or not facts.default_window:
+        return True
+    return _fixed(prompt) < window - (prompt.options.max_output_tokens or min(window // 4, 8192))
 
 
 _LEFT_OUT = "[an image was here; this model takes no images, so it was left out]"
@@ -104,8 +146,11 @@ class ModelNotes:
         config_file: Path,
         *,
         tell_unknown: bool = True,
+        recheck: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._tell_unknown = tell_unknown
+        self._recheck = recheck
+        self._rechecked: set[str] = set()
         self._facts = facts
         self._say = say
         self._advise = advise
@@ -137,16 +182,45 @@ class ModelNotes:
             await self._advise(title, text)
 
     async def _prepare(self, prompt: Prompt, facts: ModelFacts) -> Prompt:
-        """The prompt as this model takes it (its window, no images it cannot read); Ollama's warning."""
+        """The prompt as this model takes it (its window, no images it cannot read); Ollama's notice,
+        unless it waits for the first reply (``_assumed``)."""
         if facts.images is False:
             prompt = await self._without_images(prompt, facts)
-        if facts.evicts_silently:
-            await self._once(
-                f"ollama {facts.name}", "Small context window", ollama_warning(facts, self._config_file)
-            )
-        if facts.context_window is not None:
-            prompt = prompt.replace(options=replace(prompt.options, context_window=facts.context_window))
+        window = facts.context_window
+        if not self._assumed(facts):
+            await self._ollama_notice(prompt, facts)
+        if window is not None and _fits(prompt, facts):  # else no compaction on every step
+            prompt = prompt.replace(options=replace(prompt.options, context_window=window))
         return prompt
+
+    def _assumed(self, facts: ModelFacts) -> bool:
+        """The window is Ollama's default, assumed, and the server may say better once the first request
+        loaded the model (``/api/ps`` lists loaded models only): the notice waits for that."""
+        return facts.default_window and self._recheck is not None and facts.name not in self._rechecked
+
+    async def _after_reply(self, prompt: Prompt, facts: ModelFacts) -> None:
+        if self._assumed(facts) and self._recheck is not None:
+            self._rechecked.add(facts.name)
+            with anyio.move_on_after(RECHECK_S):
+                try:
+                    await self._recheck()
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except Exception as exc:  # the reply is in: a failed look at the server costs nothing more
+                    log.info("asking the server for %s's window again failed: %s", facts.name, exc)
+            facts = self._facts() or facts
+        await self._ollama_notice(prompt, facts)
+
+    async def _ollama_notice(self, prompt: Prompt, facts: ModelFacts) -> None:
+        """Once: how to raise the small window Ollama runs the model at, or that the agent's own request
+        does not fit in it."""
+        if not facts.evicts_silently:
+            return
+        if _fits(prompt, facts):
+            text, title = ollama_warning(facts, self._config_file), "Small context window"
+        else:
+            text, title = too_small_text(facts, _fixed(prompt), self._config_file), "Context window too small"
+        await self._once(f"ollama {facts.name}", title, text)
 
     async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         facts = self._facts()
@@ -185,5 +259,7 @@ class ModelNotes:
             if used > TELL_AFTER:
                 text = unknown_window_text(facts.name, self._config_file, used)
                 await self._once(f"window {facts.name}", "Context window unknown", text)
+        if facts is not None and facts.server == "ollama":
+            await self._after_reply(prompt, facts)
         if not wrote:
             await self._say(empty_reply_text(finish, reasoned))

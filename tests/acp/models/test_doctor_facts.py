@@ -80,5 +80,6 @@ async def test_doctor_warns_of_ollamas_default_window(tmp_path: Path) -> None:
         server.route("POST", "/v1/chat/completions", Reply.sse(chat_text("OK", 5)))
         line = _line(await _run(tmp_path, server, "qwen3-coder:30b"))
     assert line.startswith("warn")
-    assert "context window unknown" in line and "the model supports 262,144" in line
+    assert "context window 4,096 tokens (Ollama's default, assumed" in line
+    assert "the model supports 262,144" in line
     assert "OLLAMA_CONTEXT_LENGTH=65536 ollama serve" in line

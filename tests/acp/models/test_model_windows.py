@@ -130,25 +130,66 @@ async def test_an_unknown_window_is_told_once_how_to_declare_when_it_matters(tmp
                 assert agent.updates("usage_update") == []
 
 
-async def test_ollama_at_its_default_window_is_warned_once_how_to_raise_it(tmp_path: Path) -> None:
+async def test_ollamas_default_window_too_small_for_the_agent_is_said_once_and_not_compacted(
+    tmp_path: Path,
+) -> None:
     with FakeServer() as server:
         route_ollama(server, "qwen3-coder:30b")
         server.route(
             "POST",
             "/v1/chat/completions",
-            Reply.sse(chat_text("One.", 700)),
-            Reply.sse(chat_text("Two.", 800)),
+            Reply.sse(chat_text("One.", 3300)),
+            Reply.sse(chat_text("Two.", 3900)),  # past the window: compacting would not help
+            Reply.sse(chat_text("Three.", 3950)),
+        )
+        with anyio.fail_after(LIMIT_S):
+            async with models_agent(tmp_path, server, "qwen3-coder:30b") as agent:
+                for word in ("first", "second", "third"):
+                    await agent.prompt(word)
+                text = agent.text()
+                assert text.count("The agent's instructions and tools alone are about ") == 1
+                assert "do not fit qwen3-coder:30b's context window of 4,096 tokens" in text
+                assert "will not compact the conversation" in text
+                assert "OLLAMA_CONTEXT_LENGTH=65536 ollama serve" in text
+                assert "context_window = 65536" in text
+                assert "runs on Ollama" not in text, "one notice, not two"
+                assert "compacted" not in text
+                posts = [r for r in server.requests if r.path == "/v1/chat/completions"]
+                assert len(posts) == 3, "three answers and no summary call"
+                assert [size for _, size in _sizes(agent)] == [4096, 4096, 4096]
+                [entry] = [v for v in model_option(agent)["options"] if v["value"] == "qwen3-coder:30b"]
+                assert "description" not in entry, "the picker lists no assumed window"
+
+
+async def test_ollamas_window_reported_once_the_first_request_loaded_the_model_replaces_the_assumed_one(
+    tmp_path: Path,
+) -> None:
+    with FakeServer() as server:
+        route_ollama(server, "qwen3-coder:30b")
+        loaded = {
+            "models": [{"name": "qwen3-coder:30b", "model": "qwen3-coder:30b", "context_length": 32768}]
+        }
+
+        def ps(_: object) -> Reply:  # /api/ps lists a model once a request loaded it
+            asked = any(r.path == "/v1/chat/completions" for r in server.requests)
+            return Reply.json(200, loaded if asked else {"models": []})
+
+        server.route("GET", "/api/ps", ps)
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_text("One.", 3300)),
+            Reply.sse(chat_text("Two.", 3900)),
         )
         with anyio.fail_after(LIMIT_S):
             async with models_agent(tmp_path, server, "qwen3-coder:30b") as agent:
                 await agent.prompt("first")
                 await agent.prompt("second")
                 text = agent.text()
-                assert text.count("runs on Ollama at Ollama's default context window") == 1
-                assert "OLLAMA_CONTEXT_LENGTH=65536 ollama serve" in text
-                assert "the model supports 262,144" in text
-                assert "is not known" not in text, "one notice, not two"
-                assert text.index("runs on Ollama") < text.index("One.")
+                assert "Ollama" not in text, "nothing to tell: the server runs it at 32k"
+                assert [size for _, size in _sizes(agent)] == [4096, 32768]
+                [entry] = [v for v in model_option(agent)["options"] if v["value"] == "qwen3-coder:30b"]
+                assert entry["description"] == "33k tokens of context"  # the picker got the server's word
 
 
 async def test_ollama_with_a_declared_window_is_not_warned(tmp_path: Path) -> None:
