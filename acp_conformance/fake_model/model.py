@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ..json_types import is_object, member
 from .render import Turn, render_json, render_stream
 from .server import FakeServer, Recorded, Reply, Stall
 
@@ -113,7 +114,7 @@ class FakeModel:
         model = _model_of(api, request, body) or self.model
         stream = api == "gemini" and ":streamGenerateContent" in request.path
         if api != "gemini":
-            stream = isinstance(body, dict) and bool(body.get("stream"))
+            stream = is_object(body) and bool(body.get("stream"))
         other = "*" in self.side_models and model != self.model  # "*": every model but the main one
         if other or model in self.side_models or any(m in request.body for m in self.side_markers):
             with self._lock:
@@ -176,7 +177,5 @@ def _model_of(api: str, request: Recorded, body: Any) -> str | None:
     if api == "gemini":
         name = request.path.rsplit("/models/", 1)[-1].split(":", 1)[0]
         return name or None
-    if isinstance(body, dict):
-        model: Any = body.get("model")
-        return model if isinstance(model, str) else None
-    return None
+    model = member(body, "model")
+    return model if isinstance(model, str) else None
