@@ -67,9 +67,8 @@ def mismatch(pattern: Any, value: Any, path: str = "$") -> str | None:
             if problem:
                 return problem
         return None
-    numbers = (
-        isinstance(pattern, int | float) and isinstance(value, int | float) and not isinstance(value, bool)
-    )
+    # 1 matches 1.0, but a boolean is no number either way (`true` must not match 1, nor 1 match `true`)
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (pattern, value))
     if type(pattern) is not type(value) and not numbers:
         return f"{path}: expected {short(pattern)}, got {short(value)}"
     return None if pattern == value else f"{path}: expected {short(pattern)}, got {short(value)}"
