@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .json_types import JsonObject, is_array, is_object, member
 from .patterns import mismatch, short, substitute
 
 __all__ = ["check_collected", "joined_text"]
@@ -13,20 +14,19 @@ __all__ = ["check_collected", "joined_text"]
 def joined_text(items: Sequence[Any], pattern: Any) -> str:
     """The ``content.text`` of every collected ``session/update`` whose ``update`` matches ``pattern``."""
     parts: list[str] = []
-    for item in items:
-        update = (item.get("params") or {}).get("update") if isinstance(item, dict) else None
-        if isinstance(update, dict) and mismatch(pattern, update) is None:
-            content = update.get("content")
-            if isinstance(content, dict) and isinstance(content.get("text"), str):
-                parts.append(content["text"])
+    for update in _updates(items):
+        if mismatch(pattern, update) is None:
+            text = member(update.get("content"), "text")
+            if isinstance(text, str):
+                parts.append(text)
     return "".join(parts)
 
 
-def _updates(items: Sequence[Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _updates(items: Sequence[Any]) -> list[JsonObject]:
+    out: list[JsonObject] = []
     for item in items:
-        update = (item.get("params") or {}).get("update") if isinstance(item, dict) else None
-        if isinstance(update, dict):
+        update = member(member(item, "params"), "update")
+        if is_object(update):
             out.append(update)
     return out
 
@@ -48,9 +48,11 @@ def _tool_calls(items: Sequence[Any]) -> tuple[str | None, dict[str, str]]:
 
 
 def _paths(update: Mapping[str, Any]) -> list[str]:
-    paths = [str(loc.get("path")) for loc in update.get("locations") or [] if isinstance(loc, dict)]
-    for content in update.get("content") or []:
-        if isinstance(content, dict) and content.get("type") == "diff":
+    locations: Any = update.get("locations") or []
+    paths = [str(loc.get("path")) for loc in locations if is_object(loc)]
+    contents: Any = update.get("content") or []
+    for content in contents:
+        if is_object(content) and content.get("type") == "diff":
             paths.append(str(content.get("path")))
     return paths
 
@@ -62,9 +64,8 @@ def _tool_problem(step: Mapping[str, Any], items: Sequence[Any]) -> str | None:
     if step.get("announced") and not status:
         return "no tool_call update in the turn"
     if "final_status" in step:
-        wanted = (
-            set(step["final_status"]) if isinstance(step["final_status"], list) else {step["final_status"]}
-        )
+        final = step["final_status"]
+        wanted: set[Any] = set(final) if is_array(final) else {final}
         wrong = {k: v for k, v in status.items() if v not in wanted}
         if not status or wrong:
             return f"tool calls should end {sorted(wanted)}; last statuses: {status or 'no tool calls'}"

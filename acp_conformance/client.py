@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .json_types import JsonObject, is_object
+
 __all__ = ["ClientAnswer", "answer_agent_request", "choose_permission"]
 
 ClientAnswer = tuple[dict[str, Any], str | None]
@@ -24,7 +26,7 @@ def choose_permission(params: Any, policy: str) -> dict[str, Any]:
     """The ``RequestPermissionResponse`` for ``policy``: ``allow``, ``allow_always``, ``reject``, ``cancel``."""
     if policy == "cancel":
         return {"outcome": {"outcome": "cancelled"}}
-    options: list[Any] = list(params.get("options") or []) if isinstance(params, dict) else []
+    options: list[Any] = list(params.get("options") or []) if is_object(params) else []
     prefs = {
         "allow": ("allow_once", "allow_always"),
         "allow_always": ("allow_always", "allow_once"),
@@ -32,17 +34,18 @@ def choose_permission(params: Any, policy: str) -> dict[str, Any]:
     }.get(policy, ("allow_once", "allow_always"))
     for kind in prefs:
         for option in options:
-            if isinstance(option, dict) and option.get("kind") == kind:
+            if is_object(option) and option.get("kind") == kind:
                 return {"outcome": {"outcome": "selected", "optionId": option.get("optionId")}}
-    if options and isinstance(options[0], dict):
-        return {"outcome": {"outcome": "selected", "optionId": options[0].get("optionId")}}
+    first = options[0] if options else None
+    if is_object(first):
+        return {"outcome": {"outcome": "selected", "optionId": first.get("optionId")}}
     return {"outcome": {"outcome": "cancelled"}}
 
 
 def _advertised(caps: Mapping[str, Any], *path: str) -> bool:
     value: Any = caps
     for part in path:
-        if not isinstance(value, dict):
+        if not is_object(value):
             return False
         value = value.get(part)
     return value is not None and value is not False
@@ -57,7 +60,7 @@ def answer_agent_request(
 ) -> ClientAnswer:
     """How the conformance client answers ``method``; ``caps`` are the client capabilities it sent, ``root``
     the only directory its file system serves."""
-    p: dict[str, Any] = params if isinstance(params, dict) else {}
+    p: JsonObject = params if is_object(params) else {}
     if method == "session/request_permission":
         return {"result": choose_permission(p, policy)}, None
     if method == "fs/read_text_file":

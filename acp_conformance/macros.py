@@ -105,7 +105,7 @@ def expand_macros(
         if name is None:
             out.append(dict(step))
             continue
-        spec = {**(step[name] or {}), **{k: step[k] for k in _CARRIED if k in step}}
+        spec: dict[str, Any] = {**(step[name] or {}), **{k: step[k] for k in _CARRIED if k in step}}
         if name == "initialize":
             out += _initialize(spec, client, auth_method)
         elif name == "new_session":

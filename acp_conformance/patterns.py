@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from .json_types import JsonObject, is_array, is_object
 
 __all__ = ["ABSENT", "get_path", "mismatch", "set_path", "short", "substitute"]
 
 ABSENT = "<absent>"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_TYPES = {
+_TYPES: dict[str, Callable[[Any], bool]] = {
     "*": lambda v: True,
     "<string>": lambda v: isinstance(v, str),
     "<nonempty>": lambda v: isinstance(v, str) and v != "",
@@ -40,9 +42,9 @@ def substitute(value: Any, variables: Mapping[str, Any]) -> Any:
         if whole is not None and whole.group(1) in variables:
             return variables[whole.group(1)]
         return _VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), value)
-    if isinstance(value, list):
+    if is_array(value):
         return [substitute(v, variables) for v in value]
-    if isinstance(value, dict):
+    if is_object(value):
         return {k: substitute(v, variables) for k, v in value.items()}
     return value
 
@@ -51,23 +53,22 @@ def mismatch(pattern: Any, value: Any, path: str = "$") -> str | None:
     """None when ``value`` matches ``pattern``; else where and why not."""
     if isinstance(pattern, str) and pattern in _TYPES:
         return None if _TYPES[pattern](value) else f"{path}: expected {pattern}, got {short(value)}"
-    if isinstance(pattern, dict) and len(pattern) == 1:
+    if is_object(pattern) and len(pattern) == 1:
         special = _special(pattern, value, path)
         if special is not _NOT_SPECIAL:
             return special
-    if isinstance(pattern, dict):
+    if is_object(pattern):
         return _mismatch_object(pattern, value, path)
-    if isinstance(pattern, list):
-        if not isinstance(value, list) or len(value) != len(pattern):
+    if is_array(pattern):
+        if not is_array(value) or len(value) != len(pattern):
             return f"{path}: expected a list of {len(pattern)}, got {short(value)}"
         for i, (p, v) in enumerate(zip(pattern, value, strict=True)):
             problem = mismatch(p, v, f"{path}[{i}]")
             if problem:
                 return problem
         return None
-    numbers = (
-        isinstance(pattern, int | float) and isinstance(value, int | float) and not isinstance(value, bool)
-    )
+    # 1 matches 1.0, but a boolean is no number either way (`true` must not match 1, nor 1 match `true`)
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (pattern, value))
     if type(pattern) is not type(value) and not numbers:
         return f"{path}: expected {short(pattern)}, got {short(value)}"
     return None if pattern == value else f"{path}: expected {short(pattern)}, got {short(value)}"
@@ -76,7 +77,7 @@ def mismatch(pattern: Any, value: Any, path: str = "$") -> str | None:
 _NOT_SPECIAL = object()
 
 
-def _special(pattern: dict[str, Any], value: Any, path: str) -> Any:
+def _special(pattern: JsonObject, value: Any, path: str) -> Any:
     (key, arg), *_ = pattern.items()
     if key == "$contains":
         ok = isinstance(value, str) and str(arg).lower() in value.lower()
@@ -87,7 +88,7 @@ def _special(pattern: dict[str, Any], value: Any, path: str) -> Any:
     if key == "$not":
         return f"{path}: expected anything but {short(arg)}" if mismatch(arg, value, path) is None else None
     if key in ("$any", "$none"):
-        if not isinstance(value, list):
+        if not is_array(value):
             return f"{path}: expected a list, got {short(value)}"
         hits = [v for v in value if mismatch(arg, v, path) is None]
         if key == "$any":
@@ -98,10 +99,10 @@ def _special(pattern: dict[str, Any], value: Any, path: str) -> Any:
     return _NOT_SPECIAL
 
 
-def _mismatch_object(pattern: dict[str, Any], value: Any, path: str) -> str | None:
-    if not isinstance(value, dict):
+def _mismatch_object(pattern: JsonObject, value: Any, path: str) -> str | None:
+    if not is_object(value):
         return f"{path}: expected an object, got {short(value)}"
-    obj: dict[str, Any] = value
+    obj = value
     for key, sub in pattern.items():
         if key == "$text":
             if str(sub).lower() not in json.dumps(obj, ensure_ascii=False).lower():
@@ -127,9 +128,9 @@ def short(value: Any, limit: int = 300) -> str:
 def get_path(value: Any, path: str) -> Any:
     """``a.b.0.c`` inside ``value``; raises ``KeyError``/``IndexError`` when absent."""
     for part in path.split(".") if path else []:
-        if isinstance(value, list):
+        if is_array(value):
             value = value[int(part)]
-        elif isinstance(value, dict):
+        elif is_object(value):
             value = value[part]
         else:
             raise KeyError(path)
@@ -139,9 +140,9 @@ def get_path(value: Any, path: str) -> Any:
 def set_path(value: Any, path: str, new: Any) -> None:
     parts = path.split(".")
     for part in parts[:-1]:
-        value = value[int(part)] if isinstance(value, list) else value[part]
+        value = value[int(part)] if is_array(value) else value[part]
     last = parts[-1]
-    if isinstance(value, list):
+    if is_array(value):
         value[int(last)] = new
     else:
         value[last] = new

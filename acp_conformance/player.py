@@ -49,6 +49,7 @@ from .agent import AgentProcess, Line
 from .assertions import check_collected
 from .client import answer_agent_request
 from .fake_model import FakeModel
+from .json_types import is_object, member
 from .patterns import ABSENT, get_path, mismatch, set_path, short, substitute
 from .steps import NotApplicable, OtherSteps, StepFailure
 from .validate import id_key
@@ -67,11 +68,11 @@ _NOTIFICATION = {"method": "<string>", "id": ABSENT}
 
 
 def _is_request(msg: Any) -> bool:
-    return isinstance(msg, dict) and "method" in msg and "id" in msg
+    return is_object(msg) and "method" in msg and "id" in msg
 
 
 def _awaits_response(pattern: Any) -> bool:
-    if not isinstance(pattern, dict):
+    if not is_object(pattern):
         return False
     if "$oneOf" in pattern:
         return all(_awaits_response(p) for p in pattern["$oneOf"])
@@ -130,15 +131,15 @@ class Player(OtherSteps):
                 return line
 
     def _is_transparent(self, msg: Any) -> bool:
-        if not isinstance(msg, dict) or "id" in msg or not isinstance(msg.get("method"), str):
+        if not is_object(msg) or "id" in msg or not isinstance(msg.get("method"), str):
             return False
         method: str = msg["method"]
         if method.startswith("_"):
             return True  # extension notifications are the agent's own business
         if method != "session/update":
             return False
-        update = (msg.get("params") or {}).get("update")
-        return isinstance(update, dict) and update.get("sessionUpdate") in self.transparent
+        update = member(msg.get("params"), "update")
+        return is_object(update) and update.get("sessionUpdate") in self.transparent
 
     async def next_message(self, what: str, timeout_ms: float) -> Any:
         try:
@@ -179,7 +180,7 @@ class Player(OtherSteps):
         obj = substitute(obj, self.vars)
         if pad is not None:
             set_path(obj, str(pad["path"]), "x" * int(pad["bytes"]))
-        if isinstance(obj, dict) and "id" in obj and "method" in obj:
+        if is_object(obj) and "id" in obj and "method" in obj:
             self.agent.sent_methods[id_key(obj["id"])] = str(obj["method"])
         await self.write(obj)
 
@@ -240,12 +241,14 @@ class Player(OtherSteps):
         }
 
     def capture(self, step: Mapping[str, Any], msg: Any) -> None:
-        for name, path in (step.get("capture") or {}).items():
+        captures: Mapping[str, Any] = step.get("capture") or {}
+        for name, path in captures.items():
             try:
                 self.vars[name] = get_path(msg, path)
             except (KeyError, IndexError, ValueError, TypeError):
                 raise StepFailure(f"cannot capture {name} from {path} in {short(msg)}") from None
-        for name, path in (step.get("capture_optional") or {}).items():
+        optional: Mapping[str, Any] = step.get("capture_optional") or {}
+        for name, path in optional.items():
             try:
                 self.vars[name] = get_path(msg, path)
             except (KeyError, IndexError, ValueError, TypeError):
@@ -327,7 +330,7 @@ class Player(OtherSteps):
         skipped: list[Any] = []
         while True:
             msg = await self.next_message(f"an agent request {spec['method']}", self.timeout(step))
-            is_note = isinstance(msg, dict) and "method" in msg and "id" not in msg
+            is_note = is_object(msg) and "method" in msg and "id" not in msg
             if not (is_note and step.get("skip_notifications")):
                 break
             skipped.append(msg)

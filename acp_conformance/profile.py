@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from .fake_model import API_NAMES
+from .json_types import is_object
 from .patterns import substitute
 
 __all__ = [
@@ -190,7 +191,7 @@ def _from_table(data: dict[str, Any], source: str) -> Profile:
         raise ProfileError(f"{source}: api = {api!r}: use one of {', '.join(API_NAMES)}")
     tools: dict[str, ToolMap] = {}
     for role, spec in dict(data.get("tools") or {}).items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        if not is_object(spec) or not isinstance(spec.get("name"), str):
             raise ProfileError(f'{source}: [tools.{role}] needs name = "..." and an input table')
         tools[str(role)] = ToolMap(str(spec["name"]), dict(spec.get("input") or {}))
     script = dict(data.get("script") or {})

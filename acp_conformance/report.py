@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .checks import CheckResult, Level, Outcome
+from .json_types import is_object
 from .suite import SuiteResult
 from .validate import SCHEMA_VERSION
 
@@ -63,9 +64,7 @@ def _agent_line(run: SuiteResult) -> str:
         return "agent: initialize failed"
     info = run.init.get("agentInfo")
     name = (
-        f"{info.get('name', '?')} {info.get('version', '')}".strip()
-        if isinstance(info, dict)
-        else "(no agentInfo)"
+        f"{info.get('name', '?')} {info.get('version', '')}".strip() if is_object(info) else "(no agentInfo)"
     )
     return f"agent: {name} · advertises: {', '.join(advertised(run.init)) or 'nothing optional'}"
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .checks import Check, Level, Outcome
+from .json_types import is_object, member
 from .profile import Profile
 
 __all__ = [
@@ -103,9 +104,9 @@ def _subs(steps: Iterable[Mapping[str, Any]], where: str) -> list[Check]:
     out: list[Check] = []
     for i, step in enumerate(steps):
         nested = next(
-            (step[k] for k in ("initialize", "new_session", "prompt") if isinstance(step.get(k), dict)), {}
+            (step[k] for k in ("initialize", "new_session", "prompt") if is_object(step.get(k))), None
         )
-        spec = step.get("as") or nested.get("as")
+        spec = step.get("as") or member(nested, "as")
         if spec is not None:
             out.append(_check(spec, f"{where} step {i + 1}", f"{where}.{i + 1}"))
     return out
@@ -134,12 +135,11 @@ def advertises(init: Mapping[str, Any], token: str) -> bool:
     if token == "authMethods":
         return bool(init.get("authMethods"))
     if token == "steering":  # the ``_session/steering`` extension, advertised outside agentCapabilities
-        meta: Any = init.get("_meta") or {}
-        steering: Any = meta.get("steering") if isinstance(meta, dict) else None
-        return isinstance(steering, dict) and steering.get("supported") is True
+        steering = member(init.get("_meta"), "steering")
+        return member(steering, "supported") is True
     value: Any = init.get("agentCapabilities") or {}
     for part in CAPABILITY_TOKENS[token]:
-        if not isinstance(value, dict):
+        if not is_object(value):
             return False
         value = value.get(part)
     return value is not None and value is not False

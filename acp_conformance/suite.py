@@ -17,6 +17,7 @@ import anyio
 from .agent import AgentProcess
 from .checks import GLOBAL_CHECKS, CheckResult, Outcome
 from .fake_model import FakeModel, ToolCall, Turn
+from .json_types import is_object
 from .macros import expand_macros
 from .patterns import substitute
 from .player import DEFAULT_TRANSPARENT, NotApplicable, Player, StepFailure
@@ -246,9 +247,11 @@ def _save_requests(model: FakeModel, folder: Path) -> None:
 
 
 def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
+    match exc:
+        case BaseExceptionGroup(exceptions=(BaseException() as first, *_)):
+            return _leaf(first)
+        case _:
+            return exc
 
 
 def _applicable_steps(
@@ -285,7 +288,7 @@ async def probe(
         scenario_from_data("probe", _PROBE), command, profile, validator=validator, base_env=base_env
     )
     init = run.variables.get("INIT")
-    return (init if isinstance(init, dict) else None), run.results[0].detail
+    return (init if is_object(init) else None), run.results[0].detail
 
 
 async def run_suite(

@@ -11,6 +11,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .json_types import is_array, is_object
+
 __all__ = ["SCHEMA_VERSION", "MessageValidator", "MethodTables", "id_key", "load_schema", "method_tables"]
 
 SCHEMA_VERSION = "v1 (TypeScript SDK 2.4.0, 2026-11-02)"
@@ -100,19 +102,19 @@ class MessageValidator:
 
     def check(self, msg: Any, sent_methods: dict[Any, str]) -> list[str]:
         """``sent_methods`` maps the ids of the kit's requests (``id_key``) to their methods."""
-        if isinstance(msg, list):  # the answer to a batch: a non-empty array of responses
+        if is_array(msg):  # the answer to a batch: a non-empty array of responses
             if not msg:
                 return ["an empty array"]
             problems: list[str] = []
             for item in msg:
-                if not isinstance(item, dict) or "method" in item:
+                if not is_object(item) or "method" in item:
                     problems.append("a batch answer may only hold responses")
                 else:
                     problems += self.check(item, sent_methods)
             return problems
-        if not isinstance(msg, dict):
+        if not is_object(msg):
             return ["not a JSON object"]
-        obj: dict[str, Any] = msg
+        obj = msg
         if _other_version(obj, sent_methods):
             return []  # the agent chose another protocol version: its answer follows that version's schema
         problems = self._check("#/$defs/_AgentMessage", obj, "message")
@@ -127,12 +129,12 @@ class MessageValidator:
         method = sent_methods.get(id_key(obj["id"]))
         name = self._tables.responses.get(method) if method is not None else None
         result = obj["result"]
-        if method == "initialize" and isinstance(result, dict) and result.get("protocolVersion") != 1:
+        if method == "initialize" and is_object(result) and result.get("protocolVersion") != 1:
             return (
                 problems  # the agent chose another protocol version: its answer follows that version's schema
             )
         if name is not None:
-            if not isinstance(result, dict):
+            if not is_object(result):
                 problems.append(f"{method} result must be an object, got {json.dumps(result)[:80]}")
             problems += self._check(f"#/$defs/{name}", result, f"{method} result")
         return problems
@@ -157,5 +159,5 @@ def _other_version(obj: dict[str, Any], sent_methods: dict[Any, str]) -> bool:
     """An ``initialize`` answer choosing a protocol version other than 1 (a v2 agent asked for 999)."""
     if "result" not in obj or "id" not in obj or sent_methods.get(id_key(obj["id"])) != "initialize":
         return False
-    result: Any = obj["result"]
-    return isinstance(result, dict) and result.get("protocolVersion") != 1
+    result = obj["result"]
+    return is_object(result) and result.get("protocolVersion") != 1

@@ -28,7 +28,7 @@ def anthropic_stream(turn: Turn, model: str) -> tuple[list[bytes], list[bytes]]:
         "output_tokens": 1,
         "service_tier": "standard",
     }
-    message = {
+    message: dict[str, Any] = {
         "id": f"msg_conformance{turn.index}",
         "type": "message",
         "role": "assistant",
@@ -70,7 +70,7 @@ def anthropic_stream(turn: Turn, model: str) -> tuple[list[bytes], list[bytes]]:
         tail.append(ev("content_block_stop", index=index))
         index += 1
     for call in turn.tool_calls:
-        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         tail.append(ev("content_block_start", index=index, content_block=block))
         tail.append(
             ev("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": ""})

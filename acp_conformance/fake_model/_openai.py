@@ -184,9 +184,9 @@ def responses_stream(turn: Turn, model: str) -> tuple[list[bytes], list[bytes]]:
             )
             head.append(ev("response.output_item.done", output_index=out, item=item))
         elif item["type"] == "message":
-            added = {**item, "status": "in_progress", "content": []}
+            added: dict[str, Any] = {**item, "status": "in_progress", "content": []}
             head.append(ev("response.output_item.added", output_index=out, item=added))
-            part = {"type": "output_text", "text": "", "annotations": []}
+            part: dict[str, Any] = {"type": "output_text", "text": "", "annotations": []}
             head.append(
                 ev(
                     "response.content_part.added",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..json_types import is_object, member
 from .exchange import Recorded, Reply, Stall
 from .render import Turn, render_json, render_stream
 
@@ -34,7 +35,7 @@ def rendered(api: str, request: Recorded, turn: Turn, model: str, stall: Stall |
     body: Any = _json_or_none(request.body)
     stream = api == "gemini" and ":streamGenerateContent" in request.path
     if api != "gemini":
-        stream = isinstance(body, dict) and bool(body.get("stream"))
+        stream = is_object(body) and bool(body.get("stream"))
     if not stream:
         return Reply.json(200, render_json(api, turn, model))
     head, tail = render_stream(api, turn, model)
@@ -57,7 +58,5 @@ def _model_of(api: str, request: Recorded, body: Any) -> str | None:
     if api == "gemini":
         name = request.path.rsplit("/models/", 1)[-1].split(":", 1)[0]
         return name or None
-    if isinstance(body, dict):
-        model: Any = body.get("model")
-        return model if isinstance(model, str) else None
-    return None
+    model = member(body, "model")
+    return model if isinstance(model, str) else None
