@@ -1,19 +1,19 @@
-"""The sessions folder's index, ``<home>/sessions/index.sqlite3``: what ``session/list`` shows of each
-session (id, folders, title, times, archived), so a page costs what it returns rather than a read of every
-``meta.json``.
+"""The sessions folder's index, ``<home>/sessions/.index/sessions.sqlite3``: what ``session/list`` shows of
+each session (id, folders, title, times, archived), so a page costs what it returns rather than a read of
+every ``meta.json``.
 
-The ``meta.json`` files stay the truth; the index is a cache of them that any damage only makes slower:
+The ``meta.json`` files stay the truth; the index is a cache of them that damage only makes slower:
 - SQLite keeps it whole through a ``kill -9`` at any moment and between agent processes sharing the folder
-  (WAL, a busy timeout); its files are 0600 in the 0700 sessions folder.
+  (WAL, a busy timeout; each catch-up is one write transaction); its files are 0600 in 0700 folders.
 - The store writes it after each ``meta.json`` it writes; a rewrite first marks the row dirty, so a process
   killed between the two leaves a row the next listing re-reads from its ``meta.json``.
 - Folders added or removed by anyone else (an older agent, a hand copy, ``rm -r``, the early
-  ``session/new`` answer) change the sessions folder's mtime: the next listing compares the folder's
-  entries with the rows. An mtime too recent to tell a later change from is not trusted (timestamps are
-  coarse), so a change in the same tick is seen too.
+  ``session/new`` answer) change the sessions folder's ``(mtime, link count)``: the next listing compares
+  the folder's entries with the rows. A session folder this process made or removed moves the look by
+  exactly one link, and the index takes the new look without reading the folder.
 - Missing, replaced, of another schema, corrupt (``sqlite3.DatabaseError``) or marked stale (a write to it
-  failed): rebuilt from the ``meta.json`` files. A ``meta.json`` rewritten in place by another program is
-  not seen until then (``acp-agent`` never does that).
+  failed): rebuilt from the ``meta.json`` files. Not seen until then: a ``meta.json`` rewritten in place by
+  another program (``acp-agent`` never does that), a folder renamed by hand in the clock tick of a look.
 All of it is blocking: call it in a worker thread.
 """
 
@@ -238,10 +238,11 @@ class SessionIndex:
                 db.execute(f"INSERT OR IGNORE INTO sessions VALUES ({_PLACES})", _row(meta))
 
     def _trusted_look(self) -> str:
-        """The sessions folder's look, packed, or ``_UNKNOWN`` when its mtime is too recent to trust (then the
-        next listing reads the folder again)."""
+        """The sessions folder's look, packed; ``_UNKNOWN`` (the next listing reads the folder again) when
+        its file system counts no links and its mtime is recent enough to share its clock tick with a
+        change to come (a link count tells such a change apart)."""
         seen = _look(self.root)
-        return _pack(seen) if time.time_ns() - seen[0] > _RACY_NS else _UNKNOWN
+        return _pack(seen) if seen[1] > 1 or time.time_ns() - seen[0] > _RACY_NS else _UNKNOWN
 
     # -- the connection --------------------------------------------------------------------------------
 
