@@ -140,7 +140,7 @@ class AcpAgent:
     # --- the Handler protocol --------------------------------------------------------------------
 
     async def handle_request(self, method: str, params: Any, ctx: RequestContext) -> Any:
-        await self.early.built()
+        await self.early.ended(self)
         route = ROUTES.get(method)
         if route is None:
             raise RpcError.method_not_found(method)
@@ -153,7 +153,7 @@ class AcpAgent:
         return await route.handler(self, request, ctx)
 
     async def handle_notification(self, method: str, params: Any) -> None:
-        await self.early.built()
+        await self.early.ended(self)
         if method == "mcp/message" and self._initialized:
             return await self.mcp_bridge.notified(params)
         if method != "session/cancel" or not self._initialized:
@@ -177,8 +177,9 @@ class AcpAgent:
             callback()
 
     async def aclose(self) -> None:
-        """Close every session (cancels running turns; frees their resources)."""
-        await self.early.built()
+        """Close every session (cancels running turns; frees their resources); the early session's build,
+        if under way, is cut short (``EarlySession.ended``)."""
+        await self.early.ended(self)
         sessions, self.sessions = list(self.sessions.values()), {}
         async with anyio.create_task_group() as tg:
             for session in sessions:
@@ -216,7 +217,9 @@ class AcpAgent:
 
     async def _warm_up(self) -> None:
         try:
-            await anyio.to_thread.run_sync(warm_imports, self._factory)
+            # Abandoned when its owner, the connection's task group, is cancelled at the end of input:
+            # the thread finishes its import unwaited for, and the process exits without it.
+            await anyio.to_thread.run_sync(warm_imports, self._factory, abandon_on_cancel=True)
         except Exception:
             log.exception("warming up imports failed")
 

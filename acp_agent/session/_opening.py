@@ -68,17 +68,23 @@ class EarlySession:
     def __init__(self) -> None:
         self.opened: EarlyOpened | None = None
         self._building: anyio.Event | None = None
+        self._scope: anyio.CancelScope | None = None
         self._failed: dict[str, str] = {}
+        self._stored: EarlyOpened | None = None
+        """The early session until its build stored it (``ended`` stores it itself when it cut the build)."""
 
     def attach(self, agent: AcpAgent, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
         opened, self.opened = self.opened, None
         if opened is None:
             return
         building = self._building = anyio.Event()
+        scope = self._scope = anyio.CancelScope()
+        self._stored = opened
 
         async def build() -> None:
             try:
-                await self._build(agent, opened)
+                with scope:
+                    await self._build(agent, opened)
             finally:
                 building.set()
 
@@ -89,28 +95,58 @@ class EarlySession:
         if self._building is not None and not self._building.is_set():
             await self._building.wait()
 
+    async def ended(self, agent: AcpAgent) -> None:
+        """The input ended: a build under way is cut short (the editor closed the thread it just opened:
+        nobody waits for its tools) and the session is stored as its build would have stored it, so the
+        session the answer announced stays loadable. Returns at once when there is none."""
+        if self._building is None or self._building.is_set():
+            return
+        if self._scope is not None:
+            self._scope.cancel()
+        await self._building.wait()
+        opened, self._stored = self._stored, None
+        if opened is None:
+            return
+        try:
+            await agent.store.save_meta(await _meta(opened))
+        except Exception as exc:  # as a build that fails: the record written at the answer is no session
+            log.warning("session %s (answered at start-up) not stored: %s", opened.session_id, exc)
+            await agent.store.delete(opened.session_id)
+        else:
+            log.info(
+                "session %s stored unbuilt (answered at start-up): the input ended first", opened.session_id
+            )
+
     def failed(self, session_id: str) -> str | None:
         """Why the early session ``session_id`` could not be built (None: it was, or is not one)."""
         return self._failed.get(session_id)
 
     async def _build(self, agent: AcpAgent, opened: EarlyOpened) -> None:
         try:
-            req = m.NewSessionRequest.model_validate(opened.params)
-            cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
-            now = now_iso()
-            meta = SessionMeta(opened.session_id, cwd, now, now, None, dirs, kept_servers(req.mcp_servers))
+            meta = await _meta(opened)
             session = await agent.open_session(meta, [], None)
             await agent.store.save_meta(meta)
+            self._stored = None
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
+            self._stored = None
             log.exception("session %s (answered at start-up) could not be set up", opened.session_id)
             self._failed[opened.session_id] = str(exc) or type(exc).__name__
             await agent.store.delete(opened.session_id)  # the record written at the answer: not a session
             return
         session.opened.set()  # its answer is long on the wire
-        log.info("session %s created in %s (answered at start-up)", session.id, cwd)
+        log.info("session %s created in %s (answered at start-up)", session.id, session.meta.cwd)
         await _correct(session, opened.state, controls_state(session))
+
+
+async def _meta(opened: EarlyOpened) -> SessionMeta:
+    """The early session's meta, as ``session/new`` would store it (its folders checked, its MCP servers
+    as kept)."""
+    req = m.NewSessionRequest.model_validate(opened.params)
+    cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
+    now = now_iso()
+    return SessionMeta(opened.session_id, cwd, now, now, None, dirs, kept_servers(req.mcp_servers))
 
 
 async def _correct(session: Session, said: dict[str, Any], state: dict[str, Any]) -> None:
