@@ -140,7 +140,7 @@ class AcpAgent:
     # --- the Handler protocol --------------------------------------------------------------------
 
     async def handle_request(self, method: str, params: Any, ctx: RequestContext) -> Any:
-        await self.early.ended(self)
+        await self.early.built()
         route = ROUTES.get(method)
         if route is None:
             raise RpcError.method_not_found(method)
@@ -153,7 +153,7 @@ class AcpAgent:
         return await route.handler(self, request, ctx)
 
     async def handle_notification(self, method: str, params: Any) -> None:
-        await self.early.ended(self)
+        await self.early.built()
         if method == "mcp/message" and self._initialized:
             return await self.mcp_bridge.notified(params)
         if method != "session/cancel" or not self._initialized:
@@ -179,7 +179,7 @@ class AcpAgent:
     async def aclose(self) -> None:
         """Close every session (cancels running turns; frees their resources); the early session's build,
         if under way, is cut short (``EarlySession.ended``)."""
-        await self.early.ended(self)
+        await self.early.ended()
         sessions, self.sessions = list(self.sessions.values()), {}
         async with anyio.create_task_group() as tg:
             for session in sessions:

@@ -70,8 +70,8 @@ class EarlySession:
         self._building: anyio.Event | None = None
         self._scope: anyio.CancelScope | None = None
         self._failed: dict[str, str] = {}
-        self._stored: EarlyOpened | None = None
-        """The early session until its build stored it (``ended`` stores it itself when it cut the build)."""
+        self._plain = ""
+        """The early session's id when it has no MCP servers (its record is complete)."""
 
     def attach(self, agent: AcpAgent, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
         opened, self.opened = self.opened, None
@@ -79,7 +79,7 @@ class EarlySession:
             return
         building = self._building = anyio.Event()
         scope = self._scope = anyio.CancelScope()
-        self._stored = opened
+        self._plain = "" if opened.params.get("mcpServers") else opened.session_id
 
         async def build() -> None:
             try:
@@ -95,27 +95,17 @@ class EarlySession:
         if self._building is not None and not self._building.is_set():
             await self._building.wait()
 
-    async def ended(self, agent: AcpAgent) -> None:
-        """The input ended: a build under way is cut short (the editor closed the thread it just opened:
-        nobody waits for its tools) and the session is stored as its build would have stored it, so the
-        session the answer announced stays loadable. Returns at once when there is none."""
+    async def ended(self) -> None:
+        """The input ended: a build under way of a session without MCP servers is cut short (the editor
+        closed the thread it just opened: nobody waits for its tools), as the record written at the
+        answer is what its build would store; one with MCP servers is built and stored with them (a
+        server starting is not cut short). Returns at once when there is none."""
         if self._building is None or self._building.is_set():
             return
-        if self._scope is not None:
+        if self._scope is not None and self._plain:
             self._scope.cancel()
+            log.info("session %s (answered at start-up): the input ended before it was built", self._plain)
         await self._building.wait()
-        opened, self._stored = self._stored, None
-        if opened is None:
-            return
-        try:
-            await agent.store.save_meta(await _meta(opened))
-        except Exception as exc:  # as a build that fails: the record written at the answer is no session
-            log.warning("session %s (answered at start-up) not stored: %s", opened.session_id, exc)
-            await agent.store.delete(opened.session_id)
-        else:
-            log.info(
-                "session %s stored unbuilt (answered at start-up): the input ended first", opened.session_id
-            )
 
     def failed(self, session_id: str) -> str | None:
         """Why the early session ``session_id`` could not be built (None: it was, or is not one)."""
@@ -126,11 +116,9 @@ class EarlySession:
             meta = await _meta(opened)
             session = await agent.open_session(meta, [], None)
             await agent.store.save_meta(meta)
-            self._stored = None
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
-            self._stored = None
             log.exception("session %s (answered at start-up) could not be set up", opened.session_id)
             self._failed[opened.session_id] = str(exc) or type(exc).__name__
             await agent.store.delete(opened.session_id)  # the record written at the answer: not a session

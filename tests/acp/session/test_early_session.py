@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent._early import EarlyOpened
+from acp_agent._early import EarlyOpened, record_session
 from acp_agent.session import SessionEnvironment, SessionSetup
 from acp_agent.session._setup import CommandOutcome
 from harness import Model
@@ -131,12 +131,13 @@ async def test_end_of_input_cuts_the_early_sessions_build_short_and_the_session_
         await anyio.sleep_forever()  # a set-up nobody waits for once the editor closed the thread
         raise AssertionError("unreachable")
 
-    opened = EarlyOpened(
-        2,
-        {"cwd": str(tmp_path), "mcpServers": [], "additionalDirectories": [str(tmp_path)]},
-        "sess_early0000",
-        {},
-    )
+    params: dict[str, Any] = {
+        "cwd": str(tmp_path),
+        "mcpServers": [],
+        "additionalDirectories": [str(tmp_path)],
+    }
+    assert record_session(tmp_path / "sessions", "sess_early0000", params)  # as the early answer does
+    opened = EarlyOpened(2, params, "sess_early0000", {})
     with anyio.fail_after(5):  # (the build never ends by itself: only the end of input ends it)
         async with running_agent(tmp_path, factory=slow, early=opened) as (client, _agent, _tg):
             await started.wait()
