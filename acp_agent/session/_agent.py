@@ -184,6 +184,8 @@ class AcpAgent:
         async with anyio.create_task_group() as tg:
             for session in sessions:
                 tg.start_soon(session.close)
+        if self._store is not None:  # its index's connection (a later use opens it again)
+            await anyio.to_thread.run_sync(self._store.index.close)
 
     # --- initialize / authenticate ----------------------------------------------------------------
 

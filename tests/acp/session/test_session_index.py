@@ -56,9 +56,9 @@ async def test_a_built_index_answers_without_reading_any_meta_json(tmp_path: Pat
     root = tmp_path / "sessions"
     for i in range(5):
         _hand_write(root, f"s{i}", f"title {i}", f"2024-01-0{i + 1}T00:00:00.000Z")
-    assert _titles(_all(SessionIndex(root, SessionStore(root).index._read_meta))) == [  # pyright: ignore[reportPrivateUsage]
-        f"title {i}" for i in reversed(range(5))
-    ]
+    builder = SessionStore(root).index
+    assert _titles(_all(builder)) == [f"title {i}" for i in reversed(range(5))]
+    builder.close()
     _age(root)
     first = SessionIndex(root, lambda path: pytest.fail(f"read {path}"))
     first.page(ListQuery(None, "exclude", None, 50), [])  # the folder's look is trusted from here on
