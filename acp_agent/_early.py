@@ -13,7 +13,9 @@ functions its sessions answer with): an editor opening a thread sends ``initiali
 as soon as it has the answer, and waits for both. The session is built when the rest is imported
 (``acp_agent.session._early_open`` adopts it, before any later request is served; what it finds different
 from this answer is sent as updates). Anything unusual about that line (MCP servers or directories of an
-unexpected shape, a missing folder, a configuration with problems) leaves it to the connection. Standard
+unexpected shape, a missing folder, a configuration with problems) leaves it to the connection. While the
+rest is imported after that answer, ``EofWatch`` waits for the next input: an end of input right away (an
+editor closing the thread it just opened) ends the process then, the session being on disk. Standard
 library only.
 """
 
