@@ -11,9 +11,11 @@ When the next line is a plain ``session/new`` (and a model is configured), it is
 the configuration and the cached model list (``opening``: the coding agent's ``EarlyOpening``, the same
 functions its sessions answer with): an editor opening a thread sends ``initialize``, then ``session/new``
 as soon as it has the answer, and waits for both. The session is built when the rest is imported
-(``acp_agent.session._opening.EarlySession`` adopts it, before any later request is served; what it finds
-different from this answer is sent as updates). Anything unusual about that line (MCP servers or directories of an
-unexpected shape, a missing folder, a configuration with problems) leaves it to the connection. Standard
+(``acp_agent.session._opening.EarlySession`` adopts it, before any later request is served; what it finds different
+from this answer is sent as updates). Anything unusual about that line (MCP servers or directories of an
+unexpected shape, a missing folder, a configuration with problems) leaves it to the connection. While the
+rest is imported after that answer, ``EofWatch`` waits for the next input: an end of input right away (an
+editor closing the thread it just opened) ends the process then, the session being on disk. Standard
 library only.
 """
 
@@ -24,6 +26,7 @@ import json
 import os
 import select
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -39,6 +42,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "EarlyOpened",
     "EarlyStart",
+    "EofWatch",
     "Opening",
     "advertised",
     "claim_stdio",
@@ -88,6 +92,59 @@ class EarlyStart:
     pending: bytes
     initialized: dict[str, Any] | None
     opened: EarlyOpened | None = None
+    watch: EofWatch | None = None
+    """Watches the input while the rest is imported, after a ``session/new`` answered here."""
+
+    def claimed(self) -> EarlyStart:
+        """This start with the watch stopped (call it before anything but imports is done: until then the
+        watch may end the process) and what it read put before the pending input."""
+        if self.watch is None:
+            return self
+        return replace(self, pending=self.pending + self.watch.stop(), watch=None)
+
+
+class EofWatch:
+    """A daemon thread that waits for the input after an early ``session/new`` answer while the main
+    thread imports the rest (``select``, in short slices so ``stop`` ends it soon). The first bytes are
+    kept for the connection. An end of input with nothing before it, when the answered session is on disk
+    as its build would store it (``session_complete``) and ``may_exit``, ends the process at once: nothing
+    else was promised, the main thread has only imported since, and an editor closing a thread it just
+    opened should not wait for that. Standard library only."""
+
+    _SLICE_S: Final = 0.02
+
+    def __init__(self, fd: int, session_complete: bool, may_exit: bool) -> None:
+        self._fd = fd
+        self._exit = session_complete and may_exit
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._read: list[bytes] = []
+        self._thread = threading.Thread(target=self._run, name="acp-agent-early-eof", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if not select.select([self._fd], [], [], self._SLICE_S)[0]:
+                    continue
+                chunk = os.read(self._fd, _READ_SIZE)
+            except BlockingIOError:
+                continue
+            except (OSError, ValueError):
+                return  # the connection's own read says what is wrong
+            if chunk:
+                self._read.append(chunk)
+                return
+            with self._lock:  # (not once ``stop`` began: the main thread is past its imports)
+                if self._exit and not self._stop.is_set():
+                    os._exit(0)
+            return  # a pipe's end stays: the connection reads it again
+
+    def stop(self) -> bytes:
+        with self._lock:
+            self._stop.set()
+        self._thread.join()
+        return b"".join(self._read)
 
 
 def advertised(capabilities: Any, *path: str) -> bool:
@@ -212,11 +269,13 @@ def early_start(
     opening: Opening | None = None,
     read: bytes = b"",
     sessions: Path | None = None,
+    exit_on_end: bool = False,
 ) -> EarlyStart:
     """Claim stdio, read the first line, answer it when it is ``initialize``, and then the next when it
-    is a ``session/new`` that ``opening`` can answer (see the module docstring). ``read``: input already
-    taken from stdin (a line typed in a terminal, ``acp_agent._by_hand``). ``sessions``: the folder of the
-    session store, where a session answered here is written before the answer (``record_session``)."""
+        is a ``session/new`` that ``opening`` can answer (see the module docstring). ``read``: input already
+        taken from stdin (a line typed in a terminal, ``acp_agent._by_hand``). ``sessions``: the folder of the
+        session store, where a session answered here is written before the answer (``record_session``). ``exit_on_end``: the process may
+    end at once when the input ends right after that answer (``EofWatch``; the process entry point only)."""
     in_fd, out_fd = claim_stdio()
     data = read if b"\n" in read else read + _read_line(in_fd)
     line, newline, rest = data.partition(b"\n")
@@ -245,7 +304,7 @@ def early_start(
     start = EarlyStart(in_fd, out_fd, rest, answered)
     if opening is None or not configured:
         return start
-    return _open_early(start, opening, sessions)
+    return _open_early(start, opening, sessions, exit_on_end)
 
 
 def _answer(fd: int, request_id: Any, result: dict[str, Any]) -> None:
@@ -257,7 +316,9 @@ def _answer(fd: int, request_id: Any, result: dict[str, Any]) -> None:
         pass  # the client went away; the connection will see it at its first write
 
 
-def _open_early(start: EarlyStart, opening: Opening, sessions: Path | None = None) -> EarlyStart:
+def _open_early(
+    start: EarlyStart, opening: Opening, sessions: Path | None = None, exit_on_end: bool = False
+) -> EarlyStart:
     """Answer the next line when it is a ``session/new`` that ``opening`` can answer (``start`` with the
     bytes read so far otherwise)."""
     data = start.pending
@@ -280,7 +341,12 @@ def _open_early(start: EarlyStart, opening: Opening, sessions: Path | None = Non
         return replace(start, pending=data)  # not on disk: the connection answers it (and says why)
     _ending.hold()  # announced from here: a SIGTERM now ends the process only once the session is written
     _answer(start.out_fd, request_id, {"sessionId": session_id, **state})
-    return replace(start, pending=rest, opened=EarlyOpened(request_id, params, session_id, state))
+    opened = EarlyOpened(request_id, params, session_id, state)
+    watch = None
+    if not rest and not os.isatty(start.in_fd):  # (a terminal's end of input is no lasting state)
+        # Complete: the record is what the build would store, MCP servers aside (the build keeps them).
+        watch = EofWatch(start.in_fd, not params.get("mcpServers"), exit_on_end)
+    return replace(start, pending=rest, opened=opened, watch=watch)
 
 
 def record_session(sessions: Path, session_id: str, params: Mapping[str, Any]) -> bool:

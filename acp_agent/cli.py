@@ -149,6 +149,7 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
         opening=opening,
         read=typed,
         sessions=Path(config.home) / "sessions",
+        exit_on_end=fast_exit and "coverage" not in sys.modules,
     )
     _ending.hold()
     from harness.providers import keep_idle_clients
@@ -156,6 +157,8 @@ def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
 
     from .coding import coding_factory
     from .session.serve import serve_stdio
+
+    early = early.claimed()  # imports only until here: an end of input right after it ended the process
 
     # The composition root: the session layer serves whatever factory it is given; this one codes. One
     # Secrets for the process: the log redacts what every session keeps from its commands.

@@ -24,6 +24,7 @@ BENCHES = [
     "streaming",
     "cancel",
     "sessions",
+    "listing",
     "sandbox",
     "context",
     "cost",

@@ -107,6 +107,23 @@ async def _once(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, flo
     }
 
 
+async def _eof_after_new(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    """Spawn, ``initialize`` and ``session/new`` at once, and stdin EOF as soon as the session is
+    answered (an editor closing a thread it just opened): ms from EOF to exit."""
+    agent = await Agent.spawn(cmd, env)
+    try:
+        init_id = await agent.request("initialize", INIT)
+        new_id = await agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+        await agent.until_response(init_id)
+        answer, _ = await agent.until_response(new_id)
+        if "error" in answer:
+            raise RuntimeError(f"session/new failed: {answer['error']}")
+    except BaseException:
+        await agent.close()
+        raise
+    return await agent.close() * 1000
+
+
 def _med(results: list[dict[str, float]], key: str) -> float:
     return median([r[key] for r in results])
 
@@ -129,6 +146,10 @@ async def run(quick: bool) -> list[dict[str, Any]]:
             runs["script"].append(await _once(script_cmd, script_env, cwd))
             runs["sdk"].append(await _once(sdk_cmd, sdk_env, cwd))
             runs["floor"].append(await _once(floor_cmd, floor_env, cwd))
+            runs["http"][-1]["eof_new"] = await _eof_after_new(script_cmd, http_env, cwd)
+            runs["script"][-1]["eof_new"] = await _eof_after_new(script_cmd, script_env, cwd)
+            runs["sdk"][-1]["eof_new"] = await _eof_after_new(sdk_cmd, sdk_env, cwd)
+            runs["floor"][-1]["eof_new"] = await _eof_after_new(floor_cmd, floor_env, cwd)
         compiled, names = await _compiled_at_start(http_env, cwd)
     sdk, floor = runs["sdk"], runs["floor"]
 
@@ -155,6 +176,12 @@ async def run(quick: bool) -> list[dict[str, Any]]:
         row("later_new_script_ms", "later_new", None, "script"),
         row("rss_after_new_mb", "rss", 50),
         row("exit_after_eof_ms", "exit", 38),
+        row(
+            "exit_after_fresh_new_eof_ms",
+            "eof_new",
+            round(0.5 * _med(sdk, "eof_new"), 1),
+            note="stdin EOF as soon as the first session/new is answered; target: 0.5 x the SDK echo's",
+        ),
     ]
     compiled_row = figure(
         BENCH,

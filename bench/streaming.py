@@ -23,8 +23,11 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
+
+import anyio
 
 from acp_conformance.fake_model import Recorded, Reply
 from bench._rpc import INIT, Agent, figure, median, our_agent, percentile, sdk_echo
@@ -91,10 +94,40 @@ async def _chunk_latencies(agent: Agent, cwd: Path) -> list[float]:
     return out
 
 
+def _stat(pid: int) -> list[str]:
+    """``/proc/<pid>/stat``'s fields after the command name (field 3, the state, is index 0)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
+    """The agent process's own CPU (all its threads): user + system."""
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """What the user's machine spends on the agent: its own CPU, its children's that ended and were waited
+    for (``cutime``/``cstime``: git, a hook, the sandbox probe), and the live descendants' own."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = _stat(int(entry.name))
+            except OSError:  # gone meanwhile
+                continue
+            parents[int(entry.name)] = int(fields[1])
+            cpu[int(entry.name)] = int(fields[11]) + int(fields[12])
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    own = _stat(pid)
+    waited = int(own[13]) + int(own[14])
+    return (sum(cpu.get(p, 0) for p in tree) + waited) / os.sysconf("SC_CLK_TCK")
 
 
 async def _ready(agent: Agent, cwd: Path) -> str:
@@ -102,32 +135,64 @@ async def _ready(agent: Agent, cwd: Path) -> str:
     return str((await agent.call("session/new", {"cwd": str(cwd), "mcpServers": []}))["sessionId"])
 
 
-async def _prompt(agent: Agent, session: str, text: str) -> tuple[float, float, int]:
-    """One prompt; (seconds, agent CPU seconds, updates seen)."""
-    cpu0 = _cpu_s(agent.process.pid)
+async def _prompt(agent: Agent, session: str, text: str, *, settle: bool = False) -> tuple[float, Cpu, int]:
+    """One prompt; (seconds, CPU seconds of the agent's process tree (``settle``: once its after-turn work
+    is done, else at the answer) and of the process alone at the answer, updates seen)."""
+    pid = agent.process.pid
+    cpu0, own0 = _tree_cpu_s(pid), _cpu_s(pid)
     t = time.perf_counter()
     rid = await agent.request(
         "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
     )
     response, updates = await agent.until_response(rid)
     elapsed = time.perf_counter() - t
-    cpu = _cpu_s(agent.process.pid) - cpu0
+    own = _cpu_s(pid) - own0
     if "error" in response:
         raise RuntimeError(f"prompt failed: {response['error']}")
-    return elapsed, cpu, updates
+    tree = await _settled_tree_cpu_s(pid) if settle else _tree_cpu_s(pid)
+    return elapsed, Cpu(tree - cpu0, own), updates
 
 
-async def _stream(agent: Agent, cwd: Path, text: str, warm: str | None = None) -> tuple[float, float, int]:
-    """(updates/s, CPU µs per update, updates) of one long reply; ``warm`` first runs a short prompt so the
-    model is built and the connection open, as in a session the user has already prompted."""
+async def _settled_tree_cpu_s(pid: int) -> float:
+    """The tree's CPU once the turn's after-work is done (the answer's fsync, a title request, a child):
+    read until it stops growing for two readings in a row (``/proc`` counts in clock ticks), 3 s at most."""
+    last = _tree_cpu_s(pid)
+    still = 0
+    for _ in range(60):
+        await anyio.sleep(0.05)
+        now = _tree_cpu_s(pid)
+        still = still + 1 if now == last else 0
+        if still >= 2:
+            break
+        last = now
+    return last
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """A prompt's CPU seconds: the agent's process tree, settled after the answer (what the user's machine
+    spent), and the process alone until the answer (what this bench measured before)."""
+
+    tree: float
+    own: float
+
+
+async def _stream(
+    agent: Agent, cwd: Path, text: str, warm: str | None = None
+) -> tuple[float, float, int, float, float]:
+    """(updates/s, CPU µs per update of the process tree, updates, the process alone's until the answer,
+    the tree's from the spawn: start-up, warm-up and the warming prompt included) of one long reply; ``warm`` first runs a short prompt so the model is built and the connection open,
+    as in a session the user has already prompted."""
     try:
         session = await _ready(agent, cwd)
         if warm is not None:
             await _prompt(agent, session, warm)
-        elapsed, cpu, updates = await _prompt(agent, session, text)
+        elapsed, cpu, updates = await _prompt(agent, session, text, settle=True)
+        whole = _tree_cpu_s(agent.process.pid)
     finally:
         await agent.close()
-    return updates / elapsed, cpu / max(updates, 1) * 1e6, updates
+    per = 1e6 / max(updates, 1)
+    return updates / elapsed, cpu.tree * per, updates, cpu.own * per, whole * per
 
 
 async def _to_request(agent: Agent, cwd: Path, arrivals: Any, n: int) -> list[float]:
@@ -168,11 +233,11 @@ async def run(quick: bool) -> list[dict[str, Any]]:
         cwd = root / "project"
         cwd.mkdir()
         sdk_cmd, sdk_env = sdk_echo()
-        sdk, sdk_cpu, _ = await _stream(await Agent.spawn(sdk_cmd, sdk_env), cwd, f"stream {n}")
+        sdk, sdk_cpu, _, _, _ = await _stream(await Agent.spawn(sdk_cmd, sdk_env), cwd, f"stream {n}")
         cmd, _ = our_agent(root)
         for provider in PROVIDERS:
             env = http_agent(root / f"home-{provider}", provider, server.url)
-            ours, cpu, count = await _stream(await Agent.spawn(cmd, env), cwd, LONG, warm="hi")
+            ours, cpu, count, own, whole = await _stream(await Agent.spawn(cmd, env), cwd, LONG, warm="hi")
             rows += [
                 figure(
                     BENCH,
@@ -185,12 +250,21 @@ async def run(quick: bool) -> list[dict[str, Any]]:
                     updates=count,
                     note=f"--provider {provider} at a local server, its exact wire format",
                 ),
-                figure(BENCH, f"{provider}_cpu_us_per_update", cpu, 12, baseline=sdk_cpu),
+                figure(
+                    BENCH,
+                    f"{provider}_cpu_us_per_update",
+                    cpu,
+                    12,
+                    baseline=sdk_cpu,
+                    process_alone_until_answer_us=round(own, 2),
+                    from_spawn_us=round(whole, 2),
+                    note="the agent's process tree, until its after-turn work is done",
+                ),
             ]
         script = root / "script.json"
         script.write_text(json.dumps([{"text": "x" * n, "chunks": n}]))
         cmd, env = our_agent(root / "home-script", script)
-        ours, cpu, count = await _stream(await Agent.spawn(cmd, env), cwd, "go")
+        ours, cpu, count, _, _ = await _stream(await Agent.spawn(cmd, env), cwd, "go")
         rows += [
             figure(
                 BENCH,

@@ -129,7 +129,10 @@ class CodingFactory:
         return await self.load_config(cwd, trust=trusted)
 
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
-        return await self.finish(env, await anyio.to_thread.run_sync(self.prepare, env))
+        # Abandoned when cancelled (the input ended while the first session was being set up): ``prepare``
+        # only reads, so its thread may finish unwaited for and its result be dropped.
+        prepared = await anyio.to_thread.run_sync(self.prepare, env, abandon_on_cancel=True)
+        return await self.finish(env, prepared)
 
     def prepare(self, env: SessionEnvironment) -> Prepared:
         """The blocking half of the set-up (``_prepare``; the session layer runs it in a worker thread)."""

@@ -182,12 +182,15 @@ class AcpAgent:
             callback()
 
     async def aclose(self) -> None:
-        """Close every session (cancels running turns; frees their resources)."""
-        await self.early.built()
+        """Close every session (cancels running turns; frees their resources); the early session's build,
+        if under way, is cut short (``EarlySession.ended``)."""
+        await self.early.ended()
         sessions, self.sessions = list(self.sessions.values()), {}
         async with anyio.create_task_group() as tg:
             for session in sessions:
                 tg.start_soon(session.close)
+        if self._store is not None:  # its index's connection (a later use opens it again)
+            await anyio.to_thread.run_sync(self._store.index.close)
 
     # --- initialize / authenticate ----------------------------------------------------------------
 
@@ -221,7 +224,9 @@ class AcpAgent:
 
     async def _warm_up(self) -> None:
         try:
-            await anyio.to_thread.run_sync(warm_imports, self._factory)
+            # Abandoned when its owner, the connection's task group, is cancelled at the end of input:
+            # the thread finishes its import unwaited for, and the process exits without it.
+            await anyio.to_thread.run_sync(warm_imports, self._factory, abandon_on_cancel=True)
         except Exception:
             log.exception("warming up imports failed")
 

@@ -1,19 +1,22 @@
 """``session/list``: the sessions on disk (and the live ones, whose state is newer), newest first, in pages
-of ``PAGE_SIZE`` behind an opaque cursor."""
+of ``PAGE_SIZE`` behind an opaque cursor (the last one's key: a page costs what it returns, read from the
+store's index)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import os
-from typing import TYPE_CHECKING, Final
+import json
+from typing import TYPE_CHECKING, Any, Final
 
 from ..protocol import models as m
 from ..protocol.errors import RpcError
+from ._index import ListQuery
 from ._roots import list_filter
 
 if TYPE_CHECKING:
     from ..protocol.connection import RequestContext
+    from ._meta import SessionMeta
     from ._registry import SessionRegistry
 
 __all__ = ["PAGE_SIZE", "list_sessions"]
@@ -33,17 +36,10 @@ async def list_sessions(
         raise RpcError.invalid_params(
             f"invalid params: archived: {archived!r} is not exclude, include or only"
         )
-    offset = _decode_cursor(req.cursor) if req.cursor is not None else 0
-    metas = await agent.store.list()
-    for live in agent.sessions.values():  # in-memory state is newer than disk mid-turn
-        metas = [live.meta if meta.id == live.id else meta for meta in metas]
-    if wanted is not None:
-        metas = [meta for meta in metas if _normalised(meta.cwd) == wanted]
-    if archived != "include":
-        metas = [meta for meta in metas if meta.archived == (archived == "only")]
-    metas.sort(key=lambda meta: (meta.updated_at, meta.id), reverse=True)
-    page = metas[offset : offset + PAGE_SIZE]
-    more = offset + PAGE_SIZE < len(metas)
+    after = _decode_cursor(req.cursor) if req.cursor is not None else None
+    query = ListQuery(wanted, archived, after, PAGE_SIZE)
+    metas = await agent.store.page(query, [live.meta for live in agent.sessions.values()])
+    page = metas[:PAGE_SIZE]
     return m.ListSessionsResponse(
         sessions=[
             m.SessionInfo(
@@ -56,26 +52,22 @@ async def list_sessions(
             )
             for meta in page
         ],
-        next_cursor=_encode_cursor(offset + PAGE_SIZE) if more else None,
+        next_cursor=_encode_cursor(page[-1]) if len(metas) > PAGE_SIZE else None,
     )
 
 
-def _normalised(path: str) -> str:
-    return os.path.normpath(path)
+def _encode_cursor(last: SessionMeta) -> str:
+    """The key of the last session shown: the next page starts after it, whatever was added meanwhile."""
+    return base64.urlsafe_b64encode(json.dumps(["k", last.updated_at, last.id]).encode()).decode()
 
 
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> int:
+def _decode_cursor(cursor: str) -> tuple[str, str]:
     try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-        if not text.startswith("o:"):
-            raise ValueError(cursor)
-        offset = int(text[2:])
-        if offset < 0:
-            raise ValueError(cursor)
-        return offset
+        key: Any = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        match key:
+            case ["k", str(updated_at), str(session_id)]:
+                return updated_at, session_id
+            case _:
+                raise ValueError(cursor)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise RpcError.invalid_params("invalid params: cursor: not a cursor this agent gave out") from None

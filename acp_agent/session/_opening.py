@@ -68,17 +68,23 @@ class EarlySession:
     def __init__(self) -> None:
         self.opened: EarlyOpened | None = None
         self._building: anyio.Event | None = None
+        self._scope: anyio.CancelScope | None = None
         self._failed: dict[str, str] = {}
+        self._plain = ""
+        """The early session's id when it has no MCP servers (its record is complete)."""
 
     def attach(self, agent: SessionRegistry, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
         opened, self.opened = self.opened, None
         if opened is None:
             return
         building = self._building = anyio.Event()
+        scope = self._scope = anyio.CancelScope()
+        self._plain = "" if opened.params.get("mcpServers") else opened.session_id
 
         async def build() -> None:
             try:
-                await self._build(agent, opened)
+                with scope:
+                    await self._build(agent, opened)
             finally:
                 building.set()
 
@@ -89,16 +95,25 @@ class EarlySession:
         if self._building is not None and not self._building.is_set():
             await self._building.wait()
 
+    async def ended(self) -> None:
+        """The input ended: a build under way of a session without MCP servers is cut short (the editor
+        closed the thread it just opened: nobody waits for its tools), as the record written at the
+        answer is what its build would store; one with MCP servers is built and stored with them (a
+        server starting is not cut short). Returns at once when there is none."""
+        if self._building is None or self._building.is_set():
+            return
+        if self._scope is not None and self._plain:
+            self._scope.cancel()
+            log.info("session %s (answered at start-up): the input ended before it was built", self._plain)
+        await self._building.wait()
+
     def failed(self, session_id: str) -> str | None:
         """Why the early session ``session_id`` could not be built (None: it was, or is not one)."""
         return self._failed.get(session_id)
 
     async def _build(self, agent: SessionRegistry, opened: EarlyOpened) -> None:
         try:
-            req = m.NewSessionRequest.model_validate(opened.params)
-            cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
-            now = now_iso()
-            meta = SessionMeta(opened.session_id, cwd, now, now, None, dirs, kept_servers(req.mcp_servers))
+            meta = await _meta(opened)
             session = await agent.open_session(meta, [], None)
             await agent.store.save_meta(meta)
         except anyio.get_cancelled_exc_class():
@@ -109,8 +124,17 @@ class EarlySession:
             await agent.store.delete(opened.session_id)  # the record written at the answer: not a session
             return
         session.opened.set()  # its answer is long on the wire
-        log.info("session %s created in %s (answered at start-up)", session.id, cwd)
+        log.info("session %s created in %s (answered at start-up)", session.id, session.meta.cwd)
         await _correct(session, opened.state, controls_state(session))
+
+
+async def _meta(opened: EarlyOpened) -> SessionMeta:
+    """The early session's meta, as ``session/new`` would store it (its folders checked, its MCP servers
+    as kept)."""
+    req = m.NewSessionRequest.model_validate(opened.params)
+    cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
+    now = now_iso()
+    return SessionMeta(opened.session_id, cwd, now, now, None, dirs, kept_servers(req.mcp_servers))
 
 
 async def _correct(session: Session, said: dict[str, Any], state: dict[str, Any]) -> None:

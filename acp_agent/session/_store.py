@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+
+from ._index import ListQuery, SessionIndex, scanned_page
+from ._meta import SessionMeta, now_iso, valid_session_id
 
 if TYPE_CHECKING:
     from harness import Message
@@ -27,61 +28,6 @@ __all__ = ["SessionMeta", "SessionStore", "now_iso", "valid_session_id"]
 
 log = logging.getLogger(__name__)
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-
-
-def valid_session_id(session_id: str) -> bool:
-    """Ids name directories: anything else (``..``, slashes) is simply not a session."""
-    return bool(_ID_RE.match(session_id)) and ".." not in session_id
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@dataclass(frozen=True, slots=True)
-class SessionMeta:
-    id: str
-    cwd: str
-    created_at: str
-    updated_at: str
-    title: str | None = None
-    additional_directories: tuple[str, ...] = ()
-    mcp_servers: tuple[dict[str, Any], ...] = field(default=(), compare=False)
-    title_source: str | None = None
-    """Who set ``title``: ``prompt`` (the first prompt, cut short), ``model`` or ``user`` (never replaced)."""
-    archived: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "cwd": self.cwd,
-            "title": self.title,
-            "titleSource": self.title_source,
-            "archived": self.archived,
-            "createdAt": self.created_at,
-            "updatedAt": self.updated_at,
-            "additionalDirectories": list(self.additional_directories),
-            "mcpServers": list(self.mcp_servers),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SessionMeta:
-        return cls(
-            id=str(data["id"]),
-            cwd=str(data["cwd"]),
-            created_at=str(data.get("createdAt") or data.get("updatedAt") or now_iso()),
-            updated_at=str(data.get("updatedAt") or data.get("createdAt") or now_iso()),
-            title=data.get("title") if isinstance(data.get("title"), str) else None,
-            additional_directories=tuple(str(d) for d in data.get("additionalDirectories") or ()),
-            mcp_servers=tuple(_objects(data.get("mcpServers"))),
-            title_source=data.get("titleSource") if isinstance(data.get("titleSource"), str) else None,
-            archived=data.get("archived") is True,
-        )
-
-    def touched(self, **changes: Any) -> SessionMeta:
-        return replace(self, updated_at=now_iso(), **changes)
-
 
 class SessionStore:
     """The sessions under ``root`` (``$ACP_AGENT_HOME/sessions``)."""
@@ -89,6 +35,8 @@ class SessionStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._private = False
+        self.index = SessionIndex(root, _read_meta)
+        """What ``session/list`` shows of each session (``_index``); written after each ``meta.json``."""
 
     def directory(self, session_id: str) -> Path:
         return self.root / session_id
@@ -143,7 +91,10 @@ class SessionStore:
 
             private_dir(self.root)
             self._private = True
+        self.index.will_write(meta.id)
+        before = self.index.look()  # (a forked session's folder is made here)
         write_json_atomic(self.directory(meta.id) / "meta.json", meta.to_dict())
+        self.index.wrote(meta, before)
 
     def create_sync(self, meta: SessionMeta) -> None:
         """Write a brand-new session's meta (blocking: ``session/new`` calls it in its one worker-thread
@@ -155,6 +106,7 @@ class SessionStore:
         from harness.atomic import private_dir  # not at import: the session layer loads no harness
 
         directory = self.directory(meta.id)
+        before = self.index.look()
         for folder in (self.root, directory):  # 0700: a session holds the whole conversation
             private_dir(folder)  # (the sessions folder too: one an older version made 0755 is tightened)
         data = json.dumps(meta.to_dict(), ensure_ascii=False, indent=1).encode()
@@ -165,6 +117,7 @@ class SessionStore:
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
+        self.index.wrote(meta, before)  # (a kill before it: the new folder changed the sessions folder)
 
     async def write_flushed(
         self, session_id: str, shown: list[dict[str, Any]], meta: SessionMeta | None = None
@@ -179,8 +132,10 @@ class SessionStore:
             if shown:
                 _append_lines(directory / "shown.jsonl", shown, sync=False)
                 written.append(directory / "shown.jsonl")
-            if data is not None:
+            if meta is not None:
+                self.index.will_write(session_id)
                 write_json_atomic(directory / "meta.json", data, sync=False)
+                self.index.wrote(meta)
                 written.append(directory / "meta.json")
             return written
 
@@ -211,17 +166,31 @@ class SessionStore:
             return out
 
     async def list(self) -> list[SessionMeta]:
+        """Every session's meta, read from its ``meta.json`` (``page`` is what ``session/list`` uses)."""
         return await anyio.to_thread.run_sync(_list_metas, self.root)
+
+    async def page(self, query: ListQuery, live: Sequence[SessionMeta]) -> list[SessionMeta]:
+        """Up to ``query.limit + 1`` sessions, newest first, from the index (``_index``); from every
+        ``meta.json`` when there is no usable index. ``live``: the sessions in memory, newer than disk."""
+
+        def read() -> list[SessionMeta]:
+            got = self.index.page(query, live)
+            return got if got is not None else scanned_page(_list_metas(self.root), query, live)
+
+        return await anyio.to_thread.run_sync(read)
 
     async def delete(self, session_id: str) -> bool:
         if not valid_session_id(session_id):
             return False
-        return await anyio.to_thread.run_sync(_remove_tree, self.directory(session_id))
 
+        def remove() -> bool:
+            self.index.will_write(session_id)  # a kill mid-removal: its row is re-read (and dropped)
+            before = self.index.look()
+            removed = _remove_tree(self.directory(session_id))
+            self.index.removed(session_id, before)
+            return removed
 
-def _objects(value: Any) -> list[dict[str, Any]]:
-    items: list[Any] = list(value) if isinstance(value, list) else []  # pyright: ignore[reportUnknownArgumentType]
-    return [dict(item) for item in items if isinstance(item, dict)]  # pyright: ignore[reportUnknownArgumentType]
+        return await anyio.to_thread.run_sync(remove)
 
 
 def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1, sync: bool = True) -> None:

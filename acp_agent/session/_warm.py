@@ -24,6 +24,8 @@ class WarmsUp(Protocol):
 
 def warm_imports(factory: SessionFactory) -> None:
     # Pays the harness's and the factory's import cost, and the models' schema builds, off the event loop.
+    import sqlite3  # noqa: F401  # pyright: ignore[reportUnusedImport]  # the session index's (``_index``)
+
     import harness.transcript  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     if isinstance(factory, WarmsUp):

@@ -4,6 +4,7 @@ that cannot be built says why on its first prompt."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent._early import EarlyOpened
+from acp_agent._early import EarlyOpened, record_session
 from acp_agent.session import SessionEnvironment, SessionSetup
 from acp_agent.session._setup import CommandOutcome
 from harness import Model
@@ -118,3 +119,33 @@ async def test_a_session_answered_early_that_cannot_be_built_says_why_on_its_fir
         )
         assert answer["error"]["code"] == -32603
         assert "could not be set up: the toolchain folder is gone" in answer["error"]["message"]
+
+
+async def test_end_of_input_cuts_the_early_sessions_build_short_and_the_session_stays_loadable(
+    tmp_path: Path,
+) -> None:
+    started = anyio.Event()
+
+    async def slow(env: SessionEnvironment) -> SessionSetup:
+        started.set()
+        await anyio.sleep_forever()  # a set-up nobody waits for once the editor closed the thread
+        raise AssertionError("unreachable")
+
+    params: dict[str, Any] = {
+        "cwd": str(tmp_path),
+        "mcpServers": [],
+        "additionalDirectories": [str(tmp_path)],
+    }
+    assert record_session(tmp_path / "sessions", "sess_early0000", params)  # as the early answer does
+    opened = EarlyOpened(2, params, "sess_early0000", {})
+    with anyio.fail_after(5):  # (the build never ends by itself: only the end of input ends it)
+        async with running_agent(tmp_path, factory=slow, early=opened) as (client, _agent, _tg):
+            await started.wait()
+    meta = json.loads((tmp_path / "sessions" / "sess_early0000" / "meta.json").read_text(encoding="utf-8"))
+    assert meta["cwd"] == str(tmp_path) and meta["additionalDirectories"] == [str(tmp_path)]
+    async with running_agent(tmp_path, factory=_controlled) as (client, _agent, _tg):
+        await client.initialize()
+        loaded = await client.call(
+            "session/load", {"sessionId": "sess_early0000", "cwd": str(tmp_path), "mcpServers": []}
+        )
+        assert loaded["modes"] == MODES
