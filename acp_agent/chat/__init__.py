@@ -1,7 +1,6 @@
 """``acp-harness-agent chat``: a terminal client for the agent, over ACP like an editor.
 
-``acp_agent.cli``'s command table names this package; ``add_arguments``/``main`` are the command (and
-``add_parser`` the same for a plain argparse wiring).
+``acp_agent.cli``'s command table names this package; ``add_arguments``/``main`` are the command.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "main"]
+__all__ = ["main"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,13 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cwd", help="the project directory of the session (default: the current directory)")
     # Same dests as the top-level flags; SUPPRESS keeps a value given before `chat` when not repeated.
     add_flags(parser, suppress=True, note="; passed to the agent")
-
-
-def add_parser(subparsers: Any) -> None:
-    """Add ``chat`` to an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser("chat", help="chat with the agent in this terminal")
-    add_arguments(parser)
-    parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace, config: Any = None) -> int:

@@ -19,7 +19,7 @@ import anyio.to_thread
 if TYPE_CHECKING:
     from ..config import Config, McpServerEntry
 
-__all__ = ["Check", "add_arguments", "add_parser", "main", "run_checks"]
+__all__ = ["Check", "add_arguments", "main", "run_checks"]
 
 MODEL_TIMEOUT: Final = 60.0
 MCP_TIMEOUT: Final = 30.0
@@ -43,12 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--cwd", help="check the configuration of this project directory (default: here)")
     add_flags(parser, suppress=True, note="; as for the agent")
-
-
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("doctor", help="check the model endpoint, MCP servers, home and log file")
-    add_arguments(parser)
-    parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace, config: Any = None) -> int:

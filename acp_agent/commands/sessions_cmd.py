@@ -15,7 +15,7 @@ from typing import Any
 
 from ..chat.render import as_objs
 
-__all__ = ["add_arguments", "add_parser", "main"]
+__all__ = ["add_arguments", "main"]
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 DEFAULT_HOME = "~/.local/share/acp-agent"
@@ -32,12 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--home", dest="home", default=argparse.SUPPRESS, help="the agent's home folder (env ACP_AGENT_HOME)"
     )
-
-
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("sessions", help="list, show or delete saved sessions")
-    add_arguments(parser)
-    parser.set_defaults(func=main)
 
 
 def _home(args: argparse.Namespace) -> Path:
