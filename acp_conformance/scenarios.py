@@ -15,7 +15,7 @@ A scenario is a JSON file::
   ``session.resume``, ``session.close``, ``session.delete``, ``session.additionalDirectories``,
   ``mcp.http``, ``mcp.sse``, ``prompt.image``, ``prompt.audio``, ``prompt.embeddedContext``,
   ``auth.logout``, ``auth.status``, ``session.title``, ``session.archive``, ``session.status``,
-  ``session.systemPrompt``, ``authMethods`` (at least one), ``steering`` (``_meta.steering.supported``, the
+  ``session.systemPrompt``, ``session.fork``, ``authMethods`` (at least one), ``steering`` (``_meta.steering.supported``, the
   ``_session/steering`` extension); ``!token`` means "not advertised". A missing one is
   reported as *not advertised*, apart from failures;
 - ``model`` (the profile points the agent at the fake model), ``turn`` (a model, or an agent that answers
@@ -65,6 +65,7 @@ CAPABILITY_TOKENS: dict[str, tuple[str, ...]] = {
     "session.archive": ("sessionCapabilities", "archive"),
     "session.status": ("sessionCapabilities", "status"),
     "session.systemPrompt": ("sessionCapabilities", "systemPrompt"),
+    "session.fork": ("sessionCapabilities", "fork"),
 }
 
 
