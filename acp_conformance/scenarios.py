@@ -20,7 +20,8 @@ A scenario is a JSON file::
   reported as *not advertised*, apart from failures;
 - ``model`` (the profile points the agent at the fake model), ``turn`` (a model, or an agent that answers
   prompts itself), ``turn:long`` (a turn that lasts until cancelled), ``tool:<role>`` (the profile maps the
-  agent's tool for that role), and any other word, a feature the profile lists (``persist``...). A missing
+  agent's tool for that role), ``setup:<name>`` (the profile's ``[setup.<name>]`` files put the agent in a
+  situation, e.g. ``ask_before_read``: its read tool asks the user first; they are written for this scenario), and any other word, a feature the profile lists (``persist``...). A missing
   one is reported as *not applicable*.
 """
 
@@ -182,6 +183,9 @@ def _profile_gap(name: str, profile: Profile) -> str | None:
     if name == "turn:long":
         ok = profile.has_model or (profile.model_free and profile.long_prompt)
         return None if ok else "no turn that lasts until cancelled: no model profile and no long_prompt"
+    if name.startswith("setup:"):
+        setup = name.removeprefix("setup:")
+        return None if setup in profile.setups else f"the profile has no [setup.{setup}] for this situation"
     if name.startswith("tool:"):
         role = name.removeprefix("tool:")
         if not profile.has_model:
