@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,7 +83,7 @@ def test_a_setup_scenario_runs_only_where_the_profile_has_that_setup_and_gets_it
     tmp_path: Path,
 ) -> None:
     asks = next(s for s in KIT if s.main.id == "subagents.requires-action-while-the-child-asks")
-    init = {"agentCapabilities": {}}
+    init: dict[str, Any] = {"agentCapabilities": {}}
     assert requirement_gap(asks, init, load_profile("acp-agent")) is None
     bare = load_profile("sdk-echo")
     assert requirement_gap(asks, init, bare) is not None
