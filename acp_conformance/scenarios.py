@@ -13,7 +13,7 @@ A scenario is a JSON file::
 
 - capabilities from the agent's ``initialize`` answer: ``loadSession``, ``session.list``,
   ``session.resume``, ``session.close``, ``session.delete``, ``session.additionalDirectories``,
-  ``mcp.http``, ``mcp.sse``, ``prompt.image``, ``prompt.audio``, ``prompt.embeddedContext``,
+  ``mcp.http``, ``mcp.sse``, ``mcp.acp``, ``prompt.image``, ``prompt.audio``, ``prompt.embeddedContext``,
   ``auth.logout``, ``auth.status``, ``session.title``, ``session.archive``, ``session.status``,
   ``session.systemPrompt``, ``session.fork``, ``authMethods`` (at least one), ``steering`` (``_meta.steering.supported``, the
   ``_session/steering`` extension); ``!token`` means "not advertised". A missing one is
@@ -57,6 +57,7 @@ CAPABILITY_TOKENS: dict[str, tuple[str, ...]] = {
     "session.additionalDirectories": ("sessionCapabilities", "additionalDirectories"),
     "mcp.http": ("mcpCapabilities", "http"),
     "mcp.sse": ("mcpCapabilities", "sse"),
+    "mcp.acp": ("mcpCapabilities", "acp"),
     "prompt.image": ("promptCapabilities", "image"),
     "prompt.audio": ("promptCapabilities", "audio"),
     "prompt.embeddedContext": ("promptCapabilities", "embeddedContext"),
