@@ -5,7 +5,8 @@ Permission requests get the scenario's policy (``allow`` by default: the first `
 ``fs/*`` is served from disk, inside the scenario's temporary directory only, when the scenario's client
 capabilities advertise it; a request the client did
 not advertise (``fs/*``, ``terminal/*``, ``elicitation/create``) is a capability violation, answered
-``-32601``. Anything else gets ``-32601`` too.
+``-32601``. ``mcp/message`` goes to the kit's MCP server over ACP (``mcp_over_acp``). Anything else gets
+``-32601`` too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .json_types import JsonObject, is_object
+from .mcp_over_acp import answer_mcp_message
 
 __all__ = ["ClientAnswer", "answer_agent_request", "choose_permission"]
 
@@ -80,6 +82,8 @@ def answer_agent_request(
         if not _advertised(caps, "elicitation", mode):
             return _not_found(method), f"{method} (mode {mode}) although the client did not advertise it"
         return {"result": {"action": "decline"}}, None
+    if method == "mcp/message":  # only the kit's own server, which a scenario declares in session/new
+        return answer_mcp_message(p), None
     return _not_found(method), None
 
 

@@ -19,8 +19,10 @@ Steps (after ``macros.expand_macros``):
 - ``{"await_model": "stalled" | "abandoned", "timeout_ms": N}``: the fake model's stalled turn is holding
   its stream open / the agent has closed it (stopped the model request). Without a model (an agent that
   answers prompts itself), ``stalled`` waits 300 ms.
-- ``{"model_request": {"index": 1, "contains": "text"}}``: the fake model's request number ``index`` (from
-  0) carries the text (a tool result sent back to the model, say).
+- ``{"model_request": {"index": 1, "contains": "text", "absent": "text"}}``: the fake model's request number
+  ``index`` (from 0) carries the ``contains`` text (a tool result sent back to the model, say) and not the
+  ``absent`` one.
+- ``{"release_model": true}``: the fake model's stalled turn finishes its stream (it held it open until now).
 - ``{"check_var": "NAME", "pattern": p}``: a captured value matches ``p``.
 - ``{"require_var": "NAME", "reason": "..."}``: stop here, reporting the scenario not applicable, unless a
   ``capture_optional`` of an earlier step captured NAME.
@@ -228,6 +230,7 @@ class Player(OtherSteps):
             "answer": self._answer,
             "await_model": self._await_model,
             "model_request": self._model_request,
+            "release_model": self._release_model,
             "require_var": self._require_var,
             "check_var": self._check_var,
             "write_file": self._write_file,

@@ -30,6 +30,9 @@ A profile is a TOML file (built-in ones live in ``acp_conformance/profiles/``)::
     name = "read_file"
     input = { path = "${path}" }
 
+    [setup.ask_before_read]           # files written only for a scenario that requires "setup:ask_before_read"
+    "${project}/.my-agent/rules.json" = '{"read": "ask"}'
+
 ``${name}`` is replaced in ``args``, ``env``, ``files`` and tool inputs: ``base_url`` (the fake model,
 ``http://127.0.0.1:PORT``), ``model``, ``side_model``, ``api_key`` (a fake key), ``home`` (a fresh temporary
 directory), ``project`` (the session's cwd), ``tmp``, ``python`` (this interpreter), ``script`` (for
@@ -110,6 +113,8 @@ class Profile:
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     api_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict[str, Mapping[str, str]])
     files: Mapping[str, str] = field(default_factory=dict[str, str])
+    setups: Mapping[str, Mapping[str, str]] = field(default_factory=dict[str, Mapping[str, str]])
+    """By name: files to write before the agent starts, for the scenarios that require ``setup:<name>``."""
     tools: Mapping[str, ToolMap] = field(default_factory=dict[str, ToolMap])
     script_env: Mapping[str, str] = field(default_factory=dict[str, str])
     source: str = ""
@@ -176,7 +181,7 @@ def load_profile(name_or_path: str | None) -> Profile:
 
 _KEYS = {
     "name", "command", "args", "description", "api", "model", "side_models", "side_markers", "features", "model_free", "long_prompt",
-    "timeout_scale", "auth_method", "pass_env", "env", "api_env", "files", "tools", "script", "notes",
+    "timeout_scale", "auth_method", "pass_env", "env", "api_env", "files", "setup", "tools", "script", "notes",
 }  # fmt: skip
 
 
@@ -216,6 +221,10 @@ def _from_table(data: dict[str, Any], source: str) -> Profile:
             for api, table in dict(data.get("api_env") or {}).items()
         },
         files={str(k): str(v) for k, v in dict(data.get("files") or {}).items()},
+        setups={
+            str(name): {str(k): str(v) for k, v in dict(table).items()}
+            for name, table in dict(data.get("setup") or {}).items()
+        },
         tools=tools,
         script_env={str(k): str(v) for k, v in dict(script.get("env") or {}).items()},
         source=source,

@@ -13,14 +13,15 @@ A scenario is a JSON file::
 
 - capabilities from the agent's ``initialize`` answer: ``loadSession``, ``session.list``,
   ``session.resume``, ``session.close``, ``session.delete``, ``session.additionalDirectories``,
-  ``mcp.http``, ``mcp.sse``, ``prompt.image``, ``prompt.audio``, ``prompt.embeddedContext``,
+  ``mcp.http``, ``mcp.sse``, ``mcp.acp``, ``prompt.image``, ``prompt.audio``, ``prompt.embeddedContext``,
   ``auth.logout``, ``auth.status``, ``session.title``, ``session.archive``, ``session.status``,
-  ``session.systemPrompt``, ``authMethods`` (at least one), ``steering`` (``_meta.steering.supported``, the
+  ``session.systemPrompt``, ``session.fork``, ``authMethods`` (at least one), ``steering`` (``_meta.steering.supported``, the
   ``_session/steering`` extension); ``!token`` means "not advertised". A missing one is
   reported as *not advertised*, apart from failures;
 - ``model`` (the profile points the agent at the fake model), ``turn`` (a model, or an agent that answers
   prompts itself), ``turn:long`` (a turn that lasts until cancelled), ``tool:<role>`` (the profile maps the
-  agent's tool for that role), and any other word, a feature the profile lists (``persist``...). A missing
+  agent's tool for that role), ``setup:<name>`` (the profile's ``[setup.<name>]`` files put the agent in a
+  situation, e.g. ``ask_before_read``: its read tool asks the user first; they are written for this scenario), and any other word, a feature the profile lists (``persist``...). A missing
   one is reported as *not applicable*.
 """
 
@@ -56,6 +57,7 @@ CAPABILITY_TOKENS: dict[str, tuple[str, ...]] = {
     "session.additionalDirectories": ("sessionCapabilities", "additionalDirectories"),
     "mcp.http": ("mcpCapabilities", "http"),
     "mcp.sse": ("mcpCapabilities", "sse"),
+    "mcp.acp": ("mcpCapabilities", "acp"),
     "prompt.image": ("promptCapabilities", "image"),
     "prompt.audio": ("promptCapabilities", "audio"),
     "prompt.embeddedContext": ("promptCapabilities", "embeddedContext"),
@@ -65,6 +67,7 @@ CAPABILITY_TOKENS: dict[str, tuple[str, ...]] = {
     "session.archive": ("sessionCapabilities", "archive"),
     "session.status": ("sessionCapabilities", "status"),
     "session.systemPrompt": ("sessionCapabilities", "systemPrompt"),
+    "session.fork": ("sessionCapabilities", "fork"),
 }
 
 
@@ -181,6 +184,9 @@ def _profile_gap(name: str, profile: Profile) -> str | None:
     if name == "turn:long":
         ok = profile.has_model or (profile.model_free and profile.long_prompt)
         return None if ok else "no turn that lasts until cancelled: no model profile and no long_prompt"
+    if name.startswith("setup:"):
+        setup = name.removeprefix("setup:")
+        return None if setup in profile.setups else f"the profile has no [setup.{setup}] for this situation"
     if name.startswith("tool:"):
         role = name.removeprefix("tool:")
         if not profile.has_model:

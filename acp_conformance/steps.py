@@ -15,6 +15,11 @@ from .patterns import short, substitute
 __all__ = ["NotApplicable", "OtherSteps", "StepFailure"]
 
 
+def _carries(body: str, text: str) -> bool:
+    """Whether a request body holds ``text``, as it is or JSON-escaped inside a string."""
+    return text in body or json.dumps(text)[1:-1] in body
+
+
 class StepFailure(AssertionError):
     def __init__(self, message: str, *, lenient_ok: bool = False) -> None:
         super().__init__(message)
@@ -62,8 +67,15 @@ class OtherSteps:
         if index >= len(requests):
             raise StepFailure(f"the model got {len(requests)} requests, expected at least {index + 1}")
         body = requests[index].body.decode("utf-8", "replace")
-        if str(spec["contains"]) not in body and json.dumps(str(spec["contains"]))[1:-1] not in body:
+        if "contains" in spec and not _carries(body, str(spec["contains"])):
             raise StepFailure(f"model request {index + 1} does not carry {spec['contains']!r}")
+        if "absent" in spec and _carries(body, str(spec["absent"])):
+            raise StepFailure(f"model request {index + 1} carries {spec['absent']!r}, expected it absent")
+
+    async def _release_model(self, step: Mapping[str, Any]) -> None:
+        if self.model is None:
+            raise StepFailure("no fake model in this run")
+        self.model.stall_release.set()
 
     async def _require_var(self, step: Mapping[str, Any]) -> None:
         if step["require_var"] not in self.vars:

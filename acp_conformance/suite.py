@@ -101,11 +101,18 @@ def _environment(
         script.write_text(json.dumps(data["script"]), encoding="utf-8")
         variables["script"] = str(script)
         env.update(expand(dict(profile.script_env), variables))
-    for path_template, text_template in profile.files.items():
+    _write_files(profile.files, variables)
+    for token in data.get("requires") or ():  # ``setup:<name>``: the profile's files for that situation
+        if str(token).startswith("setup:"):
+            _write_files(profile.setups.get(str(token).removeprefix("setup:"), {}), variables)
+    return env
+
+
+def _write_files(files: Mapping[str, str], variables: Mapping[str, str]) -> None:
+    for path_template, text_template in files.items():
         target = Path(expand(path_template, variables))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(expand(text_template, variables), encoding="utf-8")
-    return env
 
 
 def _outcomes(

@@ -37,11 +37,25 @@ NEW_PARTS: list[tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = [
     ("`session/status`", ("agentCapabilities", "sessionCapabilities", "status"), ("4c09_status",)),
     ("`auth/status`", ("agentCapabilities", "auth", "status"), ("4c10_auth_status",)),
     ("`logout`", ("agentCapabilities", "auth", "logout"), ("4c06a_advertised_logout_is_implemented",)),
-    ("`session/fork`", ("agentCapabilities", "sessionCapabilities", "fork"), ()),
+    (
+        "`session/fork` at a message",
+        ("agentCapabilities", "sessionCapabilities", "fork"),
+        ("5s14_fork_at_message",),
+    ),
     ("`systemPrompt`", ("agentCapabilities", "sessionCapabilities", "systemPrompt"), ("4c11_system_prompt",)),
-    ("MCP over ACP", ("agentCapabilities", "mcpCapabilities", "acp"), ()),
+    ("MCP over ACP", ("agentCapabilities", "mcpCapabilities", "acp"), ("5s15_mcp_over_acp",)),
     ("`providers/*`", ("agentCapabilities", "providers"), ()),
-    ("`_session/steering`", ("_meta", "steering", "supported"), ("4c12_steering_idle",)),
+    (
+        "`_session/steering`",
+        ("_meta", "steering", "supported"),
+        ("4c12_steering_idle", "4c13_steering_running_turn"),
+    ),
+    ("a prompt queued during a turn", None, ("6p11_queued_prompt",)),
+    (
+        "sub-agents (`subagent_update`, `requires_action`, child cancel)",
+        None,
+        ("4c14_subagent_update", "4c15_subagent_requires_action", "7x06_cancel_a_subagent_alone"),
+    ),
 ]
 """The parts the kit has no scenario for are shown as advertised or not; ``ToolCall.name`` and ``messageId``
 need no capability (the kit checks them on every agent that takes a model turn)."""

@@ -113,3 +113,54 @@ def test_advertised_terminals_and_elicitation_and_unknown_methods_are_no_violati
     assert declined == {"result": {"action": "decline"}} and violation is None
     unknown, violation = answer_agent_request("_vendor/thing", None, {}, "allow", tmp_path)
     assert unknown["error"]["code"] == -32601 and violation is None
+
+
+def _mcp(inner: str, params: Any = None, **outer: Any) -> Any:
+    message = {"serverId": "kit-mcp", "requestId": "r1", "method": inner, **outer}
+    if params is not None:
+        message["params"] = params
+    reply, violation = answer_agent_request("mcp/message", message, {}, "allow", Path("."))
+    assert violation is None
+    return reply
+
+
+def test_the_kits_mcp_server_over_acp_answers_the_handshake_lists_and_calls_its_echo_tool() -> None:
+    init = _mcp("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}})["result"]["result"]
+    assert init["protocolVersion"] == "2025-03-26" and init["capabilities"] == {"tools": {}}
+    assert _mcp("ping")["result"] == {"result": {}}
+    (tool,) = _mcp("tools/list")["result"]["result"]["tools"]
+    assert tool["name"] == "echo" and tool["inputSchema"]["required"] == ["text"]
+    called = _mcp("tools/call", {"name": "echo", "arguments": {"text": "hi"}})["result"]["result"]
+    assert called == {"content": [{"type": "text", "text": "KIT-MCP-ECHO:hi"}], "isError": False}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "code"),
+    [
+        ("server/discover", None, -32601),  # a handshake-era server: the agent falls back to initialize
+        ("resources/list", None, -32601),
+        ("tools/call", {"name": "other", "arguments": {"text": "x"}}, -32602),
+        ("tools/call", {"name": "echo", "arguments": {"text": 5}}, -32602),
+        ("tools/call", {"name": "echo"}, -32602),
+    ],
+)
+def test_the_kits_mcp_server_answers_what_it_does_not_serve_with_an_inner_error(
+    method: str, params: Any, code: int
+) -> None:
+    reply = _mcp(method, params)
+    assert reply["result"]["error"]["code"] == code and "result" not in reply["result"]
+
+
+@pytest.mark.parametrize(
+    "outer",
+    [
+        {"serverId": "someone-else"},
+        {"serverId": None},
+        {"requestId": None},
+        {"requestId": ["x"]},
+        {"method": 3},
+    ],
+)
+def test_an_mcp_message_for_another_server_or_without_its_ids_is_an_outer_invalid_params(outer: Any) -> None:
+    reply = _mcp("tools/list", **outer)
+    assert reply["error"]["code"] == -32602 and "result" not in reply

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from acp_conformance import Level, MessageValidator, Outcome, load_profile, load
 from acp_conformance.patterns import mismatch, substitute
 from acp_conformance.profile import ProfileError, builtin_profiles, clean_environment, expand, split_command
 from acp_conformance.scenarios import CAPABILITY_TOKENS, requirement_gap
+from acp_conformance.suite import _environment  # pyright: ignore[reportPrivateUsage]
 from acp_conformance.validate import load_schema
 from tests.conftest import SHARED, require_shared
 
@@ -74,7 +76,33 @@ def test_requirements_use_known_tokens() -> None:
     for scenario in KIT:
         for token in scenario.requires:
             name = token.lstrip("!")
-            assert name in known or name.startswith("tool:"), f"{scenario.name}: {token}"
+            assert name in known or name.startswith(("tool:", "setup:")), f"{scenario.name}: {token}"
+
+
+def test_a_setup_scenario_runs_only_where_the_profile_has_that_setup_and_gets_its_files(
+    tmp_path: Path,
+) -> None:
+    asks = next(s for s in KIT if s.main.id == "subagents.requires-action-while-the-child-asks")
+    init: dict[str, Any] = {"agentCapabilities": {}}
+    assert requirement_gap(asks, init, load_profile("acp-agent")) is None
+    bare = load_profile("sdk-echo")
+    assert requirement_gap(asks, init, bare) is not None
+    (tmp_path / "p.toml").write_text(
+        'name = "p"\ncommand = "x"\napi = "chat"\n[tools.subagent]\nname = "task"\n'
+        '[tools.read]\nname = "read"\n[setup.other]\n"${project}/o" = "o"\n'
+    )
+    other = load_profile(str(tmp_path / "p.toml"))
+    assert requirement_gap(asks, init, other) == (
+        Outcome.NOT_APPLICABLE,
+        "the profile has no [setup.ask_before_read] for this situation",
+    )
+    profile = load_profile("acp-agent")
+    variables = {"project": str(tmp_path / "project"), "home": str(tmp_path / "home")}
+    rules = tmp_path / "project" / ".acp-agent" / "permissions.jsonl"
+    _environment({"requires": ["tool:read"]}, profile, dict(variables), str(tmp_path), {})
+    assert not rules.exists()  # only the scenario that asks for the situation gets its files
+    _environment(asks.data, profile, dict(variables), str(tmp_path), {})
+    assert '"verdict": "ask"' in rules.read_text(encoding="utf-8")
 
 
 def test_capability_gaps_are_not_advertised_and_profile_gaps_not_applicable() -> None:

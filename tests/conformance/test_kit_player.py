@@ -15,6 +15,8 @@ import pytest
 from anyio.streams.memory import MemoryObjectSendStream
 
 from acp_conformance.agent import AgentProcess, Line
+from acp_conformance.fake_model import FakeModel
+from acp_conformance.fake_model.exchange import Recorded
 from acp_conformance.macros import expand_macros
 from acp_conformance.player import NotApplicable, Player, StepFailure
 from acp_conformance.validate import MessageValidator
@@ -270,3 +272,33 @@ async def test_variables_files_and_requirements_steps(tmp_path: Path) -> None:
         with pytest.raises(NotApplicable, match="needs a list"):
             await player.step({"require_var": "LIST", "reason": "needs a list"})
     assert (tmp_path / "dir" / "f.txt").read_text(encoding="utf-8") == "x!"
+
+
+async def test_model_request_checks_present_and_absent_text_and_release_model_lets_a_stalled_turn_go_on(
+    tmp_path: Path,
+) -> None:
+    with FakeModel() as model:  # the steps read its records and set its release event only
+        body = json.dumps({"messages": [{"role": "user", "content": 'KIT-STEER "quoted"'}]}).encode()
+        model.model_requests.append(Recorded("POST", "/v1/chat/completions", {}, body))
+        async with playing(lambda msg: [], tmp_path, model=model) as (player, _):
+            await player.step(
+                {"model_request": {"index": 0, "contains": "KIT-STEER", "absent": "KIT-QUEUED"}}
+            )
+            await player.step({"model_request": {"contains": 'KIT-STEER "quoted"'}})  # as JSON escapes it
+            failures = [
+                (
+                    {"model_request": {"index": 0, "absent": "KIT-STEER"}},
+                    "carries 'KIT-STEER', expected it absent",
+                ),
+                ({"model_request": {"index": 0, "contains": "KIT-QUEUED"}}, "does not carry 'KIT-QUEUED'"),
+                ({"model_request": {"index": 1, "absent": "x"}}, "got 1 requests, expected at least 2"),
+            ]
+            for step, message in failures:
+                with pytest.raises(StepFailure, match=message):
+                    await player.step(step)
+            assert not model.stall_release.is_set()
+            await player.step({"release_model": True})
+            assert model.stall_release.is_set()
+        async with playing(lambda msg: [], tmp_path) as (player, _):
+            with pytest.raises(StepFailure, match="no fake model in this run"):
+                await player.step({"release_model": True})
