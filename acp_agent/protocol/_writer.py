@@ -47,6 +47,18 @@ class LineWriter:
         self._done = anyio.Event()
         tg.start_soon(self._run, self._queue, self._done)
 
+    def write_nowait(self, data: bytes) -> bool:
+        """Queue one line if that needs no wait (the writer task runs and has room); False when it did
+        not, and then ``write`` is the way (it waits, writes or drops, and logs)."""
+        lines = self._lines
+        if lines is None or self._broken:
+            return False
+        try:
+            lines.send_nowait(data)
+        except anyio.WouldBlock:
+            return False
+        return True
+
     async def write(self, data: bytes) -> bool:
         """Queue (or write) one line; False if the output is (or just became) unusable."""
         if self._broken:

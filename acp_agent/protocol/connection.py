@@ -203,6 +203,16 @@ class Connection:
         reply."""
         await self._write_bytes(text_chunk_line(session_id, text, message_id))
 
+    def queue_text_chunk(self, session_id: str, text: str, message_id: str) -> bool:
+        """``notify_text_chunk`` when its line can be queued without waiting (no coroutine: three fewer
+        per streamed delta); False when not, and nothing was sent: then await ``notify_text_chunk``."""
+        data = text_chunk_line(session_id, text, message_id)
+        if not self._out.write_nowait(data):
+            return False
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("-> %s", clip(data[: _LOG_LIMIT + 1].decode("utf-8", "replace").rstrip("\n")))
+        return True
+
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         """Send a request to the client and return its `result` (raw JSON).
 

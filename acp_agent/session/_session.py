@@ -341,6 +341,7 @@ class Session(SubagentSide):
         unsaved = shown.text
         # The hot path of a streamed reply (``send_text_chunk`` inlined: one coroutine less per delta).
         opened, text_chunk, session_id = self.opened, self._conn.notify_text_chunk, self.id
+        queue_chunk = self._conn.queue_text_chunk  # no coroutine while the output has room
         misuse: HarnessUsageError | None = None
         try:
             async with run.turn(message) as events:
@@ -351,7 +352,8 @@ class Session(SubagentSide):
                             shown.message_id = event.id
                             if not opened.is_set():
                                 await opened.wait()
-                            await text_chunk(session_id, event.text, event.id)
+                            if not queue_chunk(session_id, event.text, event.id):
+                                await text_chunk(session_id, event.text, event.id)
                         continue
                     if isinstance(event, TurnStarted) and event.parent is None:
                         if self._cancel_requested:
