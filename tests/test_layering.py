@@ -48,7 +48,7 @@ RULES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-CONFIG_MAY_USE: tuple[str, ...] = ("harness.atomic", "harness.providers.registry")
+CONFIG_MAY_USE: tuple[str, ...] = ("harness.atomic", "harness.lazy", "harness.providers.registry")
 """The harness modules ``acp_agent.config`` may import (light, standard library only: the atomic writer and
 the provider registry, which the validation reads)."""
 
