@@ -38,6 +38,7 @@ from ...protocol.models import (
 )
 from ...session.plugin import CHILD_CANCELLED, MetaView
 from ._always import permission_options
+from ._sandboxing import escalation_title
 
 if TYPE_CHECKING:
     from harness import Call, Model, ToolCall, ToolSpec
@@ -187,8 +188,6 @@ class PermissionGate:
         self, call: ToolCall, context: Call, need: Approval, session_id: str | None = None
     ) -> Decision:
         """``call``'s approval (a sub-agent's own call, asked in its session ``session_id``)."""
-        from ._sandboxing import escalation_title
-
         policy = self.modes.policy
         spec = context.spec if call.id == context.id else None  # (a sub-agent's call: not the agent's spec)
         leaving = escalation_title(call.name, call.input)  # leaving the sandbox asks every time
