@@ -8,7 +8,9 @@ knows a provider set in ``config.toml``; everything heavy is imported after, ins
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,8 +83,6 @@ def _named_command(argv: Sequence[str]) -> str | None:
 
 
 def _load(name: str) -> Any:
-    import importlib
-
     module = COMMANDS[name].module
     try:
         return importlib.import_module(module)
@@ -117,8 +117,6 @@ def resolve_startup(args: argparse.Namespace, environ: dict[str, str] | None = N
 def main(argv: Sequence[str] | None = None, *, fast_exit: bool = False) -> int:
     """Run the command line. ``fast_exit`` (the process entry points): once the stdio agent has served,
     end the process at once (see ``_exit_now``)."""
-    import sys
-
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(arguments).parse_args(arguments)
     config = resolve_startup(args)
@@ -195,7 +193,6 @@ def _exit_now(code: int) -> NoReturn:
     modules, tens of ms (hundreds on a loaded machine) that an editor closing a thread waits out. The logs
     and the standard streams are flushed first."""
     import logging
-    import sys
 
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -86,8 +87,6 @@ def _main(argv: list[str] | None) -> int:
         print(f"acp-conformance: {exc}", file=sys.stderr)
         return 2
     if args.feature:
-        from dataclasses import replace
-
         profile = replace(profile, features=profile.features | set(args.feature))
     folders = list(args.scenarios) if args.only_extra else [kit_scenario_dir(), *args.scenarios]
     missing = [str(f) for f in folders if not f.is_dir()]

@@ -9,6 +9,7 @@ from typing import Any
 
 from .checks import CheckResult, Level, Outcome
 from .json_types import is_object
+from .scenarios import CAPABILITY_TOKENS, advertises
 from .suite import SuiteResult
 from .validate import SCHEMA_VERSION
 
@@ -47,8 +48,6 @@ def exit_status(results: Iterable[CheckResult], *, strict: bool = False) -> int:
 
 def advertised(init: Mapping[str, Any] | None) -> list[str]:
     """The capability tokens the agent advertised (as scenarios name them)."""
-    from .scenarios import CAPABILITY_TOKENS, advertises
-
     if init is None:
         return []
     tokens = [t for t in CAPABILITY_TOKENS if advertises(init, t)]

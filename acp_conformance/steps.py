@@ -10,7 +10,7 @@ import anyio
 
 from .agent import AgentProcess
 from .fake_model import FakeModel
-from .patterns import short, substitute
+from .patterns import mismatch, short, substitute
 
 __all__ = ["NotApplicable", "OtherSteps", "StepFailure"]
 
@@ -117,8 +117,6 @@ class OtherSteps:
             raise StepFailure(f"unexpected output before exit: {short(leftovers[0])}")
 
     async def _check_var(self, step: Mapping[str, Any]) -> None:
-        from .patterns import mismatch
-
         if step["check_var"] not in self.vars:
             raise StepFailure(f"{step['check_var']} was not captured")
         problem = mismatch(substitute(step["pattern"], self.vars), self.vars[step["check_var"]])

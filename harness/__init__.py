@@ -11,8 +11,9 @@ is answered before the tool loop is loaded (``acp_agent._early``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._call import Call
@@ -27,63 +28,25 @@ if TYPE_CHECKING:
     from .middleware import ModelMiddleware, ToolMiddleware
     from .model import Model, Prompt
 
-_LAZY: dict[str, str] = {
-    "Answer": "._pause",
-    "Approval": "._pause",
-    "Call": "._call",
-    "Decision": "._pause",
-    "Delivery": "._kinds",
-    "EndReason": "._kinds",
-    "Ended": "._run",
-    "ErrorKind": "._kinds",
-    "FinishReason": "._kinds",
-    "FunctionTool": "._tools",
-    "HarnessUsageError": "._errors",
-    "Hints": "._tools",
-    "Image": "._messages",
-    "Message": "._messages",
-    "Model": ".model",
-    "ModelError": "._errors",
-    "ModelMiddleware": ".middleware",
-    "Need": "._pause",
-    "Options": "._options",
-    "Part": "._messages",
-    "Pending": "._pause",
-    "Prompt": ".model",
-    "Question": "._pause",
-    "Reasoning": "._messages",
-    "Result": "._tools",
-    "Resume": "._run",
-    "Retry": "._errors",
-    "Role": "._kinds",
-    "Run": "._run",
-    "StopContext": "._options",
-    "StopPredicate": "._options",
-    "Text": "._messages",
-    "Tool": "._tools",
-    "ToolCall": "._messages",
-    "ToolFailure": "._errors",
-    "ToolMiddleware": ".middleware",
-    "ToolResult": "._messages",
-    "ToolSource": "._tools",
-    "ToolSpec": "._tools",
-    "Tools": "._tools",
-    "UnsupportedOptionError": "._errors",
-    "Usage": "._usage",
-    "max_steps": "._options",
-    "tool": "._tools",
-}
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "._pause": ("Answer", "Approval", "Decision", "Need", "Pending", "Question"),
+        "._call": ("Call",),
+        "._kinds": ("Delivery", "EndReason", "ErrorKind", "FinishReason", "Role"),
+        "._run": ("Ended", "Resume", "Run"),
+        "._tools": ("FunctionTool", "Hints", "Result", "Tool", "ToolSource", "ToolSpec", "Tools", "tool"),
+        "._errors": ("HarnessUsageError", "ModelError", "Retry", "ToolFailure", "UnsupportedOptionError"),
+        "._messages": ("Image", "Message", "Part", "Reasoning", "Text", "ToolCall", "ToolResult"),
+        ".model": ("Model", "Prompt"),
+        ".middleware": ("ModelMiddleware", "ToolMiddleware"),
+        "._options": ("Options", "StopContext", "StopPredicate", "max_steps"),
+        "._usage": ("Usage",),
+    },
+)
 
 __version__ = "0.1.0"
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # the next access is a plain lookup
-    return value
 
 
 __all__ = [

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._kinds import ErrorKind
+
 if TYPE_CHECKING:
     from ._kinds import ErrorKind
 
@@ -26,8 +28,6 @@ class ModelError(Exception):
     """The model call failed at run time. ``kind`` classifies it; ``retry_after`` is in seconds."""
 
     def __init__(self, message: str, kind: ErrorKind | None = None, retry_after: float | None = None) -> None:
-        from ._kinds import ErrorKind
-
         super().__init__(message)
         self.message = message
         self.kind: ErrorKind = kind if kind is not None else ErrorKind.MODEL_ERROR

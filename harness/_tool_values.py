@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import HarnessUsageError
-from ._messages import Image, Text
+from ._messages import Image, Text, part_from_dict
 
 __all__ = ["Hints", "Result", "ToolSpec", "jsonable"]
 
@@ -90,8 +90,6 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Result:
-        from ._messages import part_from_dict
-
         content: list[Text | Image] = []
         for raw in data.get("content", []):
             p = part_from_dict(raw)

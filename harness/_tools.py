@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 import anyio.to_thread
+from pydantic import create_model
 
 from ._errors import HarnessUsageError
 from ._tool_values import Hints, Result, ToolSpec, jsonable
@@ -144,7 +145,6 @@ def _is_call_annotation(annotation: Any) -> bool:
 
 def _schema_from_signature(fn: ToolFn, params: Mapping[str, inspect.Parameter]) -> dict[str, Any]:
     # pydantic builds the JSON schema from the annotations; imported here so `import harness` stays light.
-    from pydantic import create_model
 
     fields: dict[str, Any] = {}
     hints = inspect.get_annotations(fn, eval_str=True)

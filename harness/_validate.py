@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -12,8 +13,6 @@ __all__ = ["Invalid", "first_invalid", "input_error"]
 
 @lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Any:
-    import json
-
     import jsonschema
     from jsonschema.validators import validator_for
 
@@ -35,8 +34,6 @@ class Invalid:
 
 def first_invalid(schema: Mapping[str, Any], value: Any) -> Invalid | None:
     """None when ``value`` fits ``schema``; else where it first does not."""
-    import json
-
     validator = _validator(json.dumps(schema, sort_keys=True, default=str))
     errors: list[Any] = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     if not errors:
@@ -53,8 +50,6 @@ def first_invalid(schema: Mapping[str, Any], value: Any) -> Invalid | None:
 
 def input_error(schema: Mapping[str, Any], value: Any) -> str | None:
     """None when ``value`` fits ``schema``; else one short sentence naming where and why."""
-    import json
-
     validator = _validator(json.dumps(schema, sort_keys=True, default=str))
     errors: list[Any] = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     if not errors:

@@ -9,7 +9,7 @@ provider that polls.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from ._errors import ModelError, UnsupportedOptionError
@@ -128,8 +128,6 @@ class Prompt:
 
     def replace(self, **changes: Any) -> Prompt:
         """A copy with some fields changed, the cancel signal kept (middleware uses this)."""
-        from dataclasses import replace
-
         return replace(self, **changes)
 
     def provider_options(self, key: str) -> Mapping[str, Any]:

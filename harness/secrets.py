@@ -19,9 +19,12 @@ Values shorter than 8 characters are not treated as secrets (redacting ``1`` wou
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+from urllib.parse import quote, quote_plus
 
 from ._call import Call
 from ._messages import Text, ToolCall
@@ -38,10 +41,6 @@ MIN_SECRET_LEN: Final = 8
 def encoded_forms(value: str) -> set[str]:
     """``value`` as it is, percent-encoded (as a URL component, as a form, either hex case) and as the
     inside of a JSON string (ASCII-escaped or not)."""
-    import json
-    import re
-    from urllib.parse import quote, quote_plus
-
     forms = {value, quote(value, safe=""), quote_plus(value, safe=""), quote(value, safe="/:@+")}
     forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), f) for f in list(forms)}
     forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}

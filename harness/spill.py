@@ -23,6 +23,7 @@ from ._call import Call
 from ._messages import Text, ToolCall
 from ._tools import Result
 from .middleware import NextTool
+from .tools import Grep, ReadFile, Root
 
 __all__ = ["Spill"]
 
@@ -117,7 +118,6 @@ class Spill:
         )
         if real != folder and not real.startswith(folder + os.sep):
             return None
-        from .tools import Grep, ReadFile, Root
 
         tool = ReadFile(Root([folder])) if call.name == "read_file" else Grep(Root([folder]))
         return await tool.call(dict(call.input), context)

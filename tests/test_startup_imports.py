@@ -76,7 +76,7 @@ main()
 # Top-level packages that must not be loaded when ``initialize`` is answered.
 _NOT_YET = ("anyio", "pydantic", "pydantic_core", "harness", "httpx2", "httpcore2", "mcp", "trio", "asyncio")
 # The part of the harness that may be: the providers' registry (standard library data, no class loaded).
-_REGISTRY = ["harness", "harness.providers", "harness.providers.registry"]
+_REGISTRY = ["harness", "harness.lazy", "harness.providers", "harness.providers.registry"]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

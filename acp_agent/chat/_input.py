@@ -27,7 +27,10 @@ from typing import Final, Protocol
 
 import anyio
 from anyio.abc import ByteReceiveStream
-from prompt_toolkit.history import History
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import ANSI
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from ..protocol.stdio import FdReceiveStream
 
@@ -93,10 +96,6 @@ class EditedLines:
         # No cursor position requests: a plain prompt needs none, and a terminal (or a pty in a test)
         # that does not answer them gets a warning printed after a wait.
         os.environ.setdefault("PROMPT_TOOLKIT_NO_CPR", "1")
-        from prompt_toolkit import PromptSession
-        from prompt_toolkit.formatted_text import ANSI
-        from prompt_toolkit.history import FileHistory, InMemoryHistory
-        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
         kept: History = InMemoryHistory()
         if history is not None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import anyio
 
+from ..protocol.models import AvailableCommandsUpdate
 from ..session.plugin import CommandOutcome
 
 if TYPE_CHECKING:
@@ -104,8 +105,6 @@ class SlashCommands:
 
     async def refresh(self, *, force: bool = False) -> None:
         """Send ``available_commands_update`` if the list changed since it was last sent (or ``force``)."""
-        from ..protocol.models import AvailableCommandsUpdate
-
         async with self._lock:
             listed = [c.to_acp() for c in await self.all()]
             if not force and listed == self._sent:

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import anyio.to_thread
 
-from ..protocol.errors import RpcError
+from ..model_setup import ModelConfigError, ModelSettings, build_model
+from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ..protocol.models import ConfigOptionUpdate, CurrentModeUpdate
 from ..session.plugin import PROVIDER_ID, SMALL_ID, CommandOutcome
 from ._commands import CommandProvider, McpPrompts, SlashCommand, SlashCommands, StaticCommands
 from ._toggles import Toggle
@@ -169,8 +171,6 @@ class CodingControls:
         await self._send_config_options()
 
     async def _set_mode(self, mode_id: str) -> None:
-        from ..protocol.models import CurrentModeUpdate
-
         if mode_id not in self._modes.offered:
             raise RpcError.invalid_params(
                 f"invalid params: modeId: unknown mode {mode_id!r}; one of {', '.join(self._modes.offered)}"
@@ -240,8 +240,6 @@ class CodingControls:
             self._switch.current = await self._build(name)
 
     async def _send_config_options(self) -> None:
-        from ..protocol.models import ConfigOptionUpdate
-
         await self._link.send(ConfigOptionUpdate.model_validate({"configOptions": self.config_options()}))
 
     # --- the session's life ---------------------------------------------------------------------
@@ -333,8 +331,6 @@ class CodingControls:
         built = self._built.get((name, provider_id))
         if built is not None:
             return built
-        from ..model_setup import ModelConfigError, ModelSettings, build_model
-        from ..protocol.errors import INTERNAL_ERROR
 
         c = self._config
         settings = ModelSettings(c.provider, name, c.base_url, c.api_key)

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from harness import Question
+from harness import Decision, Question
 
 from .permissions._gate import Cancelled
 
@@ -116,7 +116,6 @@ class McpElicitor:
         return ElicitationReply("accept") if chosen == "accept" else ElicitationReply.decline()
 
     async def _by_permission(self, request: Elicitation, call_id: str | None) -> ElicitationReply:
-        from harness import Decision
         from harness.mcp import ElicitationReply, schema_defaults
 
         props = _props(request.schema)

@@ -42,7 +42,16 @@ from harness.text_calls import SERVER_PARSER_HINT, TextToolCalls
 from harness.tools import Journal, Shell, file_tools
 from harness.tools.plan import Plan
 
-from ..session.plugin import SessionSetup, ToolDisplay
+from ..config import user_config_dir, without_key
+from ..protocol.models import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    Cost,
+    SessionInfoUpdate,
+    TextContent,
+    UsageUpdate,
+)
+from ..session.plugin import SessionMcp, SessionSetup, ToolDisplay, merge_servers
 from ..trust import TrustStore
 from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
@@ -116,8 +125,6 @@ class CodingFactory:
 
     def forget_key(self) -> None:
         """``logout``: the next sessions' configuration has no API key (``without_key``)."""
-        from ..config import without_key
-
         without_key(self.flags, self.environ)
 
     def _learn_secrets(self, config: Config) -> None:
@@ -336,8 +343,6 @@ class CodingFactory:
         sandbox: SessionSandbox,
     ) -> None:
         """The user trusted the project mid-session (at the first prompt): its settings apply now."""
-        from ..session.plugin import merge_servers
-
         environ = self.environ
 
         def reread() -> RuleFiles:  # one worker-thread hop: the sandbox's paths, the rule files
@@ -360,11 +365,8 @@ class CodingFactory:
         servers = [s.to_acp() for s in config.mcp_servers]
         if not env.mcp_servers and not servers and not defer:
             return None
-        from ..session.plugin import SessionMcp
 
         async def on_change() -> None:
-            from ..protocol.models import SessionInfoUpdate
-
             update = SessionInfoUpdate()
             update.field_meta = {"mcpServers": mcp.status_meta()}
             await link.send(update)
@@ -385,8 +387,6 @@ def _trusted_servers(config: Config, env: SessionEnvironment) -> list[str]:
 
 
 def _user_config_file(environ: Mapping[str, str]) -> Path:
-    from ..config import user_config_dir
-
     return user_config_dir(environ) / "config.toml"
 
 
@@ -424,13 +424,9 @@ class _Tell:
         self._link = link
 
     async def plan(self, plan: Plan) -> None:
-        from ..protocol.models import AgentPlanUpdate
-
         await self._link.send(AgentPlanUpdate.model_validate({"entries": plan.to_dicts()}))
 
     async def message(self, text: str) -> None:
-        from ..protocol.models import AgentMessageChunk, TextContent
-
         await self._link.send(AgentMessageChunk(content=TextContent(text=text + "\n\n")))
 
     async def advise(self, title: str, text: str) -> None:
@@ -444,8 +440,6 @@ class _Tell:
         await self.advise("Shell commands are not sandboxed", text)
 
     async def usage(self, used: int, size: int, *, meter: UsageMeter | None = None) -> None:
-        from ..protocol.models import Cost, UsageUpdate
-
         cost = meter.session_cost() if meter is not None else None
         priced = Cost.model_validate(cost) if cost is not None else None
         await self._link.send(UsageUpdate(used=used, size=size, cost=priced))

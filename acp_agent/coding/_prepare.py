@@ -22,6 +22,7 @@ import anyio.to_thread
 from harness.policy import PermissionStore, ProtectedPaths, Rule
 from harness.tools import Root
 
+from ..config import ConfigError, load_config, user_config_dir
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..session.plugin import SessionStore
 from ..trust import TrustStore, rule_key
@@ -66,8 +67,6 @@ def load_config_sync(
     cwd: Path, flags: Mapping[str, Any], environ: Mapping[str, str], trust: bool | None = None
 ) -> Config:
     """The configuration for ``cwd`` (blocking); its problems as an ``RpcError`` (``configuration_error``)."""
-    from ..config import ConfigError, load_config
-
     try:
         return load_config(cwd, flags, environ, trust=trust)
     except ConfigError as exc:
@@ -134,8 +133,6 @@ def prepare_session(
     trusted_servers: Callable[[Config, SessionEnvironment], list[str]],
 ) -> Prepared:
     """Blocking (see the module docstring): run it in a worker thread."""
-    from ..config import user_config_dir
-
     config = load_config_sync(env.cwd, flags, environ)
     root = Root(list(env.roots))
     link = SessionLink()

@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
+from harness.sandbox import wrap_command_line
 from harness.secrets import Secrets
 
 from ..protocol.errors import RpcError
 from ..protocol.jsonvalue import as_object
+from ..protocol.models import TerminalToolCallContent, ToolCallProgress
 
 if TYPE_CHECKING:
     from harness.tools import CommandRequest, OutputSink
@@ -55,7 +57,6 @@ async def terminal_command(request: CommandRequest) -> str:
     wrapped by the sandbox launcher when the request carries a policy."""
     if request.sandbox is None or not request.sandbox.enabled:
         return request.command
-    from harness.sandbox import wrap_command_line
 
     policy = request.sandbox
     return await anyio.to_thread.run_sync(lambda: wrap_command_line(request.command, policy))
@@ -176,8 +177,6 @@ class EditorTerminalRunner:
                 await _quietly(conn.request("terminal/release", ids, timeout=5))
 
     async def _embed(self, call_id: str, terminal_id: str, relabel: str | None) -> None:
-        from ..protocol.models import TerminalToolCallContent, ToolCallProgress
-
         handle: SessionHandle | None = getattr(self._session, "handle", None)
         if handle is None:
             return

@@ -17,6 +17,7 @@ from harness import Options, Result, Run, Tool, Tools, ToolSpec
 from harness.agents import AgentTool
 from harness.compact import Compact
 from harness.tools import Glob, Grep, ListDir, ReadFile, ToolKind, ToolMeta, read_meta
+from harness.tools.web import SearXng, WebFetch, WebSearch
 
 if TYPE_CHECKING:
     from harness import Call, Model
@@ -112,8 +113,6 @@ def _search_title(tool_input: Mapping[str, Any]) -> str:
 
 def web_tools(config: Config) -> list[Dressed]:
     """``web_fetch`` (kind ``fetch``), and ``web_search`` (kind ``search``) when SearXNG is configured."""
-    from harness.tools.web import SearXng, WebFetch, WebSearch
-
     tools = [Dressed(WebFetch(), kind="fetch", title=_fetch_title)]
     if config.searxng_url:
         # Guarded as web_fetch is, but a SearXNG of one's own on loopback or the LAN is the usual case (the

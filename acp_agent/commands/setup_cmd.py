@@ -21,6 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+
+from harness.atomic import private_dir
+from harness.providers import registry
+
+from ..config import ConfigError, load_config, user_config_dir
+
 __all__ = ["Choice", "add_arguments", "main", "save_choice"]
 
 _KEY_FILE: Final = "api-key"
@@ -43,8 +50,6 @@ _LOCAL: Final = _Provider(
 
 def _providers() -> tuple[_Provider, ...]:
     """The menu: the registry's providers by their set-up rank, then any OpenAI-compatible server."""
-    from harness.providers import registry
-
     ranked = sorted(registry.specs(), key=lambda spec: spec.setup_rank)  # stable: ties in registry order
     return (*(_Provider(s.label, s.name, s.key_env) for s in ranked), _LOCAL)
 
@@ -68,8 +73,6 @@ Ask = Callable[[str], str]
 
 def main(args: argparse.Namespace, config: Any = None) -> int:
     import getpass
-
-    from ..config import ConfigError, user_config_dir
 
     directory = Path(getattr(args, "config_dir", None) or user_config_dir(os.environ)).expanduser()
     print("acp-harness-agent setup: choose the model the agent talks to.\n")
@@ -111,8 +114,6 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
 
 def _problems(directory: Path) -> list[str]:
     """What the configuration resolver finds wrong once the file is written (the agent reads it so)."""
-    from ..config import ConfigError, load_config
-
     if directory.name != "acp-agent":  # not where the agent looks for a user configuration
         return []
     env = {**os.environ, "XDG_CONFIG_HOME": str(directory.parent)}
@@ -212,8 +213,6 @@ def _env_key(env: Mapping[str, str], name: str | None) -> str | None:
 
 
 def _list_models(provider: str, base_url: str | None, key: str | None) -> list[str]:
-    import anyio
-
     from harness.providers.factory import list_models
 
     async def fetch() -> list[str]:
@@ -251,8 +250,6 @@ def _choose_model(ask: Ask, models: list[str]) -> str | None:
 
 def _check(choice: Choice) -> bool:
     """The checks of ``acp-harness-agent doctor`` for the chosen model; True when none failed."""
-    import anyio
-
     from .doctor import Check, run_checks
 
     flags = {"provider": choice.provider, "model": choice.model, "base_url": choice.base_url}
@@ -276,8 +273,6 @@ def save_choice(directory: Path, choice: Choice) -> Path:
     """Write the choice into ``directory/config.toml`` (a typed key into ``directory/api-key``, readable by
     the user only); every other line of the file is kept, comments included. Problems elsewhere in the file
     do not stop it (``main`` reports them after); a file that is not TOML does (``ConfigError``)."""
-    from harness.atomic import private_dir
-
     from ..config import write_user_config
 
     private_dir(directory)  # 0700: it holds the key file

@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.lazy import lazy_exports
+
 from ._checks import ConfigError, ConfigProblem
 from ._files import find_project_config, user_config_dir
 from ._resolve import Config, load_config, missing_key_problem
@@ -117,22 +119,13 @@ def trusted_settings(
     return load_config(cwd, flags or {}, env, strict=False).project
 
 
-_LAZY = {
-    "HookEntry": "._hooks",
-    "MCP_TIMEOUT_META": "._mcp",
-    "McpServerEntry": "._mcp",
-    "ModelDecl": "._models",
-    "check_user_settings": "._user",
-    "user_config_file": "._user",
-    "write_user_config": "._user",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Loaded on first use: the agent resolves its configuration before answering initialize.
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module, __name__), name)
+# Loaded on first use: the agent resolves its configuration before answering initialize.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "._hooks": ("HookEntry",),
+        "._mcp": ("MCP_TIMEOUT_META", "McpServerEntry"),
+        "._models": ("ModelDecl",),
+        "._user": ("check_user_settings", "user_config_file", "write_user_config"),
+    },
+)

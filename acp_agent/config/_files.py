@@ -7,7 +7,9 @@ repository root (the first directory holding ``.git``) or the filesystem root. I
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,8 +88,6 @@ CONFIG_FILE_LIMIT: Final = 1024 * 1024
 def read_config_text(path: Path, out: Problems) -> str | None:
     """``path``'s text (None, with its problem reported, when it cannot be read as a UTF-8 regular file of
     at most ``CONFIG_FILE_LIMIT``; None, unreported, when it does not exist). Never blocks on a FIFO."""
-    import stat
-
     source = str(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -196,8 +196,6 @@ def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -
         servers.update(layer.values.get("mcp_servers", {}))  # the TOML tables win on a name clash
         layer.values["mcp_servers"] = servers
     if "mcp_servers" in layer.values:  # a server's relative cwd is taken from the project folder
-        import dataclasses
-
         layer.values["mcp_servers"] = {
             name: entry
             if entry.cwd is None or os.path.isabs(entry.cwd)
@@ -227,6 +225,4 @@ def _project_only(layer: Layer) -> None:
 def _untrusted(servers: Mapping[str, McpServerEntry]) -> dict[str, McpServerEntry]:
     """A project's servers without ``trusted``: only the user's own file can have a server's annotations
     believed (a trusted project still runs its servers, their hints are not taken on its word)."""
-    import dataclasses
-
     return {n: dataclasses.replace(e, trusted=False) if e.trusted else e for n, e in servers.items()}

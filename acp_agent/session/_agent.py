@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from .._early import AUTH_METHOD_ID as _AUTH_METHOD_ID
 from .._early import PROTOCOL_VERSION, SETUP_METHOD_ID, initialize_result
-from ..model_setup import ModelConfigError, how_to_configure
+from ..model_setup import ModelConfigError, build_model, how_to_configure
 from ..protocol import models as m
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
@@ -419,8 +419,6 @@ class AcpAgent:
             self._model_lock = anyio.Lock()
         async with self._model_lock:
             if self._model is None:
-                from ..model_setup import build_model
-
                 if not self.settings.configured:  # (none, or its key forgotten by logout)
                     raise RpcError.auth_required(how_to_configure())
                 try:

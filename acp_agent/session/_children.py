@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..protocol.models import SessionNotification
+
 if TYPE_CHECKING:
     from harness import Run
 
@@ -44,7 +46,6 @@ class SubagentSide:
         ``subagent_update``s first (a child is announced before its traffic), then each thread's updates."""
         if self._threads is None:
             return
-        from ..protocol.models import SessionNotification
 
         parent = self.meta.id
         for update in self._threads.take_parent_updates():

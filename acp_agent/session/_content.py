@@ -8,8 +8,21 @@ import binascii
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+import anyio.to_thread
 
 from ..protocol.errors import RpcError
+from ..protocol.models import (
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    dump,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -52,16 +65,6 @@ def prompt_to_message(blocks: Sequence[ContentBlock], *, image: bool, audio: boo
     """The user message for a prompt. Blocks the agent did not advertise are invalid params."""
     from harness import Image, Message, Role, Text
     from harness import Part as HarnessPart
-
-    from ..protocol.models import (
-        AudioContent,
-        BlobResourceContents,
-        EmbeddedResource,
-        ImageContent,
-        ResourceLink,
-        TextContent,
-        dump,
-    )
 
     parts: list[HarnessPart] = []
     for i, block in enumerate(blocks):
@@ -106,12 +109,9 @@ async def linked_files(message: Message, blocks: Sequence[ContentBlock], roots: 
     from harness import Message as HMessage
     from harness import Text
 
-    from ..protocol.models import ResourceLink
-
     links = [b for b in blocks if isinstance(b, ResourceLink)]
     if not links or not roots:
         return message
-    import anyio.to_thread
 
     from harness.tools import Root
 
@@ -127,8 +127,6 @@ async def linked_files(message: Message, blocks: Sequence[ContentBlock], roots: 
 
 
 def _read_link(root: Any, uri: str) -> str | None:
-    from urllib.parse import unquote, urlparse
-
     from harness.tools import PathError, open_regular
 
     parsed = urlparse(uri)
@@ -193,8 +191,6 @@ def content_adapter() -> Any:
     adapter = _adapters.get("content")
     if adapter is None:
         from pydantic import TypeAdapter
-
-        from ..protocol.models import ContentBlock
 
         adapter = _adapters["content"] = TypeAdapter(ContentBlock)
     return adapter

@@ -31,7 +31,9 @@ import anyio.to_thread
 from .._early import new_session_id
 from ..protocol.errors import RpcError
 from ..protocol.jsonvalue import as_object
+from ..protocol.models import ForkSessionResponse
 from ._opening import controls_state, kept_servers
+from ._replay import message_id as id_of
 from ._roots import checked_roots
 from ._setup import checked_system_prompt
 from ._store import SessionMeta, SessionStore, now_iso
@@ -63,8 +65,6 @@ class AdoptsOptions(Protocol):
 async def fork_session(
     agent: SessionRegistry, req: ForkSessionRequest, ctx: RequestContext
 ) -> ForkSessionResponse:
-    from ..protocol.models import ForkSessionResponse
-
     cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
     prompt = checked_system_prompt(req.system_prompt)
     source = await agent.store.load_meta(req.session_id)
@@ -111,8 +111,6 @@ def fork_point(meta: Mapping[str, Any] | None) -> str | None:
 def cut_at(messages: Sequence[Message], message_id: str) -> int:
     """How many of ``messages`` a fork at ``message_id`` keeps (see the module docstring)."""
     from harness import Role
-
-    from ._replay import message_id as id_of
 
     index = next((i for i, m in enumerate(messages) if id_of(m, i) == message_id), None)
     if index is None:

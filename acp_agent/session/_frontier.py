@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from ..protocol.models import AgentMessageChunk, PlanItems, PlanRemoved, PlanUpdate, TextContent, dump
+from ._threads import takes_threads
+
 if TYPE_CHECKING:
     from ..protocol.models import Notice, SessionUpdate
     from ._setup import SessionEnvironment
@@ -44,8 +47,6 @@ class ClientFrontier:
 
     @classmethod
     def of(cls, env: SessionEnvironment) -> ClientFrontier:
-        from ._threads import takes_threads
-
         return cls(
             compaction=env.client_can("session", "compaction"),
             notices=env.client_can("session", "notices"),
@@ -58,8 +59,6 @@ class ClientFrontier:
     def plan(self, entries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         """The ``plan_update`` or ``plan_removed`` (wire dict) that replaces a ``plan`` of ``entries``;
         None: the stable ``plan`` goes."""
-        from ..protocol.models import PlanItems, PlanRemoved, PlanUpdate, dump
-
         if not self.plans:
             return None
         if not entries:
@@ -68,6 +67,4 @@ class ClientFrontier:
 
     def notice(self, notice: Notice, fallback: str) -> SessionUpdate:
         """``notice`` for a client that takes notices, else ``fallback`` as the agent's message."""
-        from ..protocol.models import AgentMessageChunk, TextContent
-
         return notice if self.notices else AgentMessageChunk(content=TextContent(text=fallback))

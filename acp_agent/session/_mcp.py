@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..logs import log_file_path
+from ._mcp_acp import acp_transport
 
 if TYPE_CHECKING:
     from harness import Tool, ToolSource
@@ -189,8 +190,6 @@ class SessionMcp:
     def _acp(self, name: str, entry: Mapping[str, Any]) -> Any:
         """An MCP-over-ACP server (``_mcp_acp``): reached through the client's connection."""
         from harness.mcp import McpConfigError, StreamConfig
-
-        from ._mcp_acp import acp_transport
 
         server_id, env = entry.get("serverId"), self.env
         if not isinstance(server_id, str) or env.mcp_bridge is None:

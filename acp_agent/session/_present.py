@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+from ..protocol.models import ContentToolCallContent, ImageContent, TextContent
+
 if TYPE_CHECKING:
     from harness import Result, ToolCall, ToolResult, ToolSource
     from harness.tools import ToolMeta
@@ -90,8 +92,6 @@ def result_content(result: Result | ToolResult) -> list[ToolCallContent]:
     """A result's text and images as tool call content."""
     from harness import Image, Text
 
-    from ..protocol.models import ContentToolCallContent, ImageContent, TextContent
-
     out: list[ToolCallContent] = []
     for part in result.content:
         if isinstance(part, Text) and part.text:
@@ -104,8 +104,6 @@ def result_content(result: Result | ToolResult) -> list[ToolCallContent]:
 
 
 def text_block(text: str) -> list[ToolCallContent]:
-    from ..protocol.models import ContentToolCallContent, TextContent
-
     return [ContentToolCallContent(content=TextContent(text=text))]
 
 

@@ -27,7 +27,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import anyio.to_thread
 
+from ..model_setup import URL_HINT
 from ..protocol.errors import RpcError
+from ..protocol.models import ListProvidersResponse, ProviderCurrentConfig, ProviderInfo
 
 if TYPE_CHECKING:
     from harness import Model
@@ -171,8 +173,6 @@ def _build(settings: ModelSettings, route: Route) -> Model:
     from harness.providers import registry
     from harness.providers.factory import build_model
 
-    from ..model_setup import URL_HINT
-
     configured = str(settings.provider)
     provider = configured if protocol_of(configured) == route.api_type else _provider_for(route.api_type)
     spec = registry.get(configured)
@@ -222,8 +222,6 @@ def _configured(agent: ProviderOwner) -> str | None:
 
 async def list_providers(agent: ProviderOwner, req: Any, ctx: RequestContext) -> ListProvidersResponse:
     from harness.providers import registry
-
-    from ..protocol.models import ListProvidersResponse, ProviderCurrentConfig, ProviderInfo
 
     provider = _configured(agent)
     if provider is None:

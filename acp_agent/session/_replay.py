@@ -17,8 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+from ..protocol.models import (
+    AgentThoughtChunk,
+    ImageContent,
+    SessionInfoUpdate,
+    TextContent,
+    ToolCallStart,
+    UserMessageChunk,
+)
 from ._content import ACP_META_KEY, content_adapter
-from ._updates import agent_text
+from ._updates import PARENT_META_KEY, agent_text
 
 if TYPE_CHECKING:
     from harness import Message, ToolCall, ToolResult
@@ -152,8 +160,6 @@ class ShownLog:
 
 
 def _parent_of(record: dict[str, Any]) -> str | None:
-    from ._updates import PARENT_META_KEY
-
     meta = record.get("_meta")
     parent = cast("dict[str, Any]", meta).get(PARENT_META_KEY) if isinstance(meta, dict) else None
     return parent if isinstance(parent, str) else None
@@ -212,8 +218,6 @@ def _compact_diff(item: dict[str, Any]) -> dict[str, Any]:
 async def replay_session(session: Replayed, shown: Sequence[dict[str, Any]]) -> None:
     """Send ``session``'s whole conversation as the client saw it (``shown``: its records), then the title
     and the plan."""
-    from ..protocol.models import SessionInfoUpdate
-
     await session.presenter.refresh()
     records = SessionRecords.read(shown)
     frontier = session.frontier
@@ -269,8 +273,6 @@ def message_id(m: Message, index: int) -> str:
 
 def _command(command: dict[str, Any], mid: str) -> list[Any]:
     """An agent-side slash command as it was shown: the user's line and the agent's answer."""
-    from ..protocol.models import TextContent, UserMessageChunk
-
     prompt, reply = command.get("prompt"), command.get("reply")
     out: list[Any] = []
     if isinstance(prompt, str) and prompt:
@@ -282,8 +284,6 @@ def _command(command: dict[str, Any], mid: str) -> list[Any]:
 
 def _user(m: Message, mid: str) -> list[Any]:
     from harness import Image, Text
-
-    from ..protocol.models import ImageContent, TextContent, UserMessageChunk
 
     acp_meta: Any = m.meta.get(ACP_META_KEY)
     original: Any = cast("dict[str, Any]", acp_meta).get("prompt") if isinstance(acp_meta, dict) else None
@@ -309,8 +309,6 @@ def _assistant(
 ) -> list[Any]:
     from harness import Reasoning, Text, ToolCall
 
-    from ..protocol.models import AgentThoughtChunk, TextContent
-
     out: list[Any] = []
     for part in m.parts:
         if isinstance(part, Reasoning) and part.text:
@@ -326,8 +324,6 @@ def _call(
     call: ToolCall, presenter: Presenter, result: ToolResult | None, records: SessionRecords
 ) -> list[Any]:
     """The call's record and those of its nested calls; else its view's rebuilding of it."""
-    from ..protocol.models import ToolCallStart
-
     record = records.calls.get(call.id)
     if record is not None:
         return list(_with_nested(record, records))

@@ -27,6 +27,7 @@ import anyio
 
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, SessionNotification, TextContent, dump
 from ._children import SubagentSide
 from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_message, title_from_prompt
 from ._durable import Unsynced, WriteBehind
@@ -35,7 +36,7 @@ from ._frontier import ClientFrontier
 from ._outcome import kind_of, replace_text, stop_reason, unfinished
 from ._present import Presenter
 from ._queue import TurnQueue
-from ._replay import ShownLog
+from ._replay import ShownLog, replay_session
 from ._store import SessionMeta, SessionStore
 from ._threads import SubagentThreads
 from ._titles import title_after_exchange
@@ -141,8 +142,6 @@ class Session(SubagentSide):
         """Send one ``session/update`` (a model, or the wire dict of one) at once, without waiting for the
         opening response: ``send_update`` once the session is open, and ``session/load``'s replay, which
         the spec puts before that response."""
-        from ..protocol.models import SessionNotification, dump
-
         if isinstance(update, dict):
             await self._conn.notify("session/update", {"sessionId": self.id, "update": update})
             return
@@ -164,8 +163,6 @@ class Session(SubagentSide):
 
     async def replay(self) -> None:
         """Send the whole conversation as the client saw it (``session/load``, before its response)."""
-        from ._replay import replay_session
-
         await replay_session(self, await self._store.load_shown(self.id))
 
     # --- prompt turns ---------------------------------------------------------------------------
@@ -246,7 +243,6 @@ class Session(SubagentSide):
     async def _prompt(self, message: Message) -> str:
         # One turn's phases in order (command, hooks, title, run, mapping, persistence): kept in one
         # function so the cancellation points between them read top to bottom.
-        from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, TextContent
 
         if self.setup.ready is not None and not await self._ready(self.setup.ready):
             return "cancelled"
@@ -321,8 +317,6 @@ class Session(SubagentSide):
     async def set_title(self, title: str, *, source: TitleSource = "user") -> bool:
         """Set the title (saved at once) and tell the client; False when ``source`` is the agent's and the
         user set the title (a user's title is never replaced)."""
-        from ..protocol.models import SessionInfoUpdate
-
         if source != "user" and self.meta.title_source == "user":
             return False
         self.meta = self.meta.touched(title=title, title_source=source)

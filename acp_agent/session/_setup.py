@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from .._early import advertised
 from ..protocol.errors import RpcError
+from ..protocol.models import TextContent
 
 if TYPE_CHECKING:
     from harness import Message, Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
@@ -235,7 +236,6 @@ def checked_system_prompt(value: SystemPrompt | None) -> tuple[str, str] | None:
         )
     if not value.content:
         raise RpcError.invalid_params("invalid params: systemPrompt.content: empty")
-    from ..protocol.models import TextContent
 
     texts: list[str] = []
     for block in value.content:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ..protocol.errors import RpcError
+from ..protocol.models import AgentMessageChunk, TextContent, UserMessageChunk, dump
+from ._content import new_message_id
 
 if TYPE_CHECKING:
     from harness import Run
@@ -178,9 +180,6 @@ class SubagentThreads:
             update.field_meta = {**current, **meta}
 
     def prompt(self, call_id: str, text: Any) -> None:
-        from ..protocol.models import TextContent, UserMessageChunk
-        from ._content import new_message_id
-
         thread = self._threads.get(call_id)
         if thread is None or not isinstance(text, str) or thread.entries:
             return
@@ -202,9 +201,6 @@ class SubagentThreads:
         self._send(thread, chunk, text=False)
 
     def text(self, call_id: str, text: str) -> None:
-        from ..protocol.models import AgentMessageChunk, TextContent
-        from ._content import new_message_id
-
         thread = self._threads.get(call_id.split("/")[0])
         if thread is None or not text:
             return
@@ -218,8 +214,6 @@ class SubagentThreads:
         """The sub-agent's message ended: its whole text is one line kept for the replay."""
         thread = self._threads.get(call_id.split("/")[0])
         if thread is not None and thread.text:
-            from ..protocol.models import AgentMessageChunk, TextContent, dump
-
             line = dump(
                 AgentMessageChunk(content=TextContent(text=thread.text), message_id=thread.message_id)
             )
@@ -310,8 +304,6 @@ class SubagentThreads:
     def _send(
         self, thread: _Thread, update: SessionUpdate, *, text: bool, keep: bool = True, count: bool = True
     ) -> None:
-        from ..protocol.models import dump
-
         if count:
             thread.entry(text=text)
         self._updates.append((thread.session_id, update))

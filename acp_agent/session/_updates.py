@@ -34,7 +34,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, assert_never, cast
 
+from ..protocol.models import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    TextContent,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+    UserMessageChunk,
+    dump,
+)
+from ._content import new_message_id
 from ._partial import partial_json, raw_output
+from ._present import Shown, text_block
 from ._threads import PARENT_META_KEY
 
 if TYPE_CHECKING:
@@ -66,15 +78,6 @@ def complete_update(update: SessionUpdate, tool_names: dict[str, str]) -> None:
     """What an update made outside the mapper lacks: a message chunk's ``messageId`` (a message of one
     chunk: a command's reply, news), a tool call update's tool ``name`` (a tool middleware's: the name
     of the call as shown before, from ``tool_names``, which learns each call's)."""
-    from ..protocol.models import (
-        AgentMessageChunk,
-        AgentThoughtChunk,
-        ToolCallProgress,
-        ToolCallStart,
-        UserMessageChunk,
-    )
-    from ._content import new_message_id
-
     match update:
         case AgentMessageChunk() | AgentThoughtChunk() | UserMessageChunk() if update.message_id is None:
             update.message_id = new_message_id()
@@ -112,8 +115,6 @@ class _Call:
 
     def record(self) -> dict[str, Any]:
         """The call as the client has it now, as a ``tool_call`` (persisted for ``session/load``)."""
-        from ..protocol.models import ToolCallStart, dump
-
         content = self.replay if self.replay is not None else self.content
         update = ToolCallStart(
             tool_call_id=self.acp_id,
@@ -190,8 +191,6 @@ class EventMapper:
             TurnStarted,
         )
 
-        from ..protocol.models import AgentThoughtChunk, TextContent, UsageUpdate
-
         if event.parent is not None:
             return self._nested(event)
         match event:
@@ -243,8 +242,6 @@ class EventMapper:
         return call
 
     def _on_started(self, event: ToolCallStarted, cid: str, parent: str | None) -> list[SessionUpdate]:
-        from ..protocol.models import ToolCallStart
-
         call = self._open(cid, event.name, parent)
         return [
             self._meta(
@@ -253,8 +250,6 @@ class EventMapper:
         ]
 
     def _on_input(self, event: ToolInputDelta, call: _Call | None) -> list[SessionUpdate]:
-        from ..protocol.models import ToolCallProgress
-
         if call is None or not event.json:
             return []
         call.streamed += event.json
@@ -267,8 +262,6 @@ class EventMapper:
         return [self._meta(call, ToolCallProgress(tool_call_id=call.acp_id, raw_input=partial))]
 
     def _on_ready(self, event: ToolCallReady, cid: str, parent: str | None) -> list[SessionUpdate]:
-        from ..protocol.models import ToolCallProgress, ToolCallStart
-
         updates: list[SessionUpdate] = []
         call = self._calls.get(cid)
         if call is None:  # a provider that skipped the start
@@ -300,8 +293,6 @@ class EventMapper:
         return updates
 
     def _on_progress(self, call: _Call | None, value: Any) -> list[SessionUpdate]:
-        from ..protocol.models import ToolCallProgress
-
         if call is None:
             return []
         shown = call.presenter.progress(value)
@@ -311,9 +302,6 @@ class EventMapper:
 
     def _on_ended(self, event: ToolEnded, call: _Call | None) -> list[SessionUpdate]:
         from harness import Result
-
-        from ..protocol.models import ToolCallProgress
-        from ._present import Shown, text_block
 
         if call is None:
             return []
@@ -347,8 +335,6 @@ class EventMapper:
 
     def _end_of(self, call: _Call, result: Result) -> tuple[Shown, str | None]:
         """What the call's last update shows, and its status (None: the client marked it itself)."""
-        from ._present import Shown, text_block
-
         if result.meta.get("pending"):  # a question nobody answered: the turn ends, the call with it
             return Shown(content=text_block(_CANCELLED_TEXT)), None
         shown = call.presenter.ended(result)
@@ -416,9 +402,6 @@ class EventMapper:
                 return []
 
     def _agent_progress(self, agent: _Call) -> list[SessionUpdate]:
-        from ..protocol.models import ToolCallProgress
-        from ._present import Shown, text_block
-
         text = agent.agent_text
         agent.agent_sent = len(text)
         shown = text if len(text) <= _MAX_AGENT_TEXT else "…" + text[-_MAX_AGENT_TEXT:]
@@ -435,9 +418,6 @@ class EventMapper:
         return out
 
     def _close(self, call: _Call, cancelled: bool = False) -> list[SessionUpdate]:
-        from ..protocol.models import ToolCallProgress
-        from ._present import Shown, text_block
-
         updates = self._close_children(call, cancelled)
         self._forget(call)
         if self.threads is not None:

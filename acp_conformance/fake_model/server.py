@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Final
 
 from .exchange import Drop, Recorded, Reply, ReplySource, Stall
+from .turn import Turn
 from .wire import api_of, model_of, rendered
 
 __all__ = [
@@ -154,8 +155,6 @@ class FakeServer:
     def _title_reply(self, req: Recorded) -> Reply | None:
         """The answer to a title request (an agent's side request, kept apart from the scripted replies and
         from ``requests``: a test's script and counts stay as they were); None for any other request."""
-        from .turn import Turn
-
         api = api_of(req)
         if not self.titles_apart or req.method != "POST" or api is None or not is_title_request(req):
             return None

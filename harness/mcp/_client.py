@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
+from .. import __version__
 from ._config import HttpConfig, ServerConfig, StdioConfig, StreamConfig
 from ._elicit import Elicitation, ElicitationHandler, ElicitationReply
 from ._errors import describe_exception
@@ -121,8 +122,6 @@ def new_client(
     is called if it ends on its own."""
     import mcp_types as types
     from mcp import Client
-
-    from .. import __version__
 
     transport: AbstractAsyncContextManager[Any]
     if isinstance(config, StdioConfig):

@@ -25,6 +25,7 @@ from .._messages import ToolCall
 from .._tools import Hints, Result, ToolSpec
 from ..middleware import NextTool
 from ..protected import ProtectedPaths
+from ..tools import PatchError, parse_patch
 from ._rules import Rule, Subject, Verdict, strictest
 from ._shelloptions import unsafe_reason, write_targets
 from ._shellparse import ShellParseError, SimpleCommand, parse_command
@@ -216,8 +217,6 @@ class Policy:
     def _paths_of(self, call: ToolCall) -> tuple[Path, ...]:
         inp = call.input
         if call.name == "apply_patch" and isinstance(inp.get("patch"), str):
-            from ..tools import PatchError, parse_patch
-
             try:
                 fps = parse_patch(str(inp["patch"]))
             except PatchError:

@@ -10,8 +10,9 @@ registry does not load the HTTP client.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._clients import keep_idle_clients
@@ -22,17 +23,18 @@ if TYPE_CHECKING:
     from .registry import ProviderSpec
     from .retry import RetryModel
 
-_LAZY: dict[str, str] = {
-    "ChatCompletions": ".openai",
-    "HttpModel": "._http",
-    "Messages": ".anthropic",
-    "ProviderSpec": ".registry",
-    "Responses": ".openai",
-    "RetryModel": ".retry",
-    "build_model": ".factory",
-    "keep_idle_clients": "._clients",
-    "list_models": ".factory",
-}
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        ".openai": ("ChatCompletions", "Responses"),
+        "._http": ("HttpModel",),
+        ".anthropic": ("Messages",),
+        ".registry": ("ProviderSpec",),
+        ".retry": ("RetryModel",),
+        ".factory": ("build_model", "list_models"),
+        "._clients": ("keep_idle_clients",),
+    },
+)
 
 
 __all__ = [
@@ -47,11 +49,3 @@ __all__ = [
     "list_models",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value

@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import anyio
 
@@ -61,8 +62,6 @@ _DRAIN_S = 0.25
 
 def shown_url(url: str) -> str:
     """``url`` without credentials, query or fragment: what a message, a log or the editor may show."""
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
@@ -70,8 +69,6 @@ def shown_url(url: str) -> str:
 
 def _url_credentials(url: str) -> list[str]:
     """A URL's user, password and query values, as written and percent-decoded (longest first)."""
-    from urllib.parse import unquote, urlsplit
-
     parts = urlsplit(url)
     raw = [*parts.netloc.rpartition("@")[0].split(":", 1)]
     for part in (parts.query, parts.fragment):

@@ -23,6 +23,7 @@ Kernel interface: ``unshare(2)``, ``mount(2)``, ``open_tree(2)`` (428), ``move_m
 from __future__ import annotations
 
 import os
+import stat
 
 if __package__:
     from ._libc import errno, packed
@@ -184,8 +185,6 @@ def hide(paths: list[str]) -> None:
     """Cover each path (a file or a folder; a symlink or a missing one is skipped) with an empty,
     read-only one of the same kind: what Landlock cannot refuse to read beneath a readable root (the
     agent's own files inside a home folder opened as a project)."""
-    import stat
-
     covers: list[tuple[str, bytes]] = []
     for path in paths:
         try:

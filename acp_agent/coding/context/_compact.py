@@ -29,6 +29,13 @@ import anyio.to_thread
 from harness import Options, Prompt
 from harness.compact import SUMMARY_SYSTEM, Checkpoint, Compact, Compacted
 
+from ...protocol.models import (
+    AgentMessageChunk,
+    CompactionSummaryChunk,
+    CompactionUpdate,
+    TextContent,
+    UsageUpdate,
+)
 from ...session.plugin import CommandOutcome, write_json_atomic
 
 if TYPE_CHECKING:
@@ -118,8 +125,6 @@ class Compaction:
     # --- notices ---------------------------------------------------------------------------------
 
     async def _compacted(self, info: Compacted) -> None:
-        from ...protocol.models import AgentMessageChunk, TextContent, UsageUpdate
-
         self._made = info
         await self._save()
         if self._open is not None:
@@ -175,8 +180,6 @@ class Compaction:
 
     async def _summary_stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         if self._open is None:
-            from ...protocol.models import CompactionUpdate
-
             self._open = f"compaction_{uuid.uuid4().hex[:12]}"
             await self._link.send(CompactionUpdate(compaction_id=self._open, status="in_progress"))
         inner = next(prompt)
@@ -201,8 +204,6 @@ class Compaction:
         return result
 
     async def _completed(self, compaction_id: str, summary: str) -> None:
-        from ...protocol.models import CompactionSummaryChunk, CompactionUpdate, TextContent
-
         self._open = None
         text = TextContent(text=summary)
         await self._link.send(CompactionSummaryChunk(compaction_id=compaction_id, content=text))
@@ -211,8 +212,6 @@ class Compaction:
         )
 
     async def _end(self, status: CompactionStatus, error: str | None) -> None:
-        from ...protocol.models import CompactionUpdate
-
         compaction_id, self._open = self._open, None
         if compaction_id is None:
             return

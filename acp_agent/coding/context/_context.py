@@ -26,6 +26,7 @@ import anyio.to_thread
 from harness import Message, Role, Text
 from harness.model import Finish, FinishReason, TextChunk, ToolStart
 
+from ...protocol.models import ContentToolCallContent, TextContent, ToolCallStart
 from ...session.plugin import with_client_prompt
 from .._commands import SlashCommand
 from .._later import Later
@@ -301,8 +302,6 @@ class ProjectContext:
         return handle is not None and bool(handle.messages())
 
     async def _show(self, title: str, text: str, failed: bool) -> None:
-        from ...protocol.models import ContentToolCallContent, TextContent, ToolCallStart
-
         self._shown += 1
         update = ToolCallStart(
             tool_call_id=f"hook_{self._shown}_{self._env.session_id[:8]}",

@@ -28,6 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+import anyio.to_thread
+
 from ...session.plugin import CommandOutcome
 from .._commands import SlashCommand
 from ._textfiles import read_bounded, split_front_matter
@@ -189,8 +191,6 @@ class Commands:
         return out
 
     async def _init(self, args: str) -> CommandOutcome:
-        import anyio.to_thread
-
         prompt = await anyio.to_thread.run_sync(prompt_text, "init.md")
         if args:
             prompt += f"\n\nThe user asks you to pay particular attention to: {args}"

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.to_thread
 
+from harness.sandbox import SandboxPolicy, open_process, probe
+
 from ._process import Completed, run_bounded
 
 if TYPE_CHECKING:
@@ -180,8 +182,6 @@ def _pinned(repo: Repository, args: Sequence[str]) -> list[str]:
 
 
 def _policy(repo: Repository) -> SandboxPolicy:
-    from harness.sandbox import SandboxPolicy
-
     return SandboxPolicy(mode="read-only", network=False, roots=(repo.work_tree,), protected=())
 
 
@@ -195,8 +195,6 @@ async def _run_sandboxed(
 ) -> Completed:
     """``argv`` read-only, with no network, in the sandbox (through its launcher); its stderr is dropped (the sandbox merges it into stdout, which is parsed). The whole group
     is killed at the end, whatever happens."""
-    from harness.sandbox import open_process
-
     wrapped = ["/bin/sh", "-c", 'exec "$@" 2>/dev/null', "sh", *argv]  # argv stays arguments: no quoting
     try:
         proc = await open_process(wrapped, _policy(repo), cwd=repo.work_tree, env=env, support=support)
@@ -236,8 +234,6 @@ async def run_git(
     """``git <args>`` in ``repo`` as described in the module docstring; two processes (the listing of the
     configuration's driver names, then the command), both within ``timeout_s``. Only the command is
     sandboxed: listing the configuration runs nothing."""
-    from harness.sandbox import probe
-
     found = support or await anyio.to_thread.run_sync(probe)
     with anyio.move_on_after(timeout_s) as scope:
         listing = _pinned(repo, ["config", "-z", "--list", "--includes"])

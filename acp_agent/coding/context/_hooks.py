@@ -34,6 +34,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio.to_thread
+
+from harness.sandbox import sandbox_argv, spawns_in_this_thread
+
 from ...config import HookEntry
 from ._process import Completed, run_bounded
 
@@ -222,9 +226,6 @@ class Hooks:
         policy = self._sandbox() if self._sandbox is not None and boxed else None
         if policy is None:
             return argv
-        import anyio.to_thread
-
-        from harness.sandbox import sandbox_argv, spawns_in_this_thread
 
         tied = spawns_in_this_thread()  # (here, on the event loop's thread)
         spec_dir = policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"

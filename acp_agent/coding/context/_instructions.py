@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+import anyio.to_thread
+
 from harness import Text
 from harness.tools import real_path
 
@@ -282,7 +284,6 @@ class DeeperInstructions:
         result = await next(call, context)
         if call.name not in _FILE_TOOLS or context.pending() is not None:
             return result
-        import anyio.to_thread
 
         def find() -> list[TextFile]:
             touched = _touched(call.name, call.input, result.value, self._first)

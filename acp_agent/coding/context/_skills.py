@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio.to_thread
+
 from harness import Hints, Result, ToolSpec
 from harness.tools import ToolMeta
 
@@ -207,8 +209,6 @@ class SkillTool:
         )
 
     async def call(self, input: dict[str, Any], call: Call) -> Result:
-        import anyio.to_thread
-
         name = str(input.get("name") or "")
         skill = self._skills.by_name.get(name)
         if skill is None:

@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import anyio.to_thread
 
+from harness.atomic import private_dir
+
+from ...session.plugin import write_json_atomic
 from ._model_list import cache_key, is_http, model_values, read_cache
 
 if TYPE_CHECKING:
@@ -132,10 +135,6 @@ async def _describe(provider: str, base_url: str | None, api_key: str | None) ->
 
 
 def _write(path: Path, key: str, models: list[str], facts: dict[str, ModelInfo]) -> None:
-    from harness.atomic import private_dir
-
-    from ...session.plugin import write_json_atomic
-
     private_dir(path.parent)  # 0700, as every folder of the agent's own data
 
     stored: dict[str, Any] = {

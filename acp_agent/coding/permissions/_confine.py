@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from harness import Result
-from harness.tools import PathError
+from harness.tools import PatchError, PathError, parse_patch
 
 if TYPE_CHECKING:
     from harness import Call, ToolCall
@@ -64,8 +64,6 @@ def _paths(call: ToolCall) -> Iterator[tuple[str, str]]:
             yield "cwd: ", cwd
         return
     if call.name == "apply_patch":
-        from harness.tools import PatchError, parse_patch
-
         patch = inp.get("patch")
         if not isinstance(patch, str):
             return

@@ -19,14 +19,26 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import anyio
 import anyio.to_thread
 
-from harness import Approval, Decision, Need, Pending, Question, Result
+from harness import Approval, Decision, Need, Pending, Question, Result, ToolCall
 from harness.policy import Policy, Rule, Verdict
-from harness.tools import PathError
+from harness.tools import PathError, read_meta
 
 from ...protocol.errors import ConnectionClosedError, RpcError
 from ...protocol.jsonvalue import as_object
-from ...session.plugin import CHILD_CANCELLED
+from ...protocol.models import (
+    ContentToolCallContent,
+    DiffToolCallContent,
+    Notice,
+    TextContent,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallUpdate,
+    dump,
+)
+from ...session.plugin import CHILD_CANCELLED, MetaView
 from ._always import permission_options
+from ._sandboxing import escalation_title
 
 if TYPE_CHECKING:
     from harness import Call, Model, ToolCall, ToolSpec
@@ -97,8 +109,6 @@ class SessionLink:
     async def advise(self, title: str, description: str | None, fallback: str) -> None:
         """Advisory news for the user: a ``warning`` notice where the client takes notices, else
         ``fallback`` as the agent's message."""
-        from ...protocol.models import Notice
-
         if self.handle is None:
             await self._bound.wait()
         assert self.handle is not None
@@ -118,8 +128,6 @@ class RunningMarker:
         self.link = link
 
     async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
-        from ...protocol.models import ToolCallProgress
-
         await self.link.send(ToolCallProgress(tool_call_id=call.id, status="in_progress"))
         self.link.running[call.id] = call.name
         try:
@@ -180,8 +188,6 @@ class PermissionGate:
         self, call: ToolCall, context: Call, need: Approval, session_id: str | None = None
     ) -> Decision:
         """``call``'s approval (a sub-agent's own call, asked in its session ``session_id``)."""
-        from ._sandboxing import escalation_title
-
         policy = self.modes.policy
         spec = context.spec if call.id == context.id else None  # (a sub-agent's call: not the agent's spec)
         leaving = escalation_title(call.name, call.input)  # leaving the sandbox asks every time
@@ -213,15 +219,6 @@ class PermissionGate:
         """Ask yes or no about something the user asked for that is not a model's tool call (``/undo``):
         shown as a tool call of its own (``note`` its text), ended ``completed`` or ``failed`` with the
         answer. Raises ``Cancelled`` when the editor answers cancelled."""
-        from ...protocol.models import (
-            ContentToolCallContent,
-            TextContent,
-            ToolCallLocation,
-            ToolCallProgress,
-            ToolCallStart,
-            dump,
-        )
-
         start = ToolCallStart(
             tool_call_id=f"confirm_{uuid.uuid4().hex[:12]}",
             title=title,
@@ -286,11 +283,6 @@ class PermissionGate:
         """The permission request's ``toolCall``: title (``title``, else the view's), kind, input and what
         would change; ``note`` (why this always asks) first. A command is shown once: in a ``sh`` block
         only when the title does not already hold it whole."""
-        from harness.tools import read_meta
-
-        from ...protocol.models import ContentToolCallContent, TextContent, ToolCallUpdate, dump
-        from ...session.plugin import MetaView
-
         view = self.views.get(call.name) or MetaView(
             call.name, read_meta(context.spec.meta if context.spec is not None else {})
         )
@@ -319,8 +311,6 @@ class PermissionGate:
 
     async def _preview(self, call: ToolCall) -> list[ToolCallContent]:
         """The diff a write or edit would make (nothing when it cannot be known in advance)."""
-        from ...protocol.models import ContentToolCallContent, DiffToolCallContent, TextContent
-
         inp = call.input
         if call.name == "apply_patch" and isinstance(inp.get("patch"), str):
             patch = str(inp["patch"])[:_PREVIEW_MAX_CHARS]
@@ -432,8 +422,6 @@ def _nested_call(call: ToolCall, pending: Pending, need: Need) -> ToolCall | Non
     """The sub-agent's own call that ``need`` of the agent call ``call`` is about (``AgentTool`` prefixes
     the need's id with it and keeps its pending calls in the state), with the id the client was shown
     (``<call>/<child call>``); None when the need is the agent call's own."""
-    from harness import ToolCall
-
     child_id, slash, _ = need.id.partition("/")
     state = as_object(pending.state)
     if not slash:

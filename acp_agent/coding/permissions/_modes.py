@@ -12,6 +12,7 @@ import anyio.to_thread
 
 from harness.policy import PermissionStore, Policy, ProtectedPaths, Rule, Verdict, mode_policy
 
+from ...config import user_config_dir
 from ..opening import MODE_INFO, offered_modes
 from ._protected import AGENT_PROTECTED
 
@@ -158,8 +159,6 @@ def protected_paths(
 ) -> ProtectedPaths:
     """The standard protected list below ``roots``, plus the agent's own files wherever they are: the
     user's configuration folder, the permission files, the agent's data folder (sessions). Blocking."""
-    from ...config import user_config_dir
-
     own = "one of acp-agent's own files (configuration, remembered permissions, sessions): a change can run commands or widen what the agent may do"
     extra = [(user_config_dir(environ), own), (home, own), *((p, own) for p in stores)]
     return ProtectedPaths.of(roots, extra, AGENT_PROTECTED)
@@ -168,8 +167,6 @@ def protected_paths(
 def store_paths(config: Any, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, Path]:
     """The project's and the user's permission files (the configuration's; by default
     ``<project>/.acp-agent/permissions.jsonl`` and ``<user config>/acp-agent/permissions.jsonl``)."""
-    from ...config import user_config_dir
-
     base = Path(getattr(config, "project_root", None) or cwd)
     project: Path | None = getattr(config, "permissions_project_file", None)
     user: Path | None = getattr(config, "permissions_user_file", None)

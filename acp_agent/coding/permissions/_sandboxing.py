@@ -29,6 +29,7 @@ from harness import Result
 from harness.policy import Policy, Verdict
 from harness.sandbox import SandboxPolicy, Support, probe, unavailable
 
+from ...config import user_config_dir
 from ._protected import AGENT_ROOT_PATHS
 
 if TYPE_CHECKING:
@@ -101,8 +102,6 @@ def sandbox_status(config: Config, environ: Mapping[str, str]) -> tuple[bool | N
 def agent_private_paths(config: Config, environ: Mapping[str, str]) -> list[Path]:
     """The agent's own files a command may not read nor write: the user configuration folder (rules,
     settings), the agent's home (sessions, logs, trust decisions) and the configured key file."""
-    from ...config import user_config_dir
-
     paths = [user_config_dir(environ), config.home]
     key_file = config.get("api_key_file")
     if key_file is not None:

@@ -24,8 +24,10 @@ import anyio.to_thread
 
 from harness.policy import PermissionFileError, PermissionStore, Rule, Verdict
 
+from ...protocol.models import AgentMessageChunk, TextContent, ToolCallProgress
 from ...rule_lines import read_rule_lines
 from ...trust import ProjectTrust, TrustStore, rule_key
+from ._gate import Cancelled
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -130,7 +132,6 @@ class ProjectTrustPrompt:
         """Ask, if still to be asked, and apply the answer (before the turn's model and tools)."""
         if not self.pending:
             return
-        from ._gate import Cancelled
 
         current = await self._reload(None)  # trusted meanwhile (another session, `acp-harness-agent trust`)?
         if current.project is not None and current.project.trusted:
@@ -182,11 +183,7 @@ class ProjectTrustPrompt:
         }
 
     async def _status(self, call_id: str, status: str) -> None:
-        from ...protocol.models import ToolCallProgress
-
         await self._link.send(ToolCallProgress(tool_call_id=call_id, status=status))  # pyright: ignore[reportArgumentType]
 
     async def _say(self, text: str) -> None:
-        from ...protocol.models import AgentMessageChunk, TextContent
-
         await self._link.send(AgentMessageChunk(content=TextContent(text=text)))

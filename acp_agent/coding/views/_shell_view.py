@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from harness.tools import shell_value
 
+from ...protocol.models import TerminalToolCallContent
 from ...session.plugin import Shown, TextCall, result_content
 
 if TYPE_CHECKING:
@@ -110,8 +111,6 @@ class _InZedTerminal:
         self._output_key = output_key
 
     def ready(self, tool_input: Mapping[str, Any]) -> Shown:
-        from ...protocol.models import TerminalToolCallContent
-
         cwd = self._paths.absolute(tool_input.get("cwd") or ".")
         return Shown(
             content=[TerminalToolCallContent(terminal_id=self._id)],
@@ -125,8 +124,6 @@ class _InZedTerminal:
         return Shown(meta={self._output_key: {"terminal_id": self._id, "data": chunk}})
 
     def ended(self, result: Result) -> Shown:
-        from ...protocol.models import TerminalToolCallContent
-
         value = shell_value(result.value)
         code = value["exit_code"] if value is not None else None
         return Shown(

@@ -26,6 +26,7 @@ from harness.tools import (
     read_value,
 )
 
+from ...protocol.models import DiffToolCallContent, ToolCallLocation
 from ...session.plugin import Shown, result_content, text_block
 
 if TYPE_CHECKING:
@@ -66,8 +67,6 @@ class ProjectPaths:
 
 
 def _location(path: str, line: Any = None) -> ToolCallLocation:
-    from ...protocol.models import ToolCallLocation
-
     return ToolCallLocation(path=path, line=line if isinstance(line, int) and line >= 1 else None)
 
 
@@ -163,8 +162,6 @@ class _EditView(_FileView):
         self.verb = verb
 
     def ended(self, result: Result) -> Shown:
-        from ...protocol.models import DiffToolCallContent
-
         value = edit_value(result.value)
         if value is None:
             return Shown(content=result_content(result))
