@@ -48,7 +48,6 @@ __getattr__ = lazy_exports(
 __version__ = "0.1.0"
 
 
-
 __all__ = [
     "Answer",
     "Approval",

@@ -48,4 +48,3 @@ __all__ = [
     "keep_idle_clients",
     "list_models",
 ]
-
