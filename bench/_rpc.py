@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +128,41 @@ async def settled(agent: Agent, session_id: str) -> None:
             and update.get("sessionUpdate") == "available_commands_update"
         ):
             return
+
+
+async def answer_unattended(agent: Agent, msg: dict[str, Any]) -> None:
+    """Answer an agent's request in an unattended session: a permission is allowed (once, where offered),
+    anything else refused."""
+    if msg.get("method") != "session/request_permission":
+        error = {"code": -32601, "message": f"bench client: no {msg.get('method')}"}
+        await agent.send({"jsonrpc": "2.0", "id": msg["id"], "error": error})
+        return
+    options = (msg.get("params") or {}).get("options") or []
+    ranked = sorted(options, key=lambda o: {"allow_once": 0, "allow_always": 1}.get(str(o.get("kind")), 2))
+    outcome: dict[str, Any] = (
+        {"outcome": "selected", "optionId": ranked[0]["optionId"]} if ranked else {"outcome": "cancelled"}
+    )
+    await agent.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": outcome}})
+
+
+async def prompt_turn(
+    agent: Agent, session_id: str, text: str, on_update: Callable[[dict[str, Any]], None] | None = None
+) -> None:
+    """One ``session/prompt`` to its answer, answering the agent's requests unattended on the way;
+    ``on_update`` sees each ``session/update``'s update."""
+    rid = await agent.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    )
+    while True:
+        msg = await agent.read()
+        if msg.get("id") == rid and "method" not in msg:
+            if "error" in msg:
+                raise RuntimeError(f"session/prompt: {msg['error']}")
+            return
+        if "method" in msg and "id" in msg:
+            await answer_unattended(agent, msg)
+        elif on_update is not None and msg.get("method") == "session/update":
+            on_update((msg.get("params") or {}).get("update") or {})
 
 
 def percentile(values: Sequence[float], p: float) -> float:

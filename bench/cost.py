@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._cache_sim import Billed, CacheServer, Step, strip_cache_control, tokens
-from bench._rpc import INIT, Agent, figure, git, our_agent
+from bench._rpc import INIT, Agent, figure, git, our_agent, prompt_turn
 
 BENCH = "cost"
 BASE_CEILING = 4000
@@ -80,18 +80,6 @@ def script(turns: int) -> tuple[list[str], list[Step]]:
     return prompts, steps
 
 
-async def _answer_requests(agent: Agent, msg: dict[str, Any]) -> None:
-    """Allow what the agent asks (a permission), so the scripted session runs unattended."""
-    options = (msg.get("params") or {}).get("options") or []
-    allow = next((o["optionId"] for o in options if str(o.get("kind", "")).startswith("allow")), None)
-    result: dict[str, Any] = (
-        {"outcome": {"outcome": "selected", "optionId": allow}}
-        if allow
-        else {"outcome": {"outcome": "cancelled"}}
-    )
-    await agent.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
-
-
 async def _session(provider: str, cache: str, turns: int) -> tuple[list[Billed], list[dict[str, Any]], Any]:
     """Run the scripted session; the server's billing, its request bodies and the last ``usage_update``'s cost."""
     prompts, steps = script(turns)
@@ -117,21 +105,15 @@ async def _session(provider: str, cache: str, turns: int) -> tuple[list[Billed],
         try:
             await agent.call("initialize", INIT)
             sid = (await agent.call("session/new", {"cwd": str(repo), "mcpServers": []}))["sessionId"]
+            costs: list[Any] = []
+
+            def seen(update: dict[str, Any]) -> None:
+                if update.get("sessionUpdate") == "usage_update":
+                    costs.append(update.get("cost"))
+
             for text in prompts:
-                rid = await agent.request(
-                    "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
-                )
-                while True:
-                    msg = await agent.read()
-                    if msg.get("id") == rid and "method" not in msg:
-                        if "error" in msg:
-                            raise RuntimeError(f"session/prompt: {msg['error']}")
-                        break
-                    if "method" in msg and "id" in msg:
-                        await _answer_requests(agent, msg)
-                    update = (msg.get("params") or {}).get("update") or {}
-                    if update.get("sessionUpdate") == "usage_update":
-                        cost = update.get("cost")
+                await prompt_turn(agent, sid, text, seen)
+            cost = costs[-1] if costs else None
         finally:
             await agent.close()
         return list(server.billed), list(server.bodies), cost

@@ -41,7 +41,7 @@ from bench._cache_sim import (
     strip_cache_control,
     tokens,
 )
-from bench._rpc import INIT, REPO, Agent, figure, our_agent
+from bench._rpc import INIT, REPO, Agent, figure, our_agent, prompt_turn
 from bench.cost import _project
 
 BENCH = "peers_cost"
@@ -298,33 +298,9 @@ AGENTS = (
 )
 
 
-async def _answer_request(agent: Agent, msg: dict[str, Any]) -> None:
-    """Allow every permission request (the session runs unattended); refuse anything else."""
-    if msg.get("method") != "session/request_permission":
-        error = {"code": -32601, "message": f"bench client: no {msg.get('method')}"}
-        await agent.send({"jsonrpc": "2.0", "id": msg["id"], "error": error})
-        return
-    options = (msg.get("params") or {}).get("options") or []
-    ranked = sorted(options, key=lambda o: {"allow_once": 0, "allow_always": 1}.get(str(o.get("kind")), 2))
-    outcome: dict[str, Any] = (
-        {"outcome": "selected", "optionId": ranked[0]["optionId"]} if ranked else {"outcome": "cancelled"}
-    )
-    await agent.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": outcome}})
-
-
 async def _turn(agent: Agent, sid: str, text: str) -> None:
-    rid = await agent.request(
-        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
-    )
     with anyio.fail_after(TURN_TIMEOUT_S):
-        while True:
-            msg = await agent.read()
-            if msg.get("id") == rid and "method" not in msg:
-                if "error" in msg:
-                    raise RuntimeError(f"session/prompt: {msg['error']}")
-                return
-            if "method" in msg and "id" in msg:
-                await _answer_request(agent, msg)
+        await prompt_turn(agent, sid, text)
 
 
 @dataclass

@@ -209,8 +209,7 @@ class Connection:
         data = text_chunk_line(session_id, text, message_id)
         if not self._out.write_nowait(data):
             return False
-        if _log.isEnabledFor(logging.DEBUG):
-            _log.debug("-> %s", clip(data[: _LOG_LIMIT + 1].decode("utf-8", "replace").rstrip("\n")))
+        _log_out(data)
         return True
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
@@ -474,8 +473,8 @@ class Connection:
         return await self._write_bytes(data)
 
     async def _write_bytes(self, data: bytes) -> bool:
-        if _log.isEnabledFor(logging.DEBUG) and not self._out.broken:
-            _log.debug("-> %s", clip(data[: _LOG_LIMIT + 1].decode("utf-8", "replace").rstrip("\n")))
+        if not self._out.broken:
+            _log_out(data)
         return await self._out.write(data)
 
     # --- shutdown ----------------------------------------------------------------------------
@@ -517,3 +516,9 @@ def _holds_secrets(value: Any, depth: int = 0) -> bool:
     if isinstance(value, list):
         return any(_holds_secrets(v, depth + 1) for v in cast(list[Any], value))
     return False
+
+
+def _log_out(data: bytes) -> None:
+    """The debug trace of an outgoing line (clipped); nothing is formatted unless debug is on."""
+    if _log.isEnabledFor(logging.DEBUG):
+        _log.debug("-> %s", clip(data[: _LOG_LIMIT + 1].decode("utf-8", "replace").rstrip("\n")))
