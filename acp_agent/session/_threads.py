@@ -17,8 +17,9 @@ client that takes them (``takes_threads``: Zed by its ``clientInfo.name``, or an
 
 A client advertising ``clientCapabilities.subagents`` gets each child announced on the parent with
 ``subagent_update`` before its traffic (title, task, ``capabilities.cancel``) and its state: ``running``,
-``requires_action`` while a permission request of the child waits on the user (the request goes to the
-child's session), ``idle`` with its stop reason when it ended. ``session/cancel`` with the child's id cancels
+``requires_action`` while a permission request or a question of the child waits on the user (the request
+goes to the child's session), ``idle`` with its stop reason and the token usage of the child's own model
+requests when it ended. ``session/cancel`` with the child's id cancels
 that child alone (``cancel``: the harness's ``Run.cancel_call``); the parent's turn goes on.
 """
 
@@ -33,9 +34,10 @@ from typing import TYPE_CHECKING, Any, Final
 from ..protocol.errors import RpcError
 from ..protocol.models import AgentMessageChunk, TextContent, UserMessageChunk, dump
 from ._content import new_message_id
+from ._usage import wire_usage
 
 if TYPE_CHECKING:
-    from harness import Run
+    from harness import Run, Usage
 
     from ..protocol.connection import Connection
     from ..protocol.models import SessionUpdate
@@ -135,6 +137,8 @@ class _Thread:
     message_id: str | None = None
     """The ``messageId`` of the sub-agent's message streaming now."""
     announced: bool = False
+    usage: Usage | None = None
+    """What the sub-agent's own model requests used so far (its ``idle`` state's ``usage``)."""
 
     def entry(self, *, text: bool) -> None:
         """Count Zed's entries: each message, each tool call (a text entry runs until something else)."""
@@ -210,9 +214,12 @@ class SubagentThreads:
         chunk = AgentMessageChunk(content=TextContent(text=text), message_id=thread.message_id)
         self._send(thread, chunk, text=True, keep=False)
 
-    def message_ended(self, call_id: str) -> None:
-        """The sub-agent's message ended: its whole text is one line kept for the replay."""
+    def message_ended(self, call_id: str, usage: Usage | None = None) -> None:
+        """The sub-agent's message ended: its whole text is one line kept for the replay; ``usage``
+        (what the model request of a message of its run, or of a run it runs, used) is counted."""
         thread = self._threads.get(call_id.split("/")[0])
+        if thread is not None and usage is not None:
+            thread.usage = usage if thread.usage is None else thread.usage + usage
         if thread is not None and thread.text:
             line = dump(
                 AgentMessageChunk(content=TextContent(text=thread.text), message_id=thread.message_id)
@@ -228,7 +235,9 @@ class SubagentThreads:
             self.message_ended(call_id)
             thread.ended = True
             if thread.announced:
-                state = {"state": "idle", "stopReason": stop_reason}
+                state: dict[str, Any] = {"state": "idle", "stopReason": stop_reason}
+                if thread.usage is not None and thread.usage.total:
+                    state["usage"] = wire_usage(thread.usage)  # the child's own requests, not the parent's
                 self._parent_updates.append(
                     {"sessionUpdate": "subagent_update", "sessionId": thread.session_id, "state": state}
                 )

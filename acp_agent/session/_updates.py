@@ -370,7 +370,7 @@ class EventMapper:
             if isinstance(event, TextDelta):
                 self.threads.text(agent.acp_id, event.text)
             else:
-                self.threads.message_ended(agent.acp_id)
+                self.threads.message_ended(agent.acp_id, event.usage)
             if self.threads.meta(agent.acp_id.split("/")[0]) is not None:
                 return []  # shown in the agent's thread, not in its call
         match event:

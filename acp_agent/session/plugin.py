@@ -7,8 +7,8 @@ builds a session from, in one public module.
 - how tool calls look to the client: ``ToolView`` and ``CallView`` (a factory's own views), ``MetaView``
   (the default), ``Shown``, ``TextCall``, ``result_content``, ``text_block``;
 - the session's MCP servers (``SessionMcp``, ``merge_servers``), its store (``SessionStore``,
-  ``write_json_atomic``), its model slots (``PROVIDER_ID``, ``SMALL_ID``), ``MAX_TITLE`` and
-  ``CONTEXT_PARTS_META``.
+  ``write_json_atomic``), its model slots (``PROVIDER_ID``, ``SMALL_ID``), ``MAX_TITLE``,
+  ``CONTEXT_PARTS_META`` and ACP's ``Usage`` of a harness one (``wire_usage``).
 
 The modules behind it are the session layer's own (``_setup``, ``_present``, ``_mcp``, ``_store``, …); a
 factory imports this module, never them (``tests/test_layering.py`` refuses another package's private
@@ -33,6 +33,7 @@ from ._setup import (
 from ._store import SessionStore, write_json_atomic
 from ._threads import CHILD_CANCELLED
 from ._titles import MAX_TITLE
+from ._usage import wire_usage
 
 __all__ = [
     "CHILD_CANCELLED",
@@ -56,6 +57,7 @@ __all__ = [
     "merge_servers",
     "result_content",
     "text_block",
+    "wire_usage",
     "with_client_prompt",
     "write_json_atomic",
 ]

@@ -24,7 +24,7 @@ import anyio.to_thread
 from harness import Usage
 from harness.model import UsageChunk
 
-from ...session.plugin import write_json_atomic
+from ...session.plugin import wire_usage, write_json_atomic
 
 if TYPE_CHECKING:
     from harness import Model
@@ -38,21 +38,6 @@ __all__ = ["USAGE_FILE", "UsageMeter", "read_usage", "wire_usage"]
 log = logging.getLogger(__name__)
 
 USAGE_FILE: Final = "usage.json"
-
-
-def wire_usage(usage: Usage) -> dict[str, int]:
-    """ACP's (unstable) ``Usage``: ``inputTokens`` is the whole prompt, cached parts included;
-    ``thoughtTokens`` (part of ``outputTokens``) where the provider said it."""
-    wire = {
-        "totalTokens": usage.total,
-        "inputTokens": usage.prompt,
-        "outputTokens": usage.output,
-        "cachedReadTokens": usage.cache_read,
-        "cachedWriteTokens": usage.cache_write,
-    }
-    if usage.reasoning:
-        wire["thoughtTokens"] = usage.reasoning
-    return wire
 
 
 def read_usage(path: Path) -> dict[str, Any] | None:

@@ -5,7 +5,9 @@
 idiom), so the run never pauses. An ``Approval`` becomes ``session/request_permission`` with allow_once,
 allow_always, reject_once and reject_always; "always" answers are remembered through ``ModeState``. A
 ``Question`` becomes ``elicitation/create`` (form) when the client supports it, else a permission request
-with one option per choice. ``RunningMarker`` is the innermost: it sends ``in_progress`` when the call runs.
+with one option per choice. A sub-agent's approval or question, where the client takes ``subagent_update``,
+is asked in the child's own session about the child's own call. ``RunningMarker`` is the innermost: it sends
+``in_progress`` when the call runs.
 """
 
 from __future__ import annotations
@@ -155,18 +157,19 @@ class PermissionGate:
                 return result
             answers: dict[str, Any] = {}
             handle = self.link.handle
-            # A sub-agent announced to the client (``subagent_update``): its permission requests go to its
-            # session, about its own call, and it shows ``requires_action`` while they wait.
+            # A sub-agent announced to the client (``subagent_update``): its permission requests and its
+            # questions go to its session, about its own call, and it shows ``requires_action`` while they
+            # wait.
             child = handle.child_session(call.id) if handle is not None else None
             try:
                 if handle is not None and child is not None:
                     await handle.child_waits(call.id, True)
                 for need in pending.needs:
+                    nested = _nested_call(call, pending, need) if child is not None else None
                     if isinstance(need, Approval):
-                        nested = _nested_call(call, pending, need) if child is not None else None
                         answers[need.id] = await self._approve(nested or call, context, need, child)
                     else:
-                        answers[need.id] = await self._ask(call, need)
+                        answers[need.id] = await self._ask(nested or call, need, child if nested else None)
             except Cancelled:
                 # Nothing is left pending: the call ends cancelled (else the harness keeps it awaiting an
                 # answer, and the client is shown "(awaiting input)").
@@ -348,17 +351,22 @@ class PermissionGate:
         """Whether the client advertised ``elicitation.<mode>`` (``form`` or ``url``)."""
         return as_object(self.env.client_capabilities.get("elicitation")).get(mode) is not None
 
-    async def _ask(self, call: ToolCall, question: Question) -> Any:
+    async def _ask(self, call: ToolCall, question: Question, session_id: str | None = None) -> Any:
+        """``call``'s question (a sub-agent's own call, asked in its session ``session_id``)."""
         if self.can_elicit("form"):
-            return await self._elicit(call, question)
+            return await self._elicit(call, question, session_id)
         return await self.ask_by_permission(
             {"toolCallId": call.id, "title": question.text, "status": "pending", "rawInput": call.input},
             question,
+            session_id,
         )
 
-    async def ask_by_permission(self, tool_call: dict[str, Any], question: Question) -> Any:
-        """A question with choices as a permission request (one option per choice, then Decline): the
-        chosen choice, or a denying ``Decision``. Raises ``Cancelled`` when the editor answers cancelled."""
+    async def ask_by_permission(
+        self, tool_call: dict[str, Any], question: Question, session_id: str | None = None
+    ) -> Any:
+        """A question with choices as a permission request (one option per choice, then Decline), asked in
+        ``session_id``, else the session's: the chosen choice, or a denying ``Decision``. Raises
+        ``Cancelled`` when the editor answers cancelled."""
         if not question.choices:
             return Decision.deny("the editor cannot ask free-form questions")
         options = [
@@ -366,17 +374,18 @@ class PermissionGate:
             for i, choice in enumerate(question.choices)
         ]
         options.append({"optionId": "decline", "name": "Decline", "kind": "reject_once"})
-        chosen = await self.request_permission(tool_call, options)
+        chosen = (await self._request_permission(tool_call, options, session_id))[0]
         if chosen.startswith("choice_"):
             return question.choices[int(chosen.removeprefix("choice_"))]
         return Decision.deny("the user declined to answer")
 
-    async def elicit(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        """``elicitation/create`` with ``params`` (``sessionId`` added): the answer as an object, or None
-        when the request failed. Raises ``Cancelled`` when the connection closed."""
+    async def elicit(self, params: dict[str, Any], session_id: str | None = None) -> dict[str, Any] | None:
+        """``elicitation/create`` with ``params`` (``sessionId`` added: ``session_id``, else the
+        session's): the answer as an object, or None when the request failed. Raises ``Cancelled`` when
+        the connection closed."""
         try:
             answer = await self.env.connection.request(
-                "elicitation/create", {"sessionId": self.env.session_id, **params}
+                "elicitation/create", {"sessionId": session_id or self.env.session_id, **params}
             )
         except ConnectionClosedError:
             raise Cancelled() from None
@@ -385,7 +394,7 @@ class PermissionGate:
             return None
         return as_object(answer)
 
-    async def _elicit(self, call: ToolCall, question: Question) -> Any:
+    async def _elicit(self, call: ToolCall, question: Question, session_id: str | None) -> Any:
         prop: dict[str, Any] = {"type": "string", "title": "Answer"}
         if question.choices:
             prop["enum"] = list(question.choices)
@@ -399,7 +408,8 @@ class PermissionGate:
                     "properties": {"answer": prop},
                     "required": ["answer"],
                 },
-            }
+            },
+            session_id,
         )
         if answer is None:
             return Decision.deny("the editor could not ask the question")
