@@ -125,6 +125,7 @@ def _mcp(inner: str, params: Any = None, **outer: Any) -> Any:
 
 
 def test_the_kits_mcp_server_over_acp_answers_the_handshake_lists_and_calls_its_echo_tool() -> None:
+    """The handshake era (MCP before 2026-07-28), which older agents' MCP clients speak."""
     init = _mcp("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}})["result"]["result"]
     assert init["protocolVersion"] == "2025-03-26" and init["capabilities"] == {"tools": {}}
     assert _mcp("ping")["result"] == {"result": {}}
@@ -134,10 +135,41 @@ def test_the_kits_mcp_server_over_acp_answers_the_handshake_lists_and_calls_its_
     assert called == {"content": [{"type": "text", "text": "KIT-MCP-ECHO:hi"}], "isError": False}
 
 
+MODERN = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+"""The per-request envelope of MCP 2026-07-28 (as the mcp SDK's client stamps every request)."""
+
+
+def test_the_kits_mcp_server_over_acp_speaks_mcp_2026_07_28_discovery_and_its_results() -> None:
+    from mcp import types
+
+    discovered = _mcp("server/discover", MODERN)["result"]["result"]
+    result = types.DiscoverResult.model_validate(discovered)
+    assert result.supported_versions == ["2026-07-28"] and result.capabilities.tools is not None
+    assert discovered["resultType"] == "complete"
+    listed = _mcp("tools/list", MODERN)["result"]["result"]
+    (tool,) = types.ListToolsResult.model_validate(listed).tools
+    assert tool.name == "echo" and listed["resultType"] == "complete" and listed["ttlMs"] == 0
+    called = _mcp("tools/call", {**MODERN, "name": "echo", "arguments": {"text": "hi"}})["result"]["result"]
+    (content,) = types.CallToolResult.model_validate(called).content
+    assert isinstance(content, types.TextContent) and content.text == "KIT-MCP-ECHO:hi"
+    assert called["resultType"] == "complete"
+    # a handshake-era request (no revision in its ``_meta``) gets the handshake-era shape
+    assert "resultType" not in _mcp("tools/list")["result"]["result"]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2099-01-01", None])
+def test_a_discovery_at_a_revision_the_kits_server_does_not_serve_names_the_one_it_does(
+    version: str | None,
+) -> None:
+    params = {"_meta": {"io.modelcontextprotocol/protocolVersion": version}} if version else None
+    error = _mcp("server/discover", params)["result"]["error"]
+    assert error["code"] == -32022 and error["data"]["supported"] == ["2026-07-28"]
+    assert "result" not in _mcp("server/discover", params)["result"]
+
+
 @pytest.mark.parametrize(
     ("method", "params", "code"),
     [
-        ("server/discover", None, -32601),  # a handshake-era server: the agent falls back to initialize
         ("resources/list", None, -32601),
         ("tools/call", {"name": "other", "arguments": {"text": "x"}}, -32602),
         ("tools/call", {"name": "echo", "arguments": {"text": 5}}, -32602),

@@ -358,7 +358,9 @@ await app.connectWith(stream, async (cx) => {
         assert.deepEqual(announced[0].update.state, { state: "running" });
         assert.equal(announced[0].update.title, "explore");
         assert.equal(announced[0].update.description, "find foo");
-        assert.deepEqual(announced.at(-1).update.state, { state: "idle", stopReason: "end_turn" });
+        // idle with the child's own usage: its one request, at the fake model's default 42 in, 7 out
+        const usage = { totalTokens: 49, inputTokens: 42, outputTokens: 7, cachedReadTokens: 0, cachedWriteTokens: 0 };
+        assert.deepEqual(announced.at(-1).update.state, { state: "idle", stopReason: "end_turn", usage });
         const firstChild = seen.findIndex((u) => u.sessionId === childId);
         assert.ok(firstChild > seen.indexOf(announced[0]), "announced before its traffic");
         const childText = messages(seen.filter((u) => u.sessionId === childId).map((u) => u.update), "agent_message_chunk");

@@ -1,7 +1,9 @@
 """MCP over ACP through the real process, in the request-scoped shape: an ``acp`` server that the test
 client itself implements (``mcp/message`` requests with ``serverId`` and ``requestId``, answered with an
-inner ``result`` or ``error``), a handshake-era MCP server (``server/discover`` unknown, so ``initialize``); its tool offered to the model as ``mcp__<name>__<tool>`` and called over
-``mcp/message``; no ``mcp/connect`` or ``mcp/disconnect`` ever."""
+inner ``result`` or ``error``), a handshake-era MCP server (``server/discover`` unknown, so ``initialize``),
+and the conformance kit's server, which speaks MCP 2026-07-28 (``server/discover``, no handshake); its tool
+offered to the model as ``mcp__<name>__<tool>`` and called over ``mcp/message``; no ``mcp/connect`` or
+``mcp/disconnect`` ever."""
 
 from __future__ import annotations
 
@@ -122,3 +124,36 @@ async def test_an_acp_server_entry_without_a_server_id_is_skipped(tmp_path: Path
                 "sessionId"
             ]
             assert (await agent.prompt(sid, "hi"))["stopReason"] == "end_turn"
+
+
+async def test_the_conformance_kits_mcp_server_is_reached_at_mcp_2026_07_28_without_a_handshake(
+    tmp_path: Path,
+) -> None:
+    from acp_conformance.mcp_over_acp import KIT_MCP_SERVER, answer_mcp_message
+
+    inner: list[str] = []
+
+    async def kit(method: str, params: Any) -> Any:
+        if method == "session/request_permission":
+            return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+        assert method == "mcp/message", method
+        validate("MessageMcpRequest", params)
+        inner.append(params["method"])
+        reply = answer_mcp_message(params)
+        validate("MessageMcpResponse", reply["result"])
+        return reply["result"]
+
+    turns = [
+        Turn(tool_calls=(ToolCall("mcp__kit__echo", {"text": "hi"}, "call_echo"),)),
+        Turn(text="Echoed."),
+    ]
+    async with frontier_agent(tmp_path, turns, {}, on_request=kit) as agent:
+        with anyio.fail_after(30):
+            sid = (await agent.new_session(mcpServers=[KIT_MCP_SERVER]))["sessionId"]
+            assert (await agent.prompt(sid, "echo hi"))["stopReason"] == "end_turn"
+        # discovered, never initialized: the kit's server speaks the 2026-07-28 revision the agent asks first
+        assert inner[0] == "server/discover" and "initialize" not in inner
+        assert "tools/list" in inner and "tools/call" in inner
+        results = [m for m in agent.model.model_requests[1].json["messages"] if m["role"] == "tool"]
+        assert "KIT-MCP-ECHO:hi" in results[0]["content"]
+        assert agent.client.schema_problems(unstable=True) == []

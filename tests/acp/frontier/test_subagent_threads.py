@@ -20,10 +20,23 @@ from tests.acp_client import RpcFailure
 pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 PROMPT = "Where is foo defined?"
+CHILD_USE = ({"input": 11, "output": 2}, {"input": 13, "output": 5})
+"""What the sub-agent's two model requests used (the parent's use the fake model's default)."""
+CHILD_USAGE = {
+    "totalTokens": 31,
+    "inputTokens": 24,
+    "outputTokens": 7,
+    "cachedReadTokens": 0,
+    "cachedWriteTokens": 0,
+}
+"""The child's ``idle`` usage: its own two requests, not the parent's."""
+FIRST_USAGE = {**CHILD_USAGE, "totalTokens": 13, "inputTokens": 11, "outputTokens": 2}
+"""The usage of a child cancelled after its first request."""
 TURNS = [
     Turn(tool_calls=(ToolCall("explore", {"prompt": PROMPT}, "call_explore"),)),
-    Turn(tool_calls=(ToolCall("read_file", {"path": "a.py"}, "call_read"),)),  # the sub-agent's
-    Turn(text="foo is defined in a.py."),
+    # the sub-agent's
+    Turn(tool_calls=(ToolCall("read_file", {"path": "a.py"}, "call_read"),), usage=CHILD_USE[0]),
+    Turn(text="foo is defined in a.py.", usage=CHILD_USE[1]),
     Turn(text="It is in a.py."),
 ]
 ZED = {"name": "zed", "version": "0.220.0"}
@@ -164,7 +177,7 @@ async def test_a_client_advertising_subagents_gets_the_child_announced_with_its_
         assert announced[-1] == {
             "sessionUpdate": "subagent_update",
             "sessionId": child,
-            "state": {"state": "idle", "stopReason": "end_turn"},
+            "state": {"state": "idle", "stopReason": "end_turn", "usage": CHILD_USAGE},
         }
         # announced before any of the child's traffic, which goes to the child's session
         order = [
@@ -184,8 +197,9 @@ async def test_a_client_advertising_subagents_gets_the_child_announced_with_its_
 
 CHILD_TURNS = [
     Turn(tool_calls=(ToolCall("explore", {"prompt": PROMPT}, "call_explore"),)),
-    Turn(tool_calls=(ToolCall("read_file", {"path": "a.py"}, "call_read"),)),  # the sub-agent's
-    Turn(text="foo is defined in a.py."),  # the sub-agent's (unless it was cancelled)
+    # the sub-agent's
+    Turn(tool_calls=(ToolCall("read_file", {"path": "a.py"}, "call_read"),), usage=CHILD_USE[0]),
+    Turn(text="foo is defined in a.py.", usage=CHILD_USE[1]),  # the sub-agent's (unless it was cancelled)
     Turn(text="It is in a.py."),
 ]
 CANCELLED_TURNS = [CHILD_TURNS[0], CHILD_TURNS[1], Turn(text="The exploration was cancelled.")]
@@ -245,7 +259,7 @@ async def test_a_sub_agent_waiting_on_the_user_requires_action_in_its_own_sessio
             {"state": "running"},
             {"state": "requires_action"},
             {"state": "running"},
-            {"state": "idle", "stopReason": "end_turn"},
+            {"state": "idle", "stopReason": "end_turn", "usage": CHILD_USAGE},
         ]
         # the request is the child's, about the child's own call, and comes after ``requires_action``
         (request,) = asked
@@ -298,7 +312,8 @@ async def test_a_sub_agent_cancelled_while_it_waits_on_the_user_ends_alone_and_t
         parent = check_wire(client, sid)
         assert _states(parent, child)[-2:] == [
             {"state": "requires_action"},
-            {"state": "idle", "stopReason": "cancelled"},
+            # what the child used before it was cancelled: its one request
+            {"state": "idle", "stopReason": "cancelled", "usage": FIRST_USAGE},  # what it used before
         ]
         assert len(_cancel_requests(client, request["id"])) == 1
         assert _of(parent, "call_explore")[-1]["status"] == "failed"
@@ -347,7 +362,8 @@ async def test_a_sub_agent_cancelled_mid_tool_has_its_tool_stopped_and_the_paren
             assert (await client.response(prompt))["result"]["stopReason"] == "end_turn"
         parent = check_wire(client, sid)
         child = announce["sessionId"]
-        assert _states(parent, child) == [{"state": "running"}, {"state": "idle", "stopReason": "cancelled"}]
+        assert [s["state"] for s in _states(parent, child)] == ["running", "idle"]
+        assert _states(parent, child)[-1]["stopReason"] == "cancelled"
         thread = _threads(client, sid)[child]
         read_ended = _of(thread, "call_explore/call_read")[-1]  # the child's call ended, and says why
         assert read_ended["status"] == "failed" and read_ended["content"][0]["content"]["text"] == "Cancelled"
@@ -398,7 +414,11 @@ async def test_a_childs_permission_request_answered_cancelled_ends_that_child_al
         parent = check_wire(client, sid)
         (request,) = _requests(client, "session/request_permission")
         child = request["params"]["sessionId"]
-        assert _states(parent, child)[-1] == {"state": "idle", "stopReason": "cancelled"}
+        assert _states(parent, child)[-1] == {
+            "state": "idle",
+            "stopReason": "cancelled",
+            "usage": FIRST_USAGE,
+        }
         (result,) = _tool_results(agent, 2)
         assert result.startswith("Error: Cancelled by the user")
         assert not [m for m in map(as_object, client.messages) if m.get("method") == "$/cancel_request"]
