@@ -33,7 +33,8 @@ class SubagentSide:
         return threads is not None and run is not None and threads.cancel(child_id, run)
 
     def child_session(self, call_id: str) -> str | None:
-        """The session of the announced child that call ``call_id`` runs (its requests go there)."""
+        """The session of the announced child that call ``call_id`` runs (its permission requests and
+        questions go there)."""
         return self._threads.announced(call_id) if self._threads is not None else None
 
     async def child_waits(self, call_id: str, waiting: bool) -> None:

@@ -105,7 +105,7 @@ class SessionHandle(Protocol):
 
     def child_session(self, call_id: str) -> str | None:
         """The session of the sub-agent that call ``call_id`` runs, where the client takes
-        ``subagent_update`` (the child's permission requests go there); None otherwise."""
+        ``subagent_update`` (the child's permission requests and questions go there); None otherwise."""
         ...
 
     async def child_waits(self, call_id: str, waiting: bool) -> None:
