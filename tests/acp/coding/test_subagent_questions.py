@@ -54,6 +54,11 @@ class Pick:
         return Result.text(f"the user picked {answer}")
 
 
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture(autouse=True)
 def asking_child(monkeypatch: pytest.MonkeyPatch) -> None:
     """The ``explore`` child gets ``pick`` in place of ``grep``."""
