@@ -15,7 +15,8 @@ A pattern is a run of path components matched below each root (``.git`` anywhere
 ``.config/fish`` in a home folder opened as a project), case-insensitively (a case-insensitive file
 system writes ``.GIT/config`` to ``.git/config``); ``*`` globs within a component. A path outside every
 root is matched on all its components. ``extra`` holds absolute paths protected whole (the user's
-configuration folder, permission files kept elsewhere, the agent's data folder).
+configuration folder, permission files kept elsewhere, the agent's data folder, ``~/bin``), also matched
+case-insensitively.
 
 The list covers a home folder opened as a project too (shell and editor rc files, the editors' user
 settings, ``.local/bin``, autostart entries, systemd user units, ``environment.d``, ``.ssh``, ``.gnupg``,
@@ -213,8 +214,10 @@ class ProtectedPaths:
         """Why ``path`` (absolute, normalised) is protected, or None. Pure: resolve symlinks first and
         ask again for the real path (``why_real``)."""
         p = PurePath(path)
+        folded = str(p).lower()  # as the patterns: a case-insensitive file system writes ~/BIN/x to ~/bin/x
         for base, why in self.extra:
-            if p == base or p.is_relative_to(base):
+            b = str(base).lower()
+            if folded == b or folded.startswith(b.rstrip("/") + "/"):
                 return why
         parts = _below_root(p, self.roots)
         for pattern in self.patterns:

@@ -181,7 +181,7 @@ def _agent_guard(roots: list[Path], home: Path = HOME) -> ProtectedPaths:
     return protected_paths(roots, Path("/data/acp-agent"), [], {"HOME": str(home)})
 
 
-@pytest.mark.parametrize("path", ["bin/git", "bin/ls", "bin", ".bin/python", "bin/sub/x"])
+@pytest.mark.parametrize("path", ["bin/git", "bin/ls", "bin", ".bin/python", "bin/sub/x", "BIN/git", "Bin"])
 def test_the_agent_asks_before_writing_the_home_folders_bin_whatever_the_project(path: str) -> None:
     for root in (HOME, Path("/home"), Path("/srv/project")):
         assert set(_verdicts(_agent_guard([root]), path, root)) == {Verdict.ASK}, (root, path)
