@@ -15,12 +15,17 @@ A pattern is a run of path components matched below each root (``.git`` anywhere
 ``.config/fish`` in a home folder opened as a project), case-insensitively (a case-insensitive file
 system writes ``.GIT/config`` to ``.git/config``); ``*`` globs within a component. A path outside every
 root is matched on all its components. ``extra`` holds absolute paths protected whole (the user's
-configuration folder, permission files kept elsewhere, the agent's data folder).
+configuration folder, permission files kept elsewhere, the agent's data folder, ``~/bin``), also matched
+case-insensitively.
 
 The list covers a home folder opened as a project too (shell and editor rc files, the editors' user
 settings, ``.local/bin``, autostart entries, systemd user units, ``environment.d``, ``.ssh``, ``.gnupg``,
-git and package-tool configuration). Not covered: ``~/bin`` (a common project folder name; Debian's
-``.profile`` puts it on PATH), cron tables (kept outside the home folder, written by ``crontab``, a command).
+git and package-tool configuration, the version managers and toolchains the shell sources or puts on PATH,
+window managers, D-Bus session services, mail delivery and remote-login files). ``HOME_ONLY`` holds the
+names that run code only in the home folder itself (``~/bin``: Debian's ``.profile`` puts it on PATH) and
+are common project folder names elsewhere (``bin``): ``home_paths(home)`` gives them as absolute paths,
+for ``ProtectedPaths``' ``extra`` and the sandbox's ``protected``. Not covered: cron tables (kept outside
+the home folder, written by ``crontab``, a command), browser profiles.
 
 Not protected, on purpose: build and test files (``Makefile``, ``package.json``, ``conftest.py``...) run
 code only when a command runs them, and every source file is code once the tests run: that risk is the
@@ -35,7 +40,16 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePath
 
-__all__ = ["PROTECTED", "ROOT_PATHS", "Protected", "ProtectedPaths", "protect", "root_paths"]
+__all__ = [
+    "HOME_ONLY",
+    "PROTECTED",
+    "ROOT_PATHS",
+    "Protected",
+    "ProtectedPaths",
+    "home_paths",
+    "protect",
+    "root_paths",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +121,7 @@ PROTECTED: tuple[Protected, ...] = (
     *_each(".local/share/applications .config/mimeapps.list", "desktop entries: they say which program "
            "opening a file or link runs"),
     *_each(".config/zed .config/Code .config/Code-OSS .config/VSCodium .config/Cursor .config/JetBrains "
-           ".vscode-server .cursor", "the editor's own user settings and extensions: they name language "
+           ".vscode-server .cursor .vscode-oss .cursor-server .windsurf-server .config/Windsurf", "the editor's own user settings and extensions: they name language "
            "servers, tasks and programs it runs"),
     *_each(".vimrc .gvimrc .vim .config/nvim .local/share/nvim .emacs .emacs.el .emacs.d init.el "
            ".config/emacs .doom.d .config/doom .spacemacs .config/helix .config/kak .tmux.conf "
@@ -126,10 +140,41 @@ PROTECTED: tuple[Protected, ...] = (
            "the build tool runs what this names (runners, wrappers, init scripts) at the next build"),
     *_each(".aws/config .aws/credentials .kube/config .docker/config.json", "the cloud tool runs the "
            "credential program this names at its next call"),
-    *_each(".ipython/profile_default/startup .gdbinit .lldbinit .lessfilter .mailcap .Rprofile .irbrc .pryrc "
-           ".psqlrc .sqliterc .julia/config", "this tool runs the file (or the programs it names) when it "
-           "starts or opens a file"),
+    *_each(".ipython .jupyter .gdbinit .config/gdb .lldbinit .lessfilter .mailcap .Rprofile .Renviron .irbrc "
+           ".pryrc .psqlrc .sqliterc .julia/config .ghci .ghc .muttrc .neomuttrc .config/mutt .config/neomutt",
+           "this tool runs the file (or the programs it names) when it starts or opens a file"),
+    *_each(".cargo/env .cargo/env.fish .nvm .sdkman .asdf .pyenv .rbenv .nodenv .goenv .jenv .volta .rustup "
+           ".bun/bin .deno/bin go/bin .dotnet/tools .ghcup .cabal/bin .opam/opam-init .local/share/pnpm "
+           ".npm-global/bin .local/share/mise", "a version manager or toolchain: the shell sources its "
+           "scripts when it starts, or finds its programs on PATH (a change runs at the next command)"),
+    *_each(".xonshrc .config/xonsh .config/elvish .elvish .inputrc .config/starship.toml .config/zellij "
+           ".config/ghostty .config/awesome .config/openbox .config/bspwm .config/qtile .xmonad "
+           ".config/herbstluftwm .config/river .config/niri .config/labwc .config/waybar "
+           ".config/autostart-scripts .config/lxsession", "the shell, its prompt, the terminal or the window "
+           "manager runs the commands this names when it starts"),
+    *_each(".local/share/dbus-1 .local/share/gnome-shell .local/share/plasma .local/share/kservices5 "
+           ".config/user-tmpfiles.d .config/pipewire .config/wireplumber", "the desktop session starts the "
+           "programs these name (D-Bus services, shell extensions, audio modules) by itself"),
+    *_each(".forward .procmailrc .mailfilter", "mail delivery runs the programs this names when mail arrives"),
+    *_each(".rhosts .shosts .k5login", "it lets other accounts log in as you"),
+    *_each(".curlrc .config/curlrc .wgetrc .terraformrc .terraform.d .bunfig.toml .config/gh .config/gcloud "
+           ".config/uv .gradle/gradle.properties .m2/settings.xml", "a tool reads this at its next call: it can name programs to run (plugins, "
+           "credential helpers, aliases, JVM agents) or files to upload"),
 )  # fmt: skip
+
+_PATH_BIN = "your own programs, on PATH ({}): a change runs at the next command you type"
+HOME_ONLY: tuple[Protected, ...] = (
+    *_each("bin", _PATH_BIN.format("Debian's and Ubuntu's .profile put ~/bin there when it exists")),
+    *_each(".bin", _PATH_BIN.format("shell configurations commonly put ~/.bin there")),
+)
+"""Names that run code only directly in the home folder (common project folder names elsewhere)."""
+
+
+def home_paths(home: Path | str) -> tuple[tuple[Path, str], ...]:
+    """``HOME_ONLY`` in ``home``: absolute paths and why (``ProtectedPaths``' ``extra``; their ``str`` for
+    the sandbox's ``protected``, which takes an absolute path as it is). Pure."""
+    base = Path(os.path.normpath(home))
+    return tuple((base.joinpath(*p.spelling.split("/")), p.why) for p in HOME_ONLY)
 
 
 def root_paths(patterns: Iterable[Protected]) -> tuple[str, ...]:
@@ -169,8 +214,10 @@ class ProtectedPaths:
         """Why ``path`` (absolute, normalised) is protected, or None. Pure: resolve symlinks first and
         ask again for the real path (``why_real``)."""
         p = PurePath(path)
+        folded = str(p).lower()  # as the patterns: a case-insensitive file system writes ~/BIN/x to ~/bin/x
         for base, why in self.extra:
-            if p == base or p.is_relative_to(base):
+            b = str(base).lower()
+            if folded == b or folded.startswith(b.rstrip("/") + "/"):
                 return why
         parts = _below_root(p, self.roots)
         for pattern in self.patterns:

@@ -48,9 +48,15 @@ RULES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-CONFIG_MAY_USE: tuple[str, ...] = ("harness.atomic", "harness.lazy", "harness.providers.registry")
+CONFIG_MAY_USE: tuple[str, ...] = (
+    "harness.atomic",
+    "harness.beneath",
+    "harness.lazy",
+    "harness.providers.registry",
+)
 """The harness modules ``acp_agent.config`` may import (light, standard library only: the atomic writer, the
-lazy-export helper its package uses, and the provider registry, which the validation reads)."""
+beneath-opener a project's files are read through, the lazy-export helper its package uses, and the
+provider registry, which the validation reads)."""
 
 PRODUCT = ("harness", "acp_agent", "acp_conformance")
 """The packages whose imports are read (tests, bench and tools may reach into private modules)."""

@@ -34,7 +34,7 @@ from .permissions._gate import SessionLink
 from .permissions._modes import ModeState, protected_paths, read_rules, store_paths
 from .permissions._protected import AGENT_PROTECTED
 from .permissions._sandboxing import SessionSandbox
-from .permissions._trust import ProjectRuleStore
+from .permissions._trust import ProjectRuleStore, RuleFileStore
 
 if TYPE_CHECKING:
     from harness.compact import Checkpoint
@@ -95,7 +95,7 @@ def rule_stores(
     root = config.project_root or env.cwd
     return [
         ProjectRuleStore(project_file, trust, trusted_rules=trusted_rule_keys(config), root=root),
-        PermissionStore(user_file),
+        RuleFileStore(user_file),  # the same reader as the project's (``acp_agent.rule_lines``)
     ]
 
 

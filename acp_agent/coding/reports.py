@@ -7,7 +7,16 @@ from __future__ import annotations
 from .models._model_facts import resolve_facts
 from .models._model_notes import ollama_warning
 from .permissions._modes import store_paths
-from .permissions._protected import AGENT_ROOT_PATHS
+from .permissions._protected import AGENT_ROOT_PATHS, home_sandbox_paths
 from .permissions._sandboxing import sandbox_status
+from .permissions._trust import RuleFileStore
 
-__all__ = ["AGENT_ROOT_PATHS", "ollama_warning", "resolve_facts", "sandbox_status", "store_paths"]
+__all__ = [
+    "AGENT_ROOT_PATHS",
+    "RuleFileStore",
+    "home_sandbox_paths",
+    "ollama_warning",
+    "resolve_facts",
+    "sandbox_status",
+    "store_paths",
+]

@@ -40,7 +40,7 @@ def _config(cwd: Path) -> Any:
 async def _run(action: str, numbers: list[int], cwd: Path) -> int:
     from harness.policy import PermissionStore, Rule, Verdict
 
-    from ..coding.reports import store_paths
+    from ..coding.reports import RuleFileStore, store_paths
     from ..trust import TrustStore, rule_key
 
     config = _config(cwd)
@@ -55,7 +55,9 @@ async def _run(action: str, numbers: list[int], cwd: Path) -> int:
             return "  (ignored: it came with the project; `acp-harness-agent trust` to use it)"
         return ""
 
-    stores = [("project", PermissionStore(project_path)), ("user", PermissionStore(user_path))]
+    # The session's reader for both files (a project's: no symlink followed from its folder down).
+    beneath = config.project_root or cwd
+    stores = [("project", RuleFileStore(project_path, beneath=beneath)), ("user", RuleFileStore(user_path))]
     listed: list[tuple[PermissionStore, Rule]] = []
     for _, store in stores:
         listed.extend((store, rule) for rule in await store.rules())

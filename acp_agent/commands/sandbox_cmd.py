@@ -33,7 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _policy(args: argparse.Namespace) -> Any:
     from harness.sandbox import SandboxPolicy
 
-    from ..coding.reports import AGENT_ROOT_PATHS  # the agent's protected list (the harness's names none)
+    from ..coding.reports import (  # the agent's list (the harness's names none)
+        AGENT_ROOT_PATHS,
+        home_sandbox_paths,
+    )
+    from ..config import home_dir
 
     if args.policy:
         data: Any = json.loads(Path(args.policy).read_text(encoding="utf-8"))
@@ -41,7 +45,8 @@ def _policy(args: argparse.Namespace) -> Any:
             data = {"protected": list(AGENT_ROOT_PATHS), **cast("dict[str, Any]", data)}
         policy = SandboxPolicy.from_dict(data)
     else:
-        policy = SandboxPolicy(roots=(Path.cwd(),), protected=AGENT_ROOT_PATHS)
+        home = home_sandbox_paths(home_dir(os.environ), [Path.cwd()])  # ``~/bin``, as a session's sandbox
+        policy = SandboxPolicy(roots=(Path.cwd(),), protected=(*AGENT_ROOT_PATHS, *home))
     extra = tuple(Path(p).absolute() for p in args.write)
     denied = tuple(Path(p).absolute() for p in args.deny_read)
     return SandboxPolicy.from_dict(

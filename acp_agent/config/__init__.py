@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from harness.lazy import lazy_exports
 
 from ._checks import ConfigError, ConfigProblem
-from ._files import find_project_config, user_config_dir
+from ._files import find_project_config, home_dir, user_config_dir
 from ._resolve import Config, load_config, missing_key_problem
 from ._table import (
     DEFAULT_HOME,
@@ -84,6 +84,7 @@ __all__ = [
     "check_user_settings",
     "find_project_config",
     "flag_values",
+    "home_dir",
     "load_config",
     "missing_key_problem",
     "trusted_settings",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +73,9 @@ def find_project_config(cwd: Path) -> Path | None:
     # Strings and one stat per name: this runs for every session/new (pathlib costs more than the stats).
     for directory in (here, *here.parents):
         candidate = os.path.join(directory, PROJECT_DIR)
-        if os.path.isdir(candidate) and any(os.path.isfile(os.path.join(candidate, n)) for n in _MARKERS):
+        # ``lexists``: a link, FIFO or folder where a file should be still makes it the project's (it is
+        # then reported, never read).
+        if os.path.isdir(candidate) and any(os.path.lexists(os.path.join(candidate, n)) for n in _MARKERS):
             return Path(candidate)
         if os.path.exists(os.path.join(directory, ".git")):
             return None
@@ -85,44 +86,30 @@ CONFIG_FILE_LIMIT: Final = 1024 * 1024
 """A configuration file is small: a bigger one is reported, not read (a cloned project may ship anything)."""
 
 
-def read_config_text(path: Path, out: Problems) -> str | None:
+def read_config_text(path: Path, out: Problems, *, beneath: Path | None = None) -> str | None:
     """``path``'s text (None, with its problem reported, when it cannot be read as a UTF-8 regular file of
-    at most ``CONFIG_FILE_LIMIT``; None, unreported, when it does not exist). Never blocks on a FIFO."""
-    source = str(path)
+    at most ``CONFIG_FILE_LIMIT``; None, unreported, when it does not exist). Never blocks on a FIFO.
+    ``beneath``: the project folder it came with: a symlink from there down (the file, ``.acp-agent``) is
+    refused, not followed; the user's own file follows the user's own links (``acp_agent.small_files``)."""
+    from ..small_files import UnreadableFile, read_small_file
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
+        data = read_small_file(path, CONFIG_FILE_LIMIT, beneath=beneath, follow=beneath is None)
+    except UnreadableFile as exc:
+        out.add(str(path), "(file)", f"{exc}; it is not read. Make it a regular file or remove it.")
         return None
-    except OSError as exc:
-        out.add(source, "(file)", f"cannot be read ({exc.strerror}); fix its permissions or remove it.")
+    if data is None:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            out.add(source, "(file)", "is not a regular file; make it one or remove it.")
-            return None
-        if info.st_size > CONFIG_FILE_LIMIT:
-            out.add(source, "(file)", f"is larger than {CONFIG_FILE_LIMIT // 1024} KiB; it is not read.")
-            return None
-        data = os.read(fd, CONFIG_FILE_LIMIT + 1)
-    except OSError as exc:
-        out.add(source, "(file)", f"cannot be read ({exc.strerror}); fix its permissions or remove it.")
-        return None
-    finally:
-        os.close(fd)
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
-        out.add(source, "(file)", "is not UTF-8 text; save it as UTF-8.")
+        out.add(str(path), "(file)", "is not UTF-8 text; save it as UTF-8.")
         return None
 
 
-def _load_toml(path: Path, out: Problems) -> dict[str, Any]:
+def _load_toml(text: str, path: Path, out: Problems) -> dict[str, Any]:
     import tomllib  # only when there is a file to read (start-up budget)
 
-    text = read_config_text(path, out)
-    if text is None:
-        return {}
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -177,20 +164,24 @@ def read_dir(directory: Path, kind: Literal["user", "project"], out: Problems) -
     """The layer of one ``.acp-agent`` (or user config) directory; None when it holds no config file."""
     toml_path = directory / "config.toml"
     json_path = directory / "mcp.json"
-    present = tuple(p for p in (toml_path, json_path) if p.is_file())
+    if not (kind == "project" or os.path.lexists(toml_path) or os.path.lexists(json_path)):
+        return None
+    # A project's files are read from its folder with no symlink followed (the file, .acp-agent itself);
+    # a FIFO, a device or a folder where a file should be is reported, never read (nor waited on).
+    beneath = directory.parent if kind == "project" else None
+    toml_text = read_config_text(toml_path, out, beneath=beneath)
+    json_text = read_config_text(json_path, out, beneath=beneath)
+    present = tuple(p for p, t in ((toml_path, toml_text), (json_path, json_text)) if t is not None)
     if not present and not (kind == "project" and directory.is_dir()):
         return None
-    for path in (toml_path, json_path):  # a FIFO, a folder or a symlink loop where a file should be
-        if path not in present and os.path.lexists(path):
-            out.add(str(path), "(file)", "is not a readable regular file; it is not read. Fix or remove it.")
     layer = Layer(kind, directory, str(present[0] if present else directory), files=present)
-    if toml_path.is_file():
-        layer.values = read_values(_load_toml(toml_path, out), str(toml_path), out)
+    if toml_text is not None:
+        layer.values = read_values(_load_toml(toml_text, toml_path, out), str(toml_path), out)
     from_json: dict[str, McpServerEntry] = {}
-    if json_path.is_file() and (text := read_config_text(json_path, out)) is not None:
+    if json_text is not None:
         from ._mcp import mcp_json_servers
 
-        from_json = mcp_json_servers(text, str(json_path), out)
+        from_json = mcp_json_servers(json_text, str(json_path), out)
     if from_json:
         servers: dict[str, McpServerEntry] = dict(from_json)
         servers.update(layer.values.get("mcp_servers", {}))  # the TOML tables win on a name clash

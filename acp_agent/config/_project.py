@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..small_files import written_inside
 from ..trust import ProjectTrust, TrustItem, TrustStore, rule_key, settings_digest
 from ._checks import Problems
 from ._files import Layer, resolve_path
@@ -58,12 +59,13 @@ def describe_rule(rule: Mapping[str, Any]) -> str:
     return "every tool" if tool == "*" else f"tool {tool}"
 
 
-def project_rules(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+def project_rules(path: Path, root: Path) -> tuple[list[dict[str, Any]], str | None]:
     """The allow rules of a permission file as written, read as the project's rule store reads it
-    (``acp_agent.rule_lines``), and why the file cannot be used when it cannot (then: no rules)."""
+    (``acp_agent.rule_lines``, no symlink followed from ``root`` down), and why the file cannot be used
+    when it cannot (then: no rules)."""
     from ..rule_lines import read_rule_lines
 
-    read = read_rule_lines(path)
+    read = read_rule_lines(path, beneath=root)
     if read.error is not None:
         return [], read.error
     # ``str()`` as the store's ``Verdict(str(...))``: what it takes for "allow" is listed here.
@@ -86,7 +88,7 @@ def _rule_items(rule_file: Path, root: Path, store: TrustStore, out: Problems) -
     where = shlex.quote(
         str(rule_file.relative_to(root)) if rule_file.is_relative_to(root) else str(rule_file)
     )
-    rules, error = project_rules(rule_file)
+    rules, error = project_rules(rule_file, root)
     if error is not None:
         out.add(str(rule_file), "(file)", f"{error}; none of its rules are used. Fix or remove it.")
         text = f"ships {where}, which {error} (none of its rules are used until it can be read)"
@@ -126,7 +128,9 @@ def project_trust(
             items.append(TrustItem(key, describe(s, value), value))
     store = TrustStore(home)
     rule_file = _rule_file(project, user, root, env)
-    if _inside(rule_file, root, unresolvable=True):  # a loop: the project's (it reads as unreadable)
+    # The project's when it lies inside, or is written inside and leads out (a link the project placed,
+    # which the reader refuses); a loop: the project's too (it reads as unreadable).
+    if written_inside(rule_file, root) or _inside(rule_file, root, unresolvable=True):
         items.extend(_rule_items(rule_file, root, store, out))
     digest = settings_digest(items)
     if not items:

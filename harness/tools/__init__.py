@@ -5,7 +5,7 @@ tool metadata (``ToolMeta``, ``read_meta``, the ``*_value`` readers) and the pat
 are exported here: the contract between the tools and whoever presents or judges their calls.
 """
 
-from ._beneath import BeneathError, Place, real_path
+from ..beneath import BeneathError, Place, real_path
 from ._fs import FileSystem, LocalFileSystem, open_regular
 from ._journal import FileChange, Journal, Revert, Undone, UndoPlan
 from ._patch import PatchError, parse_patch

@@ -17,7 +17,7 @@ import anyio.to_thread
 
 from .._call import Call
 from .._tools import Hints, Result, ToolSpec
-from ._beneath import Place
+from ..beneath import Place
 from ._fs import FileSystem, LocalFileSystem, stat_place
 from ._inputs import input_schema, parse_input
 from ._journal import Journal

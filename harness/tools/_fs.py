@@ -1,7 +1,8 @@
 """The file-system seam: how the file tools read and write text (the disk, or an editor's buffers), and
-the disk operations themselves, each beneath a root (``_beneath``: no symlink followed, nothing by path).
+the disk operations themselves, each beneath a root (``harness.beneath``: no symlink followed, nothing by path).
 
-``open_regular`` is the one way the tools open a file on disk for reading, and ``LocalFileSystem`` writes
+``open_regular`` (``harness.beneath``'s, re-exported: the agent's configuration readers use it too) is the
+one way the tools open a file on disk for reading, and ``LocalFileSystem`` writes
 the same way: a FIFO, socket or device is refused without being opened (opening a FIFO blocks until the
 other end comes; opening a device can act). A write goes to a temporary file in the opened parent folder
 and is renamed over the name there (``rename`` with both ``dir_fd``), so a reader or a crash sees the old
@@ -18,12 +19,12 @@ import secrets
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import anyio
 import anyio.to_thread
 
-from ._beneath import Place, lstat_in, open_dir, open_in
+from ..beneath import NotRegularFileError, Place, lstat_in, open_dir, open_in, open_regular
 from ._root import Root
 
 __all__ = [
@@ -36,16 +37,6 @@ __all__ = [
     "stat_place",
     "write_bytes",
 ]
-
-
-class NotRegularFileError(OSError):
-    """The path is a FIFO, socket, device or directory: the tools never open those."""
-
-    def __init__(self, shown: str) -> None:
-        super().__init__(f"{shown} is not a regular file")
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 @runtime_checkable
@@ -75,35 +66,6 @@ def stat_place(place: Place) -> os.stat_result | None:
         return lstat_in(parent, place.name, str(place.path))
     finally:
         os.close(parent)
-
-
-def open_regular(place: Place) -> BinaryIO:
-    """``place`` opened for binary reading when it is a regular file, else ``NotRegularFileError``.
-
-    Checked before opening (``lstat`` in the opened parent) and again on the descriptor (``fstat``); the
-    open is ``O_NOFOLLOW | O_NONBLOCK``, so neither a symlink nor a FIFO swapped in meanwhile is
-    followed or waited on. Blocking: call it in a thread."""
-    shown = str(place.path)
-    if not place.parts:
-        raise NotRegularFileError(shown)
-    parent = open_dir(place.parent)
-    try:
-        st = lstat_in(parent, place.name, shown)
-        if st is None:
-            raise FileNotFoundError(2, "No such file or directory", shown)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFileError(shown)
-        fd = open_in(parent, place.name, os.O_RDONLY | os.O_NONBLOCK, shown)
-    finally:
-        os.close(parent)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFileError(shown)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def write_bytes(place: Place, data: bytes, *, made: list[Place] | None = None) -> None:

@@ -4,7 +4,7 @@ Undoing is two steps: ``plan_undo`` says what reverting the last calls would do 
 stands in the way), ``apply`` does it. A path is re-resolved through the root at both steps: a file whose
 path now passes through a symlink (``sub/`` replaced by a link), or lies outside the root, is skipped,
 never written or deleted; and the write or delete itself opens the path beneath the root without
-following a symlink (``_beneath``), so a link swapped in after that check is refused too. The host asks the user before applying a plan that overwrites changes made
+following a symlink (``harness.beneath``), so a link swapped in after that check is refused too. The host asks the user before applying a plan that overwrites changes made
 since the edit (``Revert.changed_since``). ``undo`` is both steps without asking.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from ._beneath import real_path
+from ..beneath import real_path
 from ._fs import FileSystem, LocalFileSystem
 from ._root import Root
 

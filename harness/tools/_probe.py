@@ -6,7 +6,7 @@ import mimetypes
 import stat
 from dataclasses import dataclass
 
-from ._beneath import Place
+from ..beneath import Place
 from ._fs import NotRegularFileError, open_regular, stat_place
 
 __all__ = ["SNIFF_BYTES", "Probe", "human_size", "is_binary", "probe"]

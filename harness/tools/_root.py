@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from .._errors import HarnessUsageError
-from ._beneath import Place, real_path
+from ..beneath import Place, real_path
 
 __all__ = ["PathError", "Root"]
 
@@ -23,7 +23,7 @@ class Root:
 
     Confinement is checked on the real path (``os.path.realpath``), so ``..`` and symlinks that lead out
     of every root are refused, while symlinks that stay inside are followed. That is the check; the use
-    opens the real path beneath its root with no symlink followed (``place``, ``_beneath``), so what
+    opens the real path beneath its root with no symlink followed (``place``, ``harness.beneath``), so what
     changed in between is refused rather than followed.
     """
 
@@ -81,7 +81,7 @@ class Root:
 
     def place(self, path: Path) -> Place:
         """The resolved ``path`` beneath the first root holding it, for opening it without following a
-        symlink (``_beneath``); ``BeneathError`` when no root holds it."""
+        symlink (``harness.beneath``); ``BeneathError`` when no root holds it."""
         return Place.of(path, self._paths)
 
     def display(self, path: Path) -> str:

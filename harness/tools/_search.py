@@ -13,7 +13,7 @@ import anyio.to_thread
 
 from .._call import Call
 from .._tools import Result
-from ._beneath import Place
+from ..beneath import Place
 from ._filetool import PATH_ARG, READ_HINTS, FileTool, in_thread
 from ._fs import open_regular
 from ._inputs import arg

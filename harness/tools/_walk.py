@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
-from ._beneath import Place, open_dir, real_path
+from ..beneath import Place, open_dir, real_path
 from ._fs import stat_place
 from ._regex import Regex, compile_regex
 from ._root import Root
@@ -88,7 +88,7 @@ def walk_files(root: Root, base: Path, stop: Callable[[], bool]) -> Iterator[tup
     """Regular files under ``base`` as ``(path, posix path relative to base, where to open it)``, depth
     first, sorted per directory (a directory's files before its subdirectories).
 
-    Each directory is opened beneath the root without following a symlink (``_beneath``) and listed
+    Each directory is opened beneath the root without following a symlink (``harness.beneath``) and listed
     through its descriptor, so a directory swapped for a symlink mid-walk is skipped, not entered.
     Symlinked directories are not followed; a symlinked file is yielded only when it resolves to a
     regular file inside ``root`` (its place is the target's). FIFOs, sockets and devices are skipped by

@@ -2,7 +2,7 @@
 
 Every path is confined to the root (``..``, absolute paths elsewhere and symlinks leading out give an
 error result), and every disk read, write, delete, listing and walk then opens the checked real path
-beneath its root without following any symlink (``_beneath``: ``openat2`` or an ``O_NOFOLLOW`` walk), so
+beneath its root without following any symlink (``harness.beneath``: ``openat2`` or an ``O_NOFOLLOW`` walk), so
 a symlink swapped in after the check is refused, never followed; writes replace the file through a
 temporary one renamed in the opened folder. The tools never open a FIFO, socket or device; a read holds a bounded amount of memory
 whatever the file's size or line length; ``grep`` patterns are RE2 (linear time), compiled and matched in a

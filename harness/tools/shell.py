@@ -331,6 +331,7 @@ class Shell:
         roots = self.root.paths
         kept = policy.protected if policy is not None else root_paths(self.protected)
         named = {p.lower() for p in kept if "/" not in p}  # deeper ones: the sandbox splits their parents
+        whole = {p for p in kept if p.startswith("/")}  # absolute ones (``~/bin``): exactly that folder
         paths: list[Path] = []
         for name in names:
             try:
@@ -340,7 +341,7 @@ class Shell:
             if path.parent not in roots:
                 return f"{name}: not directly in a project folder (the command can create deeper ones itself)"
             lower = path.name.lower()
-            if lower in named or any(p.matches((lower,)) for p in self.protected):
+            if lower in named or str(path) in whole or any(p.matches((lower,)) for p in self.protected):
                 return f'{name}: a protected path (ask with `sandbox: "off"` if the task needs it)'
             paths.append(path)
 

@@ -213,3 +213,33 @@ def test_an_untrusted_projects_server_is_reported_and_not_started(tmp_path: Path
     assert "acp-harness-agent trust" in check
     assert "mcp server evil" not in lines(result)
     assert not canary.exists()
+
+
+@pytest.mark.parametrize("kind", ["linked folder", "linked file", "FIFO"])
+def test_a_project_config_that_is_no_regular_file_inside_is_named_and_not_read(
+    tmp_path: Path, kind: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.toml").write_text('model = "LINKED-MODEL"\n')
+    folder = tmp_path / "project" / ".acp-agent"
+    if kind == "linked folder":
+        folder.parent.mkdir(parents=True)
+        folder.symlink_to(outside)
+    else:
+        folder.mkdir(parents=True)
+        if kind == "linked file":
+            (folder / "config.toml").symlink_to(outside / "config.toml")
+        else:
+            os.mkfifo(folder / "config.toml")  # doctor must not wait on it
+    script = tmp_path / "script.json"
+    script.write_text("[]", encoding="utf-8")
+    result = doctor(tmp_path, "--provider", "script", ACP_AGENT_SCRIPT=str(script))
+    said = {
+        "linked folder": "is in .acp-agent, a symbolic link (to",
+        "linked file": "is a symbolic link (to",
+        "FIFO": "is a FIFO (named pipe), not a regular file",
+    }[kind]
+    assert any(line.strip().lower().startswith(("fail", "warn")) and "config.toml" in line and said in line
+               for line in result.stdout.splitlines()), result.stdout  # fmt: skip
+    assert "LINKED-MODEL" not in result.stdout

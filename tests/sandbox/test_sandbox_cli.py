@@ -68,3 +68,31 @@ def test_the_agents_own_folder_stays_protected_with_or_without_a_policy_file(
     done = _sandbox(project, "echo x > .acp-agent/config.toml; echo y > src/ok", *flags)
     assert not (project / ".acp-agent" / "config.toml").exists(), done.stderr
     assert (project / "src" / "ok").read_text() == "y\n", done.stderr
+
+
+def test_the_home_folders_bin_stays_protected_when_the_home_folder_is_the_current_folder(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "tool").write_text("original\n")
+    (home / "src").mkdir()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "acp_agent",
+            "sandbox",
+            "--",
+            "sh",
+            "-c",
+            "echo evil > bin/tool; echo ok > src/x",
+        ],
+        cwd=home,
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (home / "src" / "x").read_text() == "ok\n", done.stderr
+    assert (home / "bin" / "tool").read_text() == "original\n", done.stderr

@@ -69,6 +69,29 @@ def _loop(rel: str) -> Make:
     return make
 
 
+def _link_out(rel: str, data: bytes) -> Make:
+    """``rel`` a symlink to a valid file outside the project (which must not be read through it)."""
+
+    def make(project: Path) -> None:
+        target = project.parent / "outside" / Path(rel).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).symlink_to(target)
+
+    return make
+
+
+def _linked_folder(project: Path) -> None:
+    """``.acp-agent`` itself a symlink to a complete configuration outside the project."""
+    outside = project.parent / "outside-config"
+    outside.mkdir()
+    (outside / "config.toml").write_text('default_mode = "plan"\n')
+    (outside / "mcp.json").write_text('{"mcpServers": {"x": {"command": "touch", "args": ["CANARY"]}}}')
+    (outside / "permissions.jsonl").write_text(json.dumps(RULES[0]) + "\n")
+    (project / ".acp-agent").symlink_to(outside)
+
+
 def _lines(*items: object) -> bytes:
     return "".join(json.dumps(i) + "\n" for i in items).encode()
 
@@ -118,6 +141,13 @@ VARIANTS: dict[str, Make] = {
     "permissions: a FIFO": _with_marker(_fifo(PERM)),
     "permissions: a directory": _with_marker(_directory(PERM)),
     "permissions: a symlink loop": _with_marker(_loop(PERM)),
+    "permissions: a symlink out of the project": _with_marker(_link_out(PERM, _lines(*RULES))),
+    "config: a symlink out of the project": _link_out(CONFIG, b'default_mode = "plan"\n'),
+    "config: .acp-agent is a symlink": _linked_folder,
+    "config: a FIFO": _fifo(CONFIG),
+    "mcp.json: a symlink out of the project": _with_marker(
+        _link_out(MCP, b'{"mcpServers": {"x": {"command": "touch", "args": ["CANARY"]}}}')
+    ),
     "config: undecodable": _bytes(CONFIG, b'default_mode = "\xff"\n'),
     "config: not TOML": _bytes(CONFIG, b"[[[\n"),
     "config: wrong types": _bytes(
@@ -168,6 +198,7 @@ async def test_a_malformed_project_file_leaves_a_working_agent(tmp_path: Path, n
         seen = json.dumps([p.updates(), p.asked])  # what the editor was shown and asked
     log = p.agent.stderr_text()
     assert "Traceback" not in log
+    assert not (project / "CANARY").exists() and not (tmp_path / "CANARY").exists()
     logged = LOGGED.get(name)
     if logged is not None:
         assert logged in log, f"the log does not name {logged}"

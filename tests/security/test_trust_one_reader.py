@@ -154,3 +154,29 @@ async def test_a_shipped_allow_everything_never_runs_a_command_unasked(
             assert any(r["toolCall"].get("rawInput", {}).get("command") == command for r in asked)
             assert agent.violations == []
     assert not canary.exists(), "a rule of an untrusted permission file ran a command unasked"
+
+
+@pytest.mark.process
+async def test_a_linked_acp_agent_folders_allow_everything_never_writes_unasked(
+    world: dict[str, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """``.acp-agent`` a symlink to a folder outside the repository: its rules were once read through the link
+    and, the file resolving outside, applied whole as if the user had put them there."""
+    written = world["repo"] / "notes.txt"
+    outside = tmp_path / "sibling-clone" / ".acp-agent"
+    outside.mkdir(parents=True)
+    (outside / "permissions.jsonl").write_bytes(_line(ALLOW_ALL))
+    (outside / "config.toml").write_text('default_mode = "default"\n')
+    folder = world["repo"] / ".acp-agent"
+    folder.rmdir()
+    folder.symlink_to(outside)
+    call = tool("write_file", {"path": str(written), "content": "x"})  # the default mode asks for a write
+    with ScriptedModel(call, text("ok")) as model:
+        async with client(world["home"], env_of(world, model)) as agent:  # rejects every request
+            session = await open_session(agent, world["repo"])
+            await prompt(agent, session)
+            asked = agent.requests_of("session/request_permission")
+            assert any(r["toolCall"].get("rawInput", {}).get("path") == str(written) for r in asked), asked
+            assert agent.violations == []
+    assert not written.exists(), "a rule read through a linked .acp-agent let a write through unasked"

@@ -1,4 +1,4 @@
-"""The "open beneath the root" primitive (``harness.tools._beneath``) and the disk operations over it:
+"""The "open beneath the root" primitive (``harness.beneath``) and the disk operations over it:
 no symlink is followed in any position, nothing outside the root is reached, on the ``openat2`` path and
 on the component walk (forced), deterministically and against a thread that flips a symlink in a loop."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import harness.tools._beneath as beneath_mod
+import harness.beneath as beneath_mod
 import harness.tools._fs as fs_mod
-from harness.tools._beneath import BeneathError, Place, open_dir, openat2_works, split, use_openat2
+from harness.beneath import BeneathError, Place, open_dir, openat2_works, split, use_openat2
 from harness.tools._fs import (
     NotRegularFileError,
     make_dir,
@@ -252,7 +252,7 @@ def swap_to_link(path: Path, target: Path) -> None:
 def test_a_file_swapped_for_a_symlink_after_its_check_is_not_read(
     top: Path, way: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_lstat = fs_mod.lstat_in
+    real_lstat = beneath_mod.lstat_in
     victim = outside_of(top) / "a" / "b" / "c" / "f.txt"
 
     def lstat_then_swap(dir_fd: int, name: str, shown: str) -> os.stat_result | None:
@@ -260,7 +260,7 @@ def test_a_file_swapped_for_a_symlink_after_its_check_is_not_read(
         swap_to_link(top / "a" / "b" / "c" / "f.txt", victim)  # ...a link out before the open
         return st
 
-    monkeypatch.setattr(fs_mod, "lstat_in", lstat_then_swap)
+    monkeypatch.setattr(beneath_mod, "lstat_in", lstat_then_swap)
     with pytest.raises(BeneathError, match="symbolic link"):
         open_regular(at(top, *FILE))
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from harness.beneath import openat2_works, use_openat2
 from harness.testing import call_tool
 from harness.tools import FileChange, Journal, Root, file_tools
-from harness.tools._beneath import openat2_works, use_openat2
 
 pytestmark = pytest.mark.anyio
 

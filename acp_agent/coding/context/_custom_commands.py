@@ -31,6 +31,7 @@ from typing import Any, Final
 import anyio.to_thread
 
 from ...session.plugin import CommandOutcome
+from ...small_files import kind_phrase
 from .._commands import SlashCommand
 from ._textfiles import read_bounded, split_front_matter
 
@@ -88,8 +89,10 @@ class _Folder:
     prefix: tuple[str, ...] = ()  # Codex's prompts are /prompts:<name>
 
 
-def _listing(folder: _Folder) -> list[tuple[str, Path]]:
-    """``(name, path)`` of the command files in ``folder`` (bounded walk; hidden entries skipped)."""
+def _listing(folder: _Folder, skipped: list[tuple[Path, str]]) -> list[tuple[str, Path]]:
+    """``(name, path)`` of the command files in ``folder`` (bounded walk; hidden entries skipped); a
+    command file that is no regular file (a FIFO, device, socket, a link that leads nowhere or loops) is
+    added to ``skipped`` with what it is, never opened."""
     out: list[tuple[str, Path]] = []
 
     def walk(directory: Path, prefix: tuple[str, ...]) -> None:
@@ -104,13 +107,14 @@ def _listing(folder: _Folder) -> list[tuple[str, Path]]:
             try:  # a symlink loop raises here (ELOOP): such an entry is no command
                 is_dir, is_file = entry.is_dir(), entry.is_file()
             except OSError:
-                continue
+                is_dir = is_file = False
             if is_dir and depth < _MAX_DEPTH - 1 and _SEGMENT.fullmatch(entry.name):
                 walk(Path(entry.path), (*prefix, entry.name))
-            elif entry.name.endswith(".md") and is_file:
-                stem = entry.name[: -len(".md")]
-                if _SEGMENT.fullmatch(stem):
+            elif entry.name.endswith(".md") and _SEGMENT.fullmatch(stem := entry.name[: -len(".md")]):
+                if is_file:
                     out.append((":".join((*prefix, stem)), Path(entry.path)))
+                elif not is_dir:
+                    skipped.append((Path(entry.path), _what(entry)))
 
     walk(folder.path, folder.prefix)
     return out
@@ -150,15 +154,21 @@ class Commands:
         self._signature: Any = None
 
     def scan_sync(self) -> bool:
-        listings = [(f, _listing(f)) for f in self._folders]
-        sig = tuple(
-            (str(p), st.st_mtime_ns, st.st_size)
-            for _, listing in listings
-            for _, p in listing
-            if (st := _stat(p)) is not None
+        skipped: list[tuple[Path, str]] = []
+        listings = [(f, _listing(f, skipped)) for f in self._folders]
+        sig = (
+            tuple(
+                (str(p), st.st_mtime_ns, st.st_size)
+                for _, listing in listings
+                for _, p in listing
+                if (st := _stat(p)) is not None
+            ),
+            tuple(skipped),
         )
         if sig == self._signature:
             return False
+        for path, what in skipped:  # said once per change, as AGENTS.md and skills are (log only)
+            log.warning("command file %s is skipped: it %s", path, what)
         found: dict[str, CustomCommand] = {}
         for folder, listing in listings:
             for name, path in listing:
@@ -201,6 +211,14 @@ class Commands:
 def prompt_text(name: str) -> str:
     """A prompt shipped in ``acp_agent/coding/prompts/`` (blocking the first time)."""
     return resources.files("acp_agent.coding").joinpath("prompts", name).read_text(encoding="utf-8")
+
+
+def _what(entry: os.DirEntry[str]) -> str:
+    """What a command file's entry is that makes it none (never opened: a FIFO would block)."""
+    try:
+        return kind_phrase(entry.stat().st_mode)
+    except OSError:  # a symlink that leads nowhere, or to itself
+        return "is a symbolic link that leads nowhere (or loops)"
 
 
 def _stat(path: Path) -> os.stat_result | None:

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio.to_thread
 
 from harness.policy import PermissionStore, Policy, ProtectedPaths, Rule, Verdict, mode_policy
+from harness.protected import home_paths
 
-from ...config import user_config_dir
+from ...config import home_dir, user_config_dir
 from ..opening import MODE_INFO, offered_modes
 from ._protected import AGENT_PROTECTED
 
@@ -161,6 +162,7 @@ def protected_paths(
     user's configuration folder, the permission files, the agent's data folder (sessions). Blocking."""
     own = "one of acp-agent's own files (configuration, remembered permissions, sessions): a change can run commands or widen what the agent may do"
     extra = [(user_config_dir(environ), own), (home, own), *((p, own) for p in stores)]
+    extra.extend(home_paths(home_dir(environ)))  # ``~/bin``: only in the user's home folder
     return ProtectedPaths.of(roots, extra, AGENT_PROTECTED)
 
 

@@ -4,11 +4,14 @@ gate (``ProtectedPaths``), the sandbox (``SandboxPolicy.protected``) and the she
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
-from harness.protected import PROTECTED, Protected, protect, root_paths
+from harness.protected import PROTECTED, Protected, home_paths, protect, root_paths
 
-__all__ = ["AGENT_PROTECTED", "AGENT_ROOT_PATHS"]
+__all__ = ["AGENT_PROTECTED", "AGENT_ROOT_PATHS", "home_sandbox_paths"]
 
 AGENT_PROTECTED: Final[tuple[Protected, ...]] = (
     *protect(
@@ -26,3 +29,15 @@ AGENT_PROTECTED: Final[tuple[Protected, ...]] = (
 
 AGENT_ROOT_PATHS: Final[tuple[str, ...]] = root_paths(AGENT_PROTECTED)
 """``AGENT_PROTECTED`` as paths relative to a root (the sandbox's list)."""
+
+
+def home_sandbox_paths(home: Path, roots: Sequence[Path]) -> tuple[str, ...]:
+    """Absolute paths in the user's ``home`` a sandboxed command never writes, besides ``AGENT_ROOT_PATHS``
+    at each root: ``HOME_ONLY`` (``~/bin``), and the whole list in ``home`` when a root holds the home
+    folder without being it (a root ``/home``: the list is taken at each root, so it would protect
+    ``/home/.bashrc``, not ``/home/u/.bashrc``). Blocking (``realpath``)."""
+    real = os.path.realpath(home)
+    out = [str(p) for p, _why in home_paths(real)]
+    if any(real != r and real.startswith(r.rstrip("/") + "/") for r in map(os.path.realpath, roots)):
+        out.extend(os.path.join(real, rel) for rel in AGENT_ROOT_PATHS)
+    return tuple(out)

@@ -29,8 +29,8 @@ from harness import Result
 from harness.policy import Policy, Verdict
 from harness.sandbox import SandboxPolicy, Support, probe, unavailable
 
-from ...config import user_config_dir
-from ._protected import AGENT_ROOT_PATHS
+from ...config import home_dir, user_config_dir
+from ._protected import AGENT_ROOT_PATHS, home_sandbox_paths
 
 if TYPE_CHECKING:
     from harness import Call, ToolCall
@@ -184,6 +184,7 @@ class SessionSandbox:
             protected=tuple(protected),
         )
         self._noticed = False
+        self.protected = tuple(protected)  # relative to each root; ``configure`` adds the home folder's
 
     def make_folder_sync(self) -> None:
         """Make the session's private folder (its commands' temp folder, the launcher's specs); blocking.
@@ -206,6 +207,7 @@ class SessionSandbox:
             network=config.network == "on",
             writable=tuple(config.sandbox_writable),
             deny_read=(*agent_private_paths(config, environ), *config.sandbox_deny_read),
+            protected=(*self.protected, *home_sandbox_paths(home_dir(environ), self.base.roots)),
         )
 
     @property

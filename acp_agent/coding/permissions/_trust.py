@@ -26,6 +26,7 @@ from harness.policy import PermissionFileError, PermissionStore, Rule, Verdict
 
 from ...protocol.models import AgentMessageChunk, TextContent, ToolCallProgress
 from ...rule_lines import read_rule_lines
+from ...small_files import written_inside
 from ...trust import ProjectTrust, TrustStore, rule_key
 from ._gate import Cancelled
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ...config import Config
     from ._gate import PermissionGate, SessionLink
 
-__all__ = ["ProjectRuleStore", "ProjectTrustPrompt", "trust_notice"]
+__all__ = ["ProjectRuleStore", "ProjectTrustPrompt", "RuleFileStore", "trust_notice"]
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,25 @@ def trust_notice(project: ProjectTrust) -> str:
     )
 
 
-class ProjectRuleStore(PermissionStore):
+class RuleFileStore(PermissionStore):
+    """A permission file read by the one reader (``acp_agent.rule_lines``), as the trust check reads a
+    project's: the user's own file (not through a symlink) and, as ``ProjectRuleStore``, the project's
+    (``beneath`` its folder: no symlink followed from there down)."""
+
+    def __init__(self, path: Path | str, *, beneath: Path | None = None) -> None:
+        super().__init__(path)
+        self.beneath = beneath
+
+    def _lines(self) -> tuple[list[tuple[int, dict[str, Any]]], list[int]] | None:
+        read = read_rule_lines(self.path, beneath=self.beneath)
+        if read.error is not None:
+            raise PermissionFileError(f"{self.path} {read.error}")
+        if not read.exists:
+            return None
+        return list(read.objects), list(read.foreign)
+
+
+class ProjectRuleStore(RuleFileStore):
     """The project's rule file, read by the trust check's reader (``acp_agent.rule_lines``). Deny rules
     always apply; an allow rule applies when the user gave it (vouched), or when the user trusted the
     project with that very rule listed (``trusted_rules``: the ``rule_key`` of each rule the trust decision
@@ -63,23 +82,17 @@ class ProjectRuleStore(PermissionStore):
     def __init__(
         self, path: Path | str, trust: TrustStore, *, trusted_rules: frozenset[str], root: Path | None
     ) -> None:
-        super().__init__(path)
+        super().__init__(path, beneath=root)
         self.trust = trust
         self.trusted_rules = trusted_rules
         try:
             inside = root is not None and self.path.resolve().is_relative_to(root.resolve())
         except (OSError, RuntimeError):  # a symlink loop: judged as the project's own (the stricter)
             inside = True
+        if root is not None and written_inside(self.path, root):  # a link the project placed that leads out
+            inside = True
         self._checked = inside  # a file outside the project did not come with it
         self._vouched: frozenset[str] = frozenset()
-
-    def _lines(self) -> tuple[list[tuple[int, dict[str, Any]]], list[int]] | None:
-        read = read_rule_lines(self.path)
-        if read.error is not None:
-            raise PermissionFileError(f"{self.path} {read.error}")
-        if not read.exists:
-            return None
-        return list(read.objects), list(read.foreign)
 
     def rules_sync(self) -> list[Rule]:
         self._vouched = self.trust.vouched(self.path) if self._checked else frozenset()

@@ -143,6 +143,49 @@ async def test_project_commands_win_over_user_ones_and_built_in_names_are_kept(t
     assert commands.scan_sync()
 
 
+def test_a_command_file_that_is_no_regular_file_is_skipped_and_logged_once_per_change(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = tmp_path / "repo"
+    folder = repo / ".acp-agent" / "commands"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "ok.md").write_text("fine")
+    os.mkfifo(folder / "fifo.md")  # opening it would block the scan
+    os.mkfifo(folder / "sub" / "deep.md")
+    (folder / "dangling.md").symlink_to(tmp_path / "nothing.md")
+    (folder / "loop.md").symlink_to("loop.md")
+    (folder / "null.md").symlink_to("/dev/null")  # a device
+    commands = Commands([(repo, repo)], [])
+    with caplog.at_level("WARNING"):
+        assert commands.scan_sync()
+    assert commands.names() == ["ok"]
+    said = {r.getMessage() for r in caplog.records}
+    assert (
+        f"command file {folder / 'fifo.md'} is skipped: it is a FIFO (named pipe), not a regular file" in said
+    )
+    assert (
+        f"command file {folder / 'sub' / 'deep.md'} is skipped: it is a FIFO (named pipe), not a regular file"
+        in said
+    )
+    assert (
+        f"command file {folder / 'null.md'} is skipped: it is a character device, not a regular file" in said
+    )
+    for name in ("dangling.md", "loop.md"):
+        assert (
+            f"command file {folder / name} is skipped: it is a symbolic link that leads nowhere (or loops)"
+            in said
+        )
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert not commands.scan_sync()  # nothing changed: not said again
+    assert caplog.records == []
+    (folder / "fifo.md").unlink()
+    with caplog.at_level("WARNING"):
+        assert commands.scan_sync()  # a change: the rest is said again
+    assert not any("fifo.md" in r.getMessage() for r in caplog.records)
+    assert any("deep.md" in r.getMessage() for r in caplog.records)
+
+
 # --- skills -------------------------------------------------------------------------------------------
 
 

@@ -15,6 +15,9 @@ What no descriptor walk can stop: a directory already opened can be *moved* (ren
 held, and what is written into it then lands where it was moved, which is a place the mover could write
 anyway (a rename needs write access at both ends); a symlink, which can point anywhere, is never followed.
 
+``open_regular`` opens a regular file that way (never a FIFO, socket, device or folder). Standard library
+only, so the agent's configuration readers, which run before ``initialize`` is answered, use it too.
+
 No PyPI binding fits: ``pathrs`` needs the system library ``libpathrs.so`` and is Linux-only, so
 ``openat2`` is called through ``ctypes`` (its syscall number, 437, is the same on every architecture the
 check below admits).
@@ -25,20 +28,21 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import cast
+from typing import BinaryIO, cast
 
 __all__ = [
     "BeneathError",
+    "NotRegularFileError",
     "Place",
     "lstat_in",
     "open_dir",
     "open_in",
+    "open_regular",
     "openat2_works",
     "real_path",
     "use_openat2",
@@ -137,7 +141,7 @@ class _OpenHow(ctypes.Structure):
 
 
 def _syscall() -> Callable[..., int] | None:
-    if sys.platform != "linux" or platform.machine().lower() not in _ARCHES:
+    if sys.platform != "linux" or os.uname().machine.lower() not in _ARCHES:
         return None
     try:
         fn = ctypes.CDLL(None, use_errno=True).syscall
@@ -282,4 +286,43 @@ def open_in(dir_fd: int, name: str, flags: int, shown: str, mode: int = 0o666) -
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR) and _is_link(dir_fd, name):
             raise BeneathError(_swapped(shown)) from None
+        raise
+
+
+class NotRegularFileError(OSError):
+    """The path is a FIFO, socket, device or directory: the tools never open those."""
+
+    def __init__(self, shown: str) -> None:
+        super().__init__(f"{shown} is not a regular file")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def open_regular(place: Place) -> BinaryIO:
+    """``place`` opened for binary reading when it is a regular file, else ``NotRegularFileError``.
+
+    Checked before opening (``lstat`` in the opened parent) and again on the descriptor (``fstat``); the
+    open is ``O_NOFOLLOW | O_NONBLOCK``, so neither a symlink nor a FIFO swapped in meanwhile is
+    followed or waited on. Blocking: call it in a thread."""
+    shown = str(place.path)
+    if not place.parts:
+        raise NotRegularFileError(shown)
+    parent = open_dir(place.parent)
+    try:
+        st = lstat_in(parent, place.name, shown)
+        if st is None:
+            raise FileNotFoundError(2, "No such file or directory", shown)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(shown)
+        fd = open_in(parent, place.name, os.O_RDONLY | os.O_NONBLOCK, shown)
+    finally:
+        os.close(parent)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(shown)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
         raise
