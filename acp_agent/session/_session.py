@@ -482,12 +482,17 @@ class Session(SubagentSide):
         self.cancel()
         if self.titling is not None:
             self.titling.cancel()
-        with anyio.move_on_after(10):
-            await self.wait_idle()
-        await self.sync_writes()
-        if self.setup.aclose is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                try:
-                    await self.setup.aclose()
-                except Exception:
-                    log.exception("session %s: closing its resources failed", self.id)
+        try:
+            with anyio.move_on_after(10):
+                await self.wait_idle()
+        finally:
+            # Cancelled while waiting (shutdown ending the task group) or not: the last writes and the
+            # resources (MCP servers, the sandbox folder) are seen to, shielded and bounded.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
+                await self.sync_writes()  # (its lock too: a sync under way is bounded alike)
+            if self.setup.aclose is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    try:
+                        await self.setup.aclose()
+                    except Exception:
+                        log.exception("session %s: closing its resources failed", self.id)
