@@ -21,6 +21,7 @@ from acp_agent.session._closes import Closes
 from acp_agent.session._session import Session
 from acp_agent.session._setup import SessionEnvironment, SessionSetup
 from tests.acp.session._support import running_agent
+from tests.acp_client import AcpClient
 
 pytestmark = pytest.mark.anyio
 
@@ -35,8 +36,10 @@ class _Folders:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.made: list[Path] = []
+        self.removed: list[Path] = []
         self.together = 0
         self._all_in = anyio.Event()
+        self._changed = anyio.Event()
 
     async def __call__(self, env: SessionEnvironment) -> SessionSetup:
         folder = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(dir=self.root)))
@@ -49,11 +52,31 @@ class _Folders:
 
         async def aclose() -> None:
             await anyio.to_thread.run_sync(partial(shutil.rmtree, folder, ignore_errors=True))  # (idempotent)
+            self.removed.append(folder)
+            self._changed.set()
+            self._changed = anyio.Event()
 
         return SessionSetup(system="test", aclose=aclose)
 
     def left(self) -> list[Path]:
         return [f for f in self.made if f.exists()]
+
+    async def removed_at_least(self, count: int) -> None:
+        while len(self.removed) < count:
+            await self._changed.wait()
+
+
+async def _a_replaced_session(client: AcpClient, factory: _Folders, path: Path) -> str:
+    """A session two resumes opened at once: the newer is live, the older's close runs in the background."""
+    sid = await client.new_session(str(path))
+    await client.call("session/close", {"sessionId": sid})
+    factory.together = 2
+    params: dict[str, object] = {"sessionId": sid, "cwd": str(path), "mcpServers": []}
+    first = await client.send_request("session/resume", params)
+    second = await client.send_request("session/resume", params)
+    assert "result" in await client.response(first)
+    assert "result" in await client.response(second)
+    return sid
 
 
 async def test_a_replaced_sessions_close_held_when_shutdown_begins_still_removes_its_folder(
@@ -80,14 +103,7 @@ async def test_a_replaced_sessions_close_held_when_shutdown_begins_still_removes
         async with running_agent(tmp_path, factory=factory, shutdown_grace=0.3) as (client, agent, _tg):
             agents.append(agent)
             await client.initialize()
-            sid = await client.new_session(str(tmp_path))
-            await client.call("session/close", {"sessionId": sid})
-            factory.together = 2
-            params: dict[str, object] = {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}
-            first = await client.send_request("session/resume", params)
-            second = await client.send_request("session/resume", params)
-            assert "result" in await client.response(first)
-            assert "result" in await client.response(second)
+            await _a_replaced_session(client, factory, tmp_path)
             await held.wait()
             assert len(factory.left()) == 2  # both loads' (the replaced one's close is held)
     assert factory.left() == []
@@ -124,6 +140,51 @@ async def test_a_load_whose_close_of_the_live_session_ends_last_never_orphans_th
                 assert "result" in await client.response(i)
             assert len(factory.left()) >= 1  # the live one's (and one being closed, maybe)
         assert sid not in agent.sessions
+    assert factory.left() == []
+
+
+async def test_shutdown_waits_for_the_close_of_a_session_a_second_load_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replaced session's close (begun in the background before the input ended) is one shutdown
+    owns: the agent's ``aclose`` returns only once it has finished, not merely once the live sessions
+    have closed."""
+    (tmp_path / "folders").mkdir()
+    factory = _Folders(tmp_path / "folders")
+    agents: list[AcpAgent] = []
+    held, release = anyio.Event(), anyio.Event()
+    idle = Session.wait_idle
+
+    async def wait_idle(self: Session) -> None:
+        live = agents[0].sessions.get(self.id)
+        if live is not None and live is not self:
+            held.set()
+            await release.wait()
+        await idle(self)
+
+    monkeypatch.setattr(Session, "wait_idle", wait_idle)
+    returned: list[bool] = []
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, factory=factory, shutdown_grace=LIMIT_S) as (client, agent, _tg):
+            agents.append(agent)
+            aclose = agent.aclose
+
+            async def recorded() -> None:
+                await aclose()
+                returned.append(True)
+
+            monkeypatch.setattr(agent, "aclose", recorded)
+            await client.initialize()
+            await _a_replaced_session(client, factory, tmp_path)
+            await held.wait()
+            # (Its index's close is a thread hop that would blur when aclose returns: nothing to close.)
+            agent._store = None  # pyright: ignore[reportPrivateUsage]
+            await client.close_output()
+            await factory.removed_at_least(2)  # session/new's (closed), then the live one's at shutdown
+            await anyio.wait_all_tasks_blocked()
+            assert returned == []  # still waiting for the replaced session's close
+            release.set()
+    assert returned == [True]
     assert factory.left() == []
 
 

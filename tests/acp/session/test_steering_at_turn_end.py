@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_agent.session import SessionEnvironment, SessionSetup
 from acp_agent.session._session import Session
 from harness import Run
 from harness.testing import FakeModel, Reply
@@ -101,6 +102,34 @@ async def test_steering_a_turn_that_is_then_cancelled_runs_next(tmp_path: Path) 
             await client.wait_for(lambda _m: _said(client, sid, "steered"))
             assert model.calls == 2
             assert _user_texts(model, 1)[-1] == "also this"
+
+
+async def test_steering_a_turn_cancelled_while_it_is_prepared_runs_next(tmp_path: Path) -> None:
+    """Before the turn's run started (its set-up still awaited) the message waits in the session; the
+    cancel ends the turn before the run: the message is the next turn all the same."""
+    preparing = anyio.Event()
+
+    async def ready() -> None:
+        if not preparing.is_set():  # the first prompt's wait: held until its cancel
+            preparing.set()
+            await anyio.sleep_forever()
+
+    async def factory(env: SessionEnvironment) -> SessionSetup:
+        return SessionSetup(ready=ready)
+
+    model = FakeModel([Reply(text="steered")])
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, model, factory=factory) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            first = await client.send_request("session/prompt", client.prompt_params(sid, "first"))
+            await preparing.wait()
+            assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
+            await client.notify("session/cancel", {"sessionId": sid})
+            assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
+            await client.wait_for(lambda _m: _said(client, sid, "steered"))
+            assert model.calls == 1
+            assert _user_texts(model, 0)[-1] == "also this"
 
 
 async def test_closing_the_session_drops_the_steering_it_did_not_land_and_says_so(
