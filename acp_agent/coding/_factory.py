@@ -273,7 +273,7 @@ class CodingFactory:
             env.spawn(context.watch)
 
         async def aclose() -> None:
-            await anyio.to_thread.run_sync(sandbox.aclose)  # an rmtree: ~1 ms a session, off the loop
+            await anyio.to_thread.run_sync(sandbox.aclose)  # an rmtree (milliseconds): off the loop
             context.aclose()
             if mcp is not None:
                 await mcp.aclose()

@@ -97,7 +97,7 @@ class Session(SubagentSide):
         """The model-written title asked for (once a session; ``_titles``): closing cancels it."""
         self._tool_names: dict[str, str] = {}
         """The tool of each call shown (``EventMapper`` names them; a tool middleware's updates don't)."""
-        self._steering = SteeringInbox()  # (none is dropped: ``_follow_up``)
+        self._steering = SteeringInbox()  # (none is dropped: see ``_turn``)
         self._cancel_requested = False
         self._cancel_sequence = 0
         self._preparing: anyio.CancelScope | None = None
