@@ -273,7 +273,7 @@ class CodingFactory:
             env.spawn(context.watch)
 
         async def aclose() -> None:
-            sandbox.aclose()
+            await anyio.to_thread.run_sync(sandbox.aclose)  # an rmtree (milliseconds): off the loop
             context.aclose()
             if mcp is not None:
                 await mcp.aclose()

@@ -34,6 +34,7 @@ from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.jsonvalue import as_object
 from ._archive import archive_session, session_status, unarchive_session
 from ._auth import auth_status, logout
+from ._closes import Closes
 from ._closing import close_session, delete_session
 from ._controls_routes import set_config_option, set_mode
 from ._creating import completed, new_session_setup
@@ -115,8 +116,7 @@ class AcpAgent:
         self.sessions: dict[str, Session] = {}
         self._store: SessionStore | None = None
         self._opening: dict[Any, Callable[[], None]] = {}
-        self.closing: dict[str, anyio.Event] = {}
-        """Sessions being closed, by id: set once closed and on disk (``_closing``)."""
+        self.closing = Closes()  # every close started here: shutdown waits for them
         self._warm_when_attached = False
         self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self.early = EarlySession()  # a session/new answered before the event loop (acp_agent._early)
@@ -188,7 +188,8 @@ class AcpAgent:
         sessions, self.sessions = list(self.sessions.values()), {}
         async with anyio.create_task_group() as tg:
             for session in sessions:
-                tg.start_soon(session.close)
+                tg.start_soon(self.closing.close, session)
+        await self.closing.wait()  # those begun before (a replaced session's, a session/close's) too
         if self._store is not None:  # its index's connection (a later use opens it again)
             await anyio.to_thread.run_sync(self._store.index.close)
 
@@ -295,9 +296,10 @@ class AcpAgent:
         if live is not None and not replay and prompt == live.env.system_prompt:
             live.opened.set()
             return controls_state(live)
-        if live is not None:
-            await live.close()
-            self.sessions.pop(req.session_id, None)
+        if live is not None:  # out of the table first: after the close, a newer load's may be there
+            if self.sessions.get(req.session_id) is live:
+                del self.sessions[req.session_id]
+            await self.closing.close(live)
         servers = kept_servers(req.mcp_servers or [])
         meta = meta.touched(cwd=cwd, additional_directories=dirs, mcp_servers=servers)
         history = await self.store.load_messages(meta.id)
@@ -307,7 +309,7 @@ class AcpAgent:
         except FileNotFoundError:  # deleted meanwhile (a session/delete answered while this opened it)
             if self.sessions.get(meta.id) is session:
                 self.sessions.pop(meta.id, None)
-            await session.close()
+            await self.closing.close(session)
             raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id) from None
         if replay:
             await session.replay()
@@ -363,7 +365,7 @@ class AcpAgent:
         if replaced is not None and self._spawn is not None:
             # Two loads of one session at once both opened it: the newer one serves it, the other is
             # closed (its MCP servers and sandbox folder would outlive it otherwise).
-            self._spawn(replaced.close)
+            self._spawn(self.closing.begin(replaced))
         if ctx is not None:  # (None: the answer was written before, acp_agent._early)
             self._opening[ctx.request_id] = session.opened.set
         controls = setup.controls

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from ..protocol.errors import RpcError
 
 if TYPE_CHECKING:
@@ -34,19 +32,11 @@ async def close_session(
 async def close_live(agent: SessionRegistry, session: Session) -> None:
     """Close a session that left the live table; until its turn has ended and its last step is on
     disk, a delete (or load) of the same id waits for it."""
-    done = anyio.Event()
-    agent.closing[session.id] = done
-    try:
-        await session.close()
-    finally:
-        agent.closing.pop(session.id, None)
-        done.set()
+    await agent.closing.close(session)
 
 
 async def closed_fully(agent: SessionRegistry, session_id: str) -> None:
-    done = agent.closing.get(session_id)
-    if done is not None:
-        await done.wait()
+    await agent.closing.wait(session_id)
 
 
 async def delete_session(

@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    import anyio
-
     from ..model_setup import ModelSettings
     from ..protocol.connection import RequestContext
+    from ._closes import Closes
     from ._session import Session
     from ._store import SessionMeta, SessionStore
 
@@ -31,8 +30,8 @@ class SessionRegistry(Protocol):
 
     sessions: dict[str, Session]
     """The live sessions, by id."""
-    closing: dict[str, anyio.Event]
-    """Sessions being closed, by id: set once closed and on disk (``_closing``)."""
+    closing: Closes
+    """The session closes under way (``_closes``)."""
 
     @property
     def store(self) -> SessionStore: ...

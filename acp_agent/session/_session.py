@@ -12,9 +12,9 @@ prompt is answered, so a kill of the process right after the answer loses nothin
 replays them; their fsync (which guards against a power loss only, and costs milliseconds) comes after the
 answer is on the wire (``sync_writes``), and ``close`` (so the process's exit too) waits for it. A step's
 writes within the turn are flushed the same way and fsync'd in the background (``_durable``): neither
-the model request nor the stream waits for the disk. The
-metadata's ``updatedAt`` alone is written then too (a rename is several journal operations, each of which
-can wait for another process's fsync): a kill in between leaves the previous ``updatedAt``.
+the model request nor the stream waits for the disk. The metadata's ``updatedAt`` alone is written then
+too (a rename is several journal operations, each of which can wait for another process's fsync): a kill
+in between leaves the previous ``updatedAt``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_mess
 from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
 from ._frontier import ClientFrontier
+from ._inbox import SteeringInbox
 from ._outcome import kind_of, replace_text, stop_reason, unfinished
 from ._present import Presenter
 from ._queue import TurnQueue
@@ -96,8 +97,7 @@ class Session(SubagentSide):
         """The model-written title asked for (once a session; ``_titles``): closing cancels it."""
         self._tool_names: dict[str, str] = {}
         """The tool of each call shown (``EventMapper`` names them; a tool middleware's updates don't)."""
-        self._steering: list[Message] = []
-        """Steering messages that came while the turn was being prepared: they land once it runs."""
+        self._steering = SteeringInbox()  # (none is dropped: see ``_turn``)
         self._cancel_requested = False
         self._cancel_sequence = 0
         self._preparing: anyio.CancelScope | None = None
@@ -157,8 +157,7 @@ class Session(SubagentSide):
         await self._conn.notify("session/update", SessionNotification(session_id=self.id, update=update))
 
     async def send_notice(self, notice: Notice, fallback: str) -> None:
-        """Advisory news: a ``notice`` for a client that takes them, else ``fallback`` as the agent's
-        message (after the opening response, as every update)."""
+        """Advisory news: a ``notice`` for a client that takes them, else ``fallback`` (agent's message)."""
         await self.send_update(self.frontier.notice(notice, fallback))
 
     async def replay(self) -> None:
@@ -207,31 +206,35 @@ class Session(SubagentSide):
                 await self.setup.usage.turn_started()
             return await self._prompt(message)
         finally:
-            self._turns.turn_ended()
+            follow = self._steering.next_turn(self._run, closed=self._closed)  # (before queued prompts)
+            if follow is None or not self._in_background(follow):
+                self._turns.turn_ended()
 
     def inject(self, message: Message) -> bool:
-        """Steer ``message`` into the running turn (its next step boundary; a turn still being prepared
-        takes it once it runs); False when no turn runs."""
+        """Steer ``message`` into the running turn, or the next if it ends first (``_inbox``); False: idle."""
         if not self._turns.busy:
             return False
-        run = self._run
-        if run is not None and run.is_running():
-            run.interject(message)
-        else:
-            self._steering.append(message)
+        self._steering.add(message, self._run)
         return True
 
     async def start_turn(self, message: Message) -> None:
         """Start the turn of ``message`` in the background (no answer ends it; its updates stream as a
         prompt's). A prompt sent meanwhile waits for it."""
-        spawn = self.env.spawn
-        if spawn is None:
+        if self.env.spawn is None:
             raise RpcError(INTERNAL_ERROR, "this session cannot start a turn in the background")
         await self._turns.enter()
+        self._in_background(message)
+
+    def _in_background(self, message: Message) -> bool:
+        """The turn of ``message`` in the background, the session its from now (False: no task group)."""
+        if (spawn := self.env.spawn) is None:
+            return False
+        self._cancel_requested = False  # the turn before's: one sent from now on is this one's
 
         async def background() -> None:
-            try:
-                log.info("session %s: the started turn ended (%s)", self.id, await self._turn(message, False))
+            try:  # (cancelled: by a cancel sent since it was handed the session)
+                stop = await self._turn(message, self._cancel_requested)
+                log.info("session %s: the started turn ended (%s)", self.id, stop)
             except RpcError as exc:
                 log.warning("session %s: the started turn failed: %s", self.id, exc.message)
             finally:
@@ -239,6 +242,7 @@ class Session(SubagentSide):
                     await self.sync_writes()
 
         spawn(background)
+        return True
 
     async def _prompt(self, message: Message) -> str:
         # One turn's phases in order (command, hooks, title, run, mapping, persistence): kept in one
@@ -352,8 +356,7 @@ class Session(SubagentSide):
                     if isinstance(event, TurnStarted) and event.parent is None:
                         if self._cancel_requested:
                             run.cancel()
-                        while self._steering:
-                            run.interject(self._steering.pop(0))
+                        self._steering.into(run)
                     if isinstance(event, StepStarted) and event.parent is None:
                         await self.presenter.refresh()
                     for update in mapper.map(event):
@@ -482,12 +485,16 @@ class Session(SubagentSide):
         self.cancel()
         if self.titling is not None:
             self.titling.cancel()
-        with anyio.move_on_after(10):
-            await self.wait_idle()
-        await self.sync_writes()
-        if self.setup.aclose is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                try:
-                    await self.setup.aclose()
-                except Exception:
-                    log.exception("session %s: closing its resources failed", self.id)
+        try:
+            with anyio.move_on_after(10):
+                await self.wait_idle()
+        finally:
+            # Cancelled while waiting (shutdown) or not: the last writes, then MCP servers, sandbox folder.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
+                await self.sync_writes()  # (its lock too: a sync under way is bounded alike)
+            if self.setup.aclose is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    try:
+                        await self.setup.aclose()
+                    except Exception:
+                        log.exception("session %s: closing its resources failed", self.id)

@@ -3,7 +3,8 @@ extension, advertised the same way: ``InitializeResponse._meta.steering.supporte
 
 The message lands in the running turn at its next step boundary (the harness's steer: after the model's
 current reply and the calls it made; a turn about to end takes one more step for it), answered
-``injected``. When the session is idle it starts a turn of its own (``startedNewTurn``: its updates stream
+``injected``; one the turn ends without landing (cancelled first, or come as it was being written) is the
+session's next turn, ahead of queued prompts (``_inbox``): never dropped, unless the session closes. When the session is idle it starts a turn of its own (``startedNewTurn``: its updates stream
 as a prompt's, and no ``PromptResponse`` ends it), or, asked with ``_meta.steering.idleBehavior:
 "promptRequired"``, does nothing and answers ``promptRequired`` (the client sends ``session/prompt``).
 """

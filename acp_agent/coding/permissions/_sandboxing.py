@@ -256,6 +256,7 @@ class SessionSandbox:
         )
 
     def aclose(self) -> None:
+        """Remove the folder (blocking: the session's close calls it in a worker thread)."""
         with self._making:
             folder, self._dir, self._closed = self._dir, None, True
         if folder is not None:

@@ -26,6 +26,7 @@ async def running_agent(
     factory: SessionFactory = default_factory,
     settings: ModelSettings | None = None,
     early: EarlyOpened | None = None,
+    shutdown_grace: float = 5,
 ) -> AsyncGenerator[tuple[AcpClient, AcpAgent, TaskGroup]]:
     """An agent served over memory pipes, and a client reading its output. ``early``: a ``session/new``
     answered before the agent started (as ``acp_agent._early`` answers one)."""
@@ -39,7 +40,7 @@ async def running_agent(
 
             async def run_agent() -> None:
                 async with from_agent.send:
-                    await serve(to_agent.receive, from_agent.send, agent, shutdown_grace=5)
+                    await serve(to_agent.receive, from_agent.send, agent, shutdown_grace=shutdown_grace)
 
             tg.start_soon(run_agent)
             try:

@@ -1,0 +1,153 @@
+"""A steering message is never dropped: one that arrives as the turn ends (its run already ended, the
+session still writing it) or that a cancelled turn did not land becomes the next turn, ahead of the
+prompts queued meanwhile; only closing the session drops one (logged)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_agent.session import SessionEnvironment, SessionSetup
+from acp_agent.session._session import Session
+from harness import Run
+from harness.testing import FakeModel, Reply
+from tests.acp.session._support import running_agent
+from tests.acp.session.test_queue_and_steering import Gate
+from tests.acp_client import AcpClient
+
+pytestmark = pytest.mark.anyio
+
+LIMIT_S = 20
+
+
+def _steer(sid: str, text: str) -> dict[str, Any]:
+    return {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
+
+
+def _user_texts(model: FakeModel, index: int) -> list[str]:
+    return [m.text for m in model.prompts[index].messages if m.role.value == "user" and m.text]
+
+
+def _said(client: AcpClient, sid: str, text: str) -> bool:
+    return any(
+        u["sessionUpdate"] == "agent_message_chunk" and u["content"]["text"] == text
+        for u in client.updates(sid)
+    )
+
+
+class _HeldEnd:
+    """Holds the first turn at its end: its run's turn is over (``TurnEnded`` seen) and the session is
+    writing its last step, still busy: the window a steering message used to be lost in."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reached, self.release = anyio.Event(), anyio.Event()
+        persist = Session._persist  # pyright: ignore[reportPrivateUsage]
+
+        async def held(session: Session, run: Run, *, final: bool, behind: bool = False) -> None:
+            if final and not self.reached.is_set():
+                assert not run.is_running()
+                self.reached.set()
+                await self.release.wait()
+            await persist(session, run, final=final, behind=behind)
+
+        monkeypatch.setattr(Session, "_persist", held)
+
+
+async def test_steering_that_arrives_as_the_turn_ends_is_the_next_turn_before_a_queued_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    end = _HeldEnd(monkeypatch)
+    model = FakeModel([Reply(text="one"), Reply(text="steered"), Reply(text="two")])
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, model) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            first = await client.send_request("session/prompt", client.prompt_params(sid, "first"))
+            await end.reached.wait()
+            second = await client.send_request("session/prompt", client.prompt_params(sid, "second"))
+            assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
+            end.release.set()
+            assert (await client.response(first))["result"] == {"stopReason": "end_turn"}
+            assert (await client.response(second))["result"] == {"stopReason": "end_turn"}
+            assert model.calls == 3
+            assert _user_texts(model, 1)[-1] == "also this"  # its own turn, right after the first
+            assert _user_texts(model, 2)[-2:] == ["also this", "second"]
+            assert _said(client, sid, "steered")
+            assert client.schema_problems() == []
+            before = len(client.updates(sid))  # and a load replays it where it was read
+            await client.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+            replayed = client.updates(sid)[before:]
+            users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+            assert users == ["first", "also this", "second"]
+
+
+async def test_steering_a_turn_that_is_then_cancelled_runs_next(tmp_path: Path) -> None:
+    """Steered into the running turn, which the cancel ends before its next step: the message runs next
+    (as a queued prompt does after a cancel); a second cancel would end it."""
+    gate = Gate()
+    model = FakeModel([Reply(tool_calls=[("wait", {})]), Reply(text="steered")])
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, model, factory=gate.factory()) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            first = await client.send_request("session/prompt", client.prompt_params(sid, "first"))
+            await gate.entered.wait()
+            assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
+            await client.notify("session/cancel", {"sessionId": sid})
+            assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
+            await client.wait_for(lambda _m: _said(client, sid, "steered"))
+            assert model.calls == 2
+            assert _user_texts(model, 1)[-1] == "also this"
+
+
+async def test_steering_a_turn_cancelled_while_it_is_prepared_runs_next(tmp_path: Path) -> None:
+    """Before the turn's run started (its set-up still awaited) the message waits in the session; the
+    cancel ends the turn before the run: the message is the next turn all the same."""
+    preparing = anyio.Event()
+
+    async def ready() -> None:
+        if not preparing.is_set():  # the first prompt's wait: held until its cancel
+            preparing.set()
+            await anyio.sleep_forever()
+
+    async def factory(env: SessionEnvironment) -> SessionSetup:
+        return SessionSetup(ready=ready)
+
+    model = FakeModel([Reply(text="steered")])
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, model, factory=factory) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            first = await client.send_request("session/prompt", client.prompt_params(sid, "first"))
+            await preparing.wait()
+            assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
+            await client.notify("session/cancel", {"sessionId": sid})
+            assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
+            await client.wait_for(lambda _m: _said(client, sid, "steered"))
+            assert model.calls == 1
+            assert _user_texts(model, 0)[-1] == "also this"
+
+
+async def test_closing_the_session_drops_the_steering_it_did_not_land_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    end = _HeldEnd(monkeypatch)
+    model = FakeModel([Reply(text="one"), Reply(text="never")])
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, model) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            first = await client.send_request("session/prompt", client.prompt_params(sid, "first"))
+            await end.reached.wait()
+            assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
+            with caplog.at_level(logging.WARNING, logger="acp_agent.session._inbox"):
+                closing = await client.send_request("session/close", {"sessionId": sid})
+                end.release.set()
+                assert "result" in await client.response(closing)
+            assert (await client.response(first))["result"] == {"stopReason": "end_turn"}
+    assert model.calls == 1
+    assert "1 steering message(s) not delivered: the session closed" in caplog.text
