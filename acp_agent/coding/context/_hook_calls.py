@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from harness import Message, Result, Text
+from harness import Message, Result, Role, Text
 from harness.model import FinishReason
 
+from ...meta_keys import HOOK_SHOWN_META
 from ._hooks import Hooks, blocked_text, context_text, label
 
 if TYPE_CHECKING:
@@ -188,5 +189,7 @@ class StopHooks:
                 True,
             )
             return None
-        await hooks.show(title, f"The turn goes on: {reason}")
-        return Message.user(f"Stop hook feedback:\n[{label(block.entry)}]: {reason}")
+        shown = f"The turn goes on: {reason}"
+        await hooks.show(title, shown)
+        feedback = Text(f"Stop hook feedback:\n[{label(block.entry)}]: {reason}")
+        return Message(Role.USER, (feedback,), meta={HOOK_SHOWN_META: {"title": title, "text": shown}})

@@ -246,6 +246,18 @@ async def test_a_stop_hook_script_that_blocks_makes_the_real_agent_take_another_
     seen = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(s["hook_event_name"], s["stop_hook_active"]) for s in seen] == [("Stop", False), ("Stop", True)]
     assert seen[1]["last_assistant_message"] == "Fixed test_parse; the tests pass."
+    async with project_agent(tmp_path, []) as q:  # session/load shows the hook's entry, not a prompt
+        with anyio.fail_after(LIMIT_S):
+            await q.agent.call("session/load", {"sessionId": p.session, "cwd": str(p.cwd), "mcpServers": []})
+        replayed = [u for u in q.updates() if u["sessionUpdate"] != "available_commands_update"]
+    kinds = [(u["sessionUpdate"], u.get("title")) for u in replayed if u["sessionUpdate"] != "usage_update"]
+    assert kinds[:4] == [
+        ("user_message_chunk", None),
+        ("agent_message_chunk", None),
+        ("tool_call", f"Hook stop: {script}"),
+        ("agent_message_chunk", None),
+    ]
+    assert "Stop hook feedback" not in json.dumps(replayed)
 
 
 async def test_a_kill_9_while_the_stop_hook_runs_keeps_the_reply_for_session_load(tmp_path: Path) -> None:

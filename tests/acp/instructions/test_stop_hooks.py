@@ -16,6 +16,7 @@ from acp_agent.coding.context._hook_calls import MAX_CONTINUATIONS, StopHooks
 from acp_agent.coding.context._hooks import HookOutcome, Hooks, interpret
 from acp_agent.coding.context._process import Completed
 from acp_agent.config import HookEntry
+from acp_agent.meta_keys import HOOK_SHOWN_META
 from harness import EndReason, Message, Run, Tools
 from harness.secrets import Secrets
 from harness.testing import FakeModel, Reply
@@ -112,6 +113,8 @@ async def test_a_blocking_stop_hook_keeps_the_turn_going_once_with_its_reason_as
     feedback = "Stop hook feedback:\n[./check-tests.sh]: 2 tests fail: test_a, test_b"
     assert _texts(run) == ["fix the tests", "All done.", feedback, "Fixed test_a and test_b."]
     assert model.prompts[1].messages[-1].text == feedback
+    shown = {"title": "Hook stop: ./check-tests.sh", "text": "The turn goes on: 2 tests fail: test_a, test_b"}
+    assert run.messages()[2].meta == {HOOK_SHOWN_META: shown}, "session/load shows the hook's entry again"
     assert _reason(run) is EndReason.DONE
     assert [f["stop_hook_active"] for f in hooks.facts] == [False, True]
     assert hooks.facts[0]["hook_event_name"] == "Stop" and hooks.facts[0]["event"] == "stop"
