@@ -219,6 +219,9 @@ class Hooks:
                 )
             redact = self._secrets.redact
             outcome = interpret(entry, replace(done, stdout=redact(done.stdout), stderr=redact(done.stderr)))
+            command = redact(entry.command)
+            if command != entry.command:  # a key written into the command: its label goes to the model too
+                outcome = replace(outcome, entry=replace(entry, command=command))
             outcomes.append(outcome)
             if outcome.failure is not None:
                 await self._failed(outcome)

@@ -311,3 +311,18 @@ timeout_s = 120
         assert model.calls == 1
     await wait_gone(marker)
     assert not running(marker)
+
+
+@pytest.mark.process
+async def test_a_stop_hooks_reason_reaches_the_model_without_the_agents_credentials(tmp_path: Path) -> None:
+    toml = f"""
+[[hooks.stop]]
+command = "grep -q '\\"stop_hook_active\\": true' && exit 0; echo 'the key is {KEY}, use it' >&2; exit 2"
+"""
+    model = fake(Reply(text="done"), Reply(text="ok"))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        await prompt(editor, sid, "go")
+        shown = json.dumps(_hook_entries(editor))
+    told = model.prompts[1].messages[-1].text
+    assert told.startswith("Stop hook feedback:") and told.endswith(", use it")
+    assert KEY not in told and KEY not in shown

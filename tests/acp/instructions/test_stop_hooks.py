@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from acp_agent.coding.context._hook_calls import MAX_CONTINUATIONS, StopHooks
-from acp_agent.coding.context._hooks import HookOutcome, Hooks, interpret
+from acp_agent.coding.context._hooks import CONTEXT_LIMIT, HookOutcome, Hooks, interpret
 from acp_agent.coding.context._process import Completed
 from acp_agent.config import HookEntry
 from acp_agent.meta_keys import HOOK_SHOWN_META
@@ -94,6 +94,27 @@ def test_continue_false_ends_the_turn_whatever_the_decision_and_its_stop_reason_
     assert said.halt == "out of budget" and said.blocked is None
     assert interpret(STOP, _json({"continue": False})).halt == "a hook ended the turn"
     assert interpret(STOP, _json({"continue": True, "decision": "block", "reason": "r"})).blocked == "r"
+
+
+@pytest.mark.parametrize(
+    "done",
+    [
+        Completed(0, stdout='{"decision": "block", "reason": '),  # cut JSON
+        Completed(0, stdout="block"),  # plain words
+        Completed(0, stdout='{"decision": ["block"]}'),
+        Completed(0, stdout='["block"]'),
+        Completed(None, timed_out=True),
+        Completed(None, error="cannot start bash"),
+        Completed(1, stderr="block"),
+    ],
+)
+def test_a_stop_hook_that_fails_or_says_something_else_does_not_keep_the_turn_going(done: Completed) -> None:
+    assert interpret(STOP, done).blocked is None
+
+
+def test_a_stop_hooks_reason_is_cut_to_the_context_limit() -> None:
+    said = interpret(STOP, Completed(2, stderr="x" * 50_000))
+    assert said.blocked == "x" * CONTEXT_LIMIT
 
 
 def test_continue_false_does_not_undo_a_pre_tool_hooks_deny() -> None:
