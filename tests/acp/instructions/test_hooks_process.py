@@ -1,5 +1,6 @@
 """Issue 16's hooks through the real process: a pre-tool hook that blocks, a post-tool hook's context, a
-project hook in an untrusted project, and hung hooks killed by their timeout and by cancel."""
+project hook in an untrusted project, hung hooks killed by their timeout and by cancel, and a stop hook
+that keeps the turn going (its entry in the editor and on session/load; cancel and kill -9 while it runs)."""
 
 from __future__ import annotations
 
@@ -284,3 +285,22 @@ async def test_a_kill_9_while_the_stop_hook_runs_keeps_the_reply_for_session_loa
     finally:
         if pid and _alive(pid):  # the killed agent could not end its hook: the test does
             os.killpg(pid, signal.SIGKILL)
+
+
+async def test_cancel_while_a_stop_hook_runs_kills_it_and_the_turn_ends_cancelled(tmp_path: Path) -> None:
+    pid_file = _out(tmp_path) / "hook.pid"
+    os.mkfifo(pid_file)
+    _user_config(
+        tmp_path, f'[[hooks.stop]]\ncommand = "echo $$ > {pid_file}; sleep 60; exit 2"\ntimeout_s = 120\n'
+    )
+    async with project_agent(tmp_path, [text("All done."), text("never")]) as p:
+        request = await p.agent.request(
+            "session/prompt", {"sessionId": p.session, "prompt": [{"type": "text", "text": "fix it"}]}
+        )
+        pid = await _pid_from(pid_file)
+        await p.agent.notify("session/cancel", {"sessionId": p.session})
+        with anyio.fail_after(10):
+            answer = await p.agent.response(request)
+        assert answer["result"] == {"stopReason": "cancelled"}
+        assert not _alive(pid), "the hook was killed with the turn"
+        assert len(p.bodies()) == 1, "no step after the cancel"
