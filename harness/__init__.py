@@ -1,8 +1,9 @@
 """harness: the runtime between a model and an application.
 
 The tool loop (``Run``), a typed event stream (``harness.events``), one pause-and-resume contract
-(``Approval``, ``Question``, ``Decision``, ``Answer``, ``Pending``) and two middleware seams
-(``harness.middleware``). Providers implement ``harness.model.Model``; tools implement ``Tool``.
+(``Approval``, ``Question``, ``Decision``, ``Answer``, ``Pending``) and three middleware seams
+(``harness.middleware``: model calls, tool calls, the turn's end). Providers implement
+``harness.model.Model``; tools implement ``Tool``.
 
 Importing ``harness`` loads none of it: each name is imported at its first use (PEP 562), so a light
 submodule (``harness.model_info``, ``harness.atomic``) costs only itself; an editor's first ``session/new``

@@ -46,7 +46,9 @@ class FinishReason(StrEnum):
 
 
 class Delivery(StrEnum):
-    """How ``Run.interject`` delivers a user message into a running turn."""
+    """How a user message joined a running turn: ``Run.interject``'s ``STEER`` and ``QUEUE``, or
+    ``CONTINUE`` (an ``EndMiddleware`` kept the turn going past a reply that would have ended it)."""
 
     STEER = "steer"
     QUEUE = "queue"
+    CONTINUE = "continue"

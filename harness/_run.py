@@ -29,7 +29,7 @@ from ._tools import ToolSource
 from ._turn import Turn
 from .conforms import conforms
 from .events import Event
-from .middleware import ModelMiddleware, ToolMiddleware
+from .middleware import EndMiddleware, Middleware, ModelMiddleware, ToolMiddleware
 from .model import Model
 
 __all__ = ["Ended", "Resume", "Run", "TurnStream"]
@@ -48,7 +48,7 @@ class Run:
         *,
         system: str | None = None,
         options: Options | None = None,
-        middleware: Sequence[ModelMiddleware | ToolMiddleware] = (),
+        middleware: Sequence[Middleware] = (),
         messages: Sequence[Message] = (),
         pending: Sequence[Pending] = (),
         context: Any = None,
@@ -59,13 +59,16 @@ class Run:
         self.tools = tools
         self.system = system
         self.options = options or Options()
-        self.middleware: tuple[ModelMiddleware | ToolMiddleware, ...] = tuple(middleware)
+        self.middleware: tuple[Middleware, ...] = tuple(middleware)
         self.context = context
         self._model_mw = tuple(m for m in self.middleware if conforms(m, ModelMiddleware))
         self._tool_mw = tuple(m for m in self.middleware if conforms(m, ToolMiddleware))
+        self._end_mw = tuple(m for m in self.middleware if conforms(m, EndMiddleware))
         for m in self.middleware:
-            if not (conforms(m, ModelMiddleware) or conforms(m, ToolMiddleware)):
-                raise HarnessUsageError(f"not a ModelMiddleware or ToolMiddleware: {m!r}")
+            if not (
+                conforms(m, ModelMiddleware) or conforms(m, ToolMiddleware) or conforms(m, EndMiddleware)
+            ):
+                raise HarnessUsageError(f"not a ModelMiddleware, ToolMiddleware or EndMiddleware: {m!r}")
         self._state = RunState(list(messages), list(pending))
         self._turns = 0
         self._active: Turn | None = None
@@ -84,7 +87,9 @@ class Run:
             case _:
                 input = self._check_answers(input)
         self._turns += 1
-        state = TurnState(self, self._state, self._model_mw, self._tool_mw, self._turns)
+        state = TurnState(
+            self, self._state, self._model_mw, self._tool_mw, self._turns, end_middleware=self._end_mw
+        )
         turn = Turn(state, input)
         self._active = turn
         return TurnStream(turn)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ._call import Call
-    from .middleware import ModelMiddleware, ToolMiddleware
+    from .middleware import EndMiddleware, ModelMiddleware, ToolMiddleware
 
 __all__ = [
     "Checkpoint",
@@ -156,6 +156,9 @@ class TurnState:
     # The tools the model was offered this step, by name: a call runs only against these.
     offered: dict[str, Tool] = field(default_factory=dict[str, Tool])
     checkpoint: Checkpoint | None = None
+    # Asked before a reply ends the turn (``Step``); ``continued`` counts the times one kept it going.
+    end_middleware: Sequence[EndMiddleware] = ()
+    continued: int = 0
 
     # -- stopping ---------------------------------------------------------------------------------
 

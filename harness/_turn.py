@@ -2,7 +2,9 @@
 
 ``Turn.events()`` is the turn's body. ``UserPrompt`` lands the input (a user message, a Resume, or the
 answers, whose calls run again as step 0); each ``Step`` is a ``ModelRequest`` (``_step_model``) and, when
-the reply has calls, ``CallTools`` (``_step_tools``), then the step boundary where steering messages land.
+the reply has calls, ``CallTools`` (``_step_tools``), then the step boundary where steering messages land;
+a reply without calls that would end the turn is first put to the ``EndMiddleware``, whose message (a stop
+hook's "go on: ...") lands like a steering one and the turn takes another step.
 A phase that ends the turn leaves an ``End`` in its ``end``; cancel and failure unwind as ``Stop`` and
 ``Fatal``. Whatever the way out, the run keeps complete steps only (``TurnState.discard``).
 """
@@ -15,13 +17,14 @@ from contextlib import aclosing
 import anyio
 
 from ._errors import HarnessUsageError
-from ._kinds import Delivery, EndReason, Role
+from ._kinds import Delivery, EndReason, ErrorKind, Role
 from ._messages import Message
 from ._pause import Answer
 from ._state import End, Ended, Fatal, Resume, Stop, TurnPhase, TurnState
 from ._step_model import ModelRequest
 from ._step_tools import CallSlot, CallTools, ResumedCalls
 from .events import Event, InputRequested, Interjected, StepEnded, StepStarted, TurnEnded, TurnStarted
+from .middleware import TurnEnding
 
 __all__ = ["Step", "Turn", "UserPrompt"]
 
@@ -188,12 +191,42 @@ class Step:
             s.commit()
             yield StepEnded(s.number, s.parent, self.n)
             if not s.steer and not s.queue:
-                self.end = End(EndReason.DONE, message.finish)
-                return
-            for ev in _land(s, queued=True):
-                yield ev
+                more = await self._before_end(message)
+                if more is None:
+                    self.end = End(EndReason.DONE, message.finish)
+                    return
+                s.append(more)
+                s.commit()  # like a steering message: delivered, so a failure of the next step keeps it
+                yield Interjected(s.number, s.parent, more, Delivery.CONTINUE)
+            else:
+                for ev in _land(s, queued=True):
+                    yield ev
         if s.should_stop(self.n):
             self.end = End(EndReason.STOPPED, message.finish)
+
+    async def _before_end(self, message: Message) -> Message | None:
+        """The end middleware's say on a reply that would end the turn: the first message to go on with,
+        or None. Under the stop controls (a cancel ends it at once); its failure fails the turn, the reply
+        kept (it is a complete step)."""
+        s = self.state
+        for mw in s.end_middleware:
+            ending = TurnEnding(message, s.continued, self.n)
+            try:
+                more = await s.guard(mw.before_end(ending))
+            except (Stop, anyio.get_cancelled_exc_class()):
+                raise
+            except Exception as e:
+                raise Fatal(ErrorKind.MIDDLEWARE_ERROR, e) from e
+            if more is None:
+                continue
+            if more.role is not Role.USER:
+                raise Fatal(
+                    ErrorKind.MIDDLEWARE_ERROR,
+                    HarnessUsageError(f"{type(mw).__name__}.before_end must return a user message or None"),
+                )
+            s.continued += 1
+            return more
+        return None
 
     def _record_calls(self, message: Message, slots: list[CallSlot]) -> bool:
         """The step is complete: its message and results join the run; True when calls await input."""

@@ -1,16 +1,29 @@
-"""The two interception seams. A middleware object implements one or both; the list is outermost first."""
+"""The interception seams. A middleware object implements one or more; the list is outermost first.
+
+``ModelMiddleware`` wraps each model call, ``ToolMiddleware`` each tool call, and ``EndMiddleware`` is asked
+before a reply ends the turn whether the turn goes on (a user message to continue with, or None).
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ._call import Call
-from ._messages import ToolCall
+from ._messages import Message, ToolCall
 from ._tools import Result
 from .model import Delta, Prompt
 
-__all__ = ["ModelMiddleware", "NextModel", "NextTool", "ToolMiddleware"]
+__all__ = [
+    "EndMiddleware",
+    "Middleware",
+    "ModelMiddleware",
+    "NextModel",
+    "NextTool",
+    "ToolMiddleware",
+    "TurnEnding",
+]
 
 NextModel = Callable[[Prompt], AsyncIterator[Delta]]
 NextTool = Callable[[ToolCall, Call], Awaitable[Result]]
@@ -31,3 +44,27 @@ class ToolMiddleware(Protocol):
     """Wraps every tool call: deny (return an error Result), ask (``context.needs_input``), rewrite, trace."""
 
     async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnding:
+    """A reply that would end the turn: no tool calls, nothing steered or queued. ``continued`` counts
+    how often an ``EndMiddleware`` kept this turn going already; ``step`` is the reply's step."""
+
+    message: Message
+    continued: int
+    step: int
+
+
+@runtime_checkable
+class EndMiddleware(Protocol):
+    """Asked, in list order, when a reply would end the turn: a user message makes the turn go on (it is
+    appended as a complete step and the model takes another step; the first answer wins), None lets it
+    end. Awaited under the turn's stop controls: ``cancel()``/``interrupt()`` stop it at once. A bound on
+    how often it continues is the middleware's (``continued``); the run's stop predicates still apply."""
+
+    async def before_end(self, ending: TurnEnding) -> Message | None: ...
+
+
+Middleware = ModelMiddleware | ToolMiddleware | EndMiddleware
+"""What a run's ``middleware`` list holds."""

@@ -66,7 +66,7 @@ from ._undo import UndoCommand
 from .context._compact import Compaction
 from .context._context import SystemPrompt
 from .context._context_updates import ContextAfterCompaction, TurnReminder
-from .context._hook_calls import PostToolHooks, PreToolHooks
+from .context._hook_calls import PostToolHooks, PreToolHooks, StopHooks
 from .context._instructions import DeeperInstructions
 from .models._cache_options import CacheOptions
 from .models._catalog import ModelCatalog, is_http
@@ -303,6 +303,7 @@ class CodingFactory:
                 PostToolHooks(context.hooks),
                 RunningMarker(link),
                 SystemPrompt(context),
+                StopHooks(context.hooks),  # a reply that would end the turn: the stop hooks may go on
                 thought,
                 TurnReminder(plan),
                 notes,  # the model's window on each prompt; usage, empty replies, window notices

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+from ..meta_keys import HOOK_SHOWN_META
 from ..protocol.models import (
     AgentThoughtChunk,
+    ContentToolCallContent,
     ImageContent,
     SessionInfoUpdate,
     TextContent,
@@ -285,6 +287,16 @@ def _command(command: dict[str, Any], mid: str) -> list[Any]:
 def _user(m: Message, mid: str) -> list[Any]:
     from harness import Image, Text
 
+    hook: Any = m.meta.get(HOOK_SHOWN_META)
+    if isinstance(hook, dict):  # a hook's message, shown live as the hook's entry: that entry again
+        shown = cast("dict[str, Any]", hook)
+        content = ContentToolCallContent(content=TextContent(text=str(shown.get("text", ""))))
+        title = str(shown.get("title", "Hook"))
+        return [
+            ToolCallStart(
+                tool_call_id=f"hook_{mid}", title=title, kind="execute", status="completed", content=[content]
+            )
+        ]
     acp_meta: Any = m.meta.get(ACP_META_KEY)
     original: Any = cast("dict[str, Any]", acp_meta).get("prompt") if isinstance(acp_meta, dict) else None
     out: list[Any] = []

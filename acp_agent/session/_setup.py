@@ -13,7 +13,8 @@ from ..protocol.errors import RpcError
 from ..protocol.models import TextContent
 
 if TYPE_CHECKING:
-    from harness import Message, Model, ModelMiddleware, Options, ToolMiddleware, ToolSource
+    from harness import Message, Model, Options, ToolSource
+    from harness.middleware import Middleware
 
     from ..protocol.connection import Connection
     from ..protocol.models import Notice, SessionUpdate, SystemPrompt
@@ -159,7 +160,7 @@ class SessionSetup:
     """What a session runs with. ``aclose`` frees what the factory opened (MCP servers, processes)."""
 
     tools: ToolSource | None = None
-    middleware: Sequence[ModelMiddleware | ToolMiddleware] = ()
+    middleware: Sequence[Middleware] = ()
     system: str | None = None
     options: Options | None = None
     context: Any = None

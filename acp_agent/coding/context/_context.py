@@ -7,8 +7,8 @@ then, so every request of the session extends the one before (the providers' pro
 of every turn (``ProjectContext.before_prompt``, which the session calls with each prompt) instruction
 files, commands and skills are re-read when they changed and the environment block is made anew; what
 differs from what the model was last told goes in front of the prompt (``_context_updates``). A model
-middleware (``SystemPrompt``) gives each model call the frozen text, and runs the ``stop`` hooks when the
-final reply is complete. The command folders are also watched between turns (a stat every
+middleware (``SystemPrompt``) gives each model call the frozen text (the ``stop`` hooks run at the turn's
+end: ``_hook_calls.StopHooks``). The command folders are also watched between turns (a stat every
 ``WATCH_S``), so a new command file shows in the editor's list without a prompt.
 """
 
@@ -24,7 +24,6 @@ import anyio
 import anyio.to_thread
 
 from harness import Message, Role, Text
-from harness.model import Finish, FinishReason, TextChunk, ToolStart
 
 from ...protocol.models import ContentToolCallContent, TextContent, ToolCallStart
 from ...session.plugin import with_client_prompt
@@ -34,7 +33,7 @@ from ..permissions._plan_mode import PLAN_NOTE as _PLAN_NOTE
 from ._context_updates import changed_sections, known_sections, with_context
 from ._custom_commands import Commands, prompt_text
 from ._environment import Repository, environment_section, find_repository
-from ._hook_calls import prompt_hooks, session_start_hooks, stop_hooks
+from ._hook_calls import prompt_hooks, session_start_hooks
 from ._hooks import Hooks
 from ._instructions import Instructions
 from ._skills import Skills
@@ -343,8 +342,7 @@ class ProjectContext:
 
 
 class SystemPrompt:
-    """Model middleware (outermost): each model call gets the turn's system prompt; when a reply ends the
-    turn (no tool call), the ``stop`` hooks run."""
+    """Model middleware (outermost): each model call gets the turn's system prompt."""
 
     def __init__(self, context: ProjectContext) -> None:
         self._context = context
@@ -354,23 +352,7 @@ class SystemPrompt:
 
     async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         context = self._context
-        stops = context.hooks.has("stop")
-        called_tool = False
-        finish: FinishReason | None = None
-        text: list[str] = []
         if not context.refreshed:  # a model call before any prompt (a resumed compaction, say)
             await context.refresh()
         async for delta in next(prompt.replace(system=context.system)):
-            if stops:
-                match delta:
-                    case ToolStart():
-                        called_tool = True
-                    case TextChunk(text=chunk):
-                        text.append(chunk)
-                    case Finish(reason=reason):
-                        finish = reason
-                    case _:
-                        pass
             yield delta
-        if stops and not called_tool and finish in (None, FinishReason.STOP):
-            await stop_hooks(context.hooks, "".join(text))

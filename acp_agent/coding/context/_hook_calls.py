@@ -1,5 +1,6 @@
 """The hooks at work: around each tool call (``PreToolHooks`` outside the mode's policy, ``PostToolHooks``
-inside it), on each prompt, at the session's first prompt and when a turn's reply is complete. What each
+inside it), on each prompt, at the session's first prompt and when a reply would end the turn (``StopHooks``,
+which can make it go on). What each
 outcome does is in ``_hooks``'s docstring."""
 
 from __future__ import annotations
@@ -7,24 +8,29 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from harness import Result, Text
+from harness import Message, Result, Role, Text
+from harness.model import FinishReason
 
+from ...meta_keys import HOOK_SHOWN_META
 from ._hooks import Hooks, blocked_text, context_text, label
 
 if TYPE_CHECKING:
     from harness import Call, ToolCall
-    from harness.middleware import NextTool
+    from harness.middleware import NextTool, TurnEnding
 
 __all__ = [
+    "MAX_CONTINUATIONS",
     "PostToolHooks",
     "PreToolHooks",
     "PromptVerdict",
+    "StopHooks",
     "prompt_hooks",
     "session_start_hooks",
-    "stop_hooks",
 ]
 
 _OUTPUT_LIMIT: Final = 64 * 1024
+MAX_CONTINUATIONS: Final = 8
+"""How many times in a row the stop hooks may keep one turn going (Claude Code's default cap too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +147,49 @@ async def session_start_hooks(hooks: Hooks, source: str) -> list[str]:
     return [context_text(o) for o in outcomes if o.context]
 
 
-async def stop_hooks(hooks: Hooks, last_message: str) -> None:
-    """The stop hooks, when a turn's final reply is complete. They cannot continue the turn: what they
-    say (exit 2's stderr, or context) is shown to the user."""
-    outcomes = await hooks.run("stop", {"last_message": last_message[:_OUTPUT_LIMIT]})
-    for o in outcomes:
-        said = o.blocked or o.context
-        if said:
-            await hooks.show(f"Hook stop: {label(o.entry)}", said, o.blocked is not None)
+class StopHooks:
+    """End middleware (``harness.middleware.EndMiddleware``): when a reply would end the turn, the ``stop``
+    hooks run (Claude Code's ``Stop``). A block (exit 2's stderr, or ``decision`` ``block`` and its
+    ``reason``) keeps the turn going: the reason is the model's next message ("Stop hook feedback: ..."),
+    shown in the editor as the hook's effect, and the model takes another step; the hooks then get
+    ``stop_hook_active: true``. ``"continue": false`` lets the turn end whatever another hook said. At most
+    ``MAX_CONTINUATIONS`` in a row per turn (Claude Code's cap too); past it the turn ends and the user is
+    told. A reply cut by the output limit or refused does not run them (the turn did not finish)."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+
+    async def before_end(self, ending: TurnEnding) -> Message | None:
+        hooks = self._hooks
+        if not hooks.has("stop") or ending.message.finish not in (None, FinishReason.STOP):
+            return None
+        text = ending.message.text[:_OUTPUT_LIMIT]
+        facts = {
+            "last_message": text,
+            "last_assistant_message": text,
+            "stop_hook_active": ending.continued > 0,
+        }
+        outcomes = await hooks.run("stop", facts)
+        halt = next((o for o in outcomes if o.halt is not None), None)
+        block = next((o for o in outcomes if o.blocked is not None), None)
+        for o in outcomes:
+            if o.context and o is not block:
+                await hooks.show(f"Hook stop: {label(o.entry)}", o.context)
+        if halt is not None:
+            await hooks.show(f"Hook stop: {label(halt.entry)}", f"The turn ends: {halt.halt}")
+            return None
+        if block is None:
+            return None
+        title, reason = f"Hook stop: {label(block.entry)}", block.blocked
+        if ending.continued >= MAX_CONTINUATIONS:
+            await hooks.show(
+                title,
+                f"The hook asks to go on ({reason}), but stop hooks kept this turn going "
+                f"{ending.continued} times in a row, the limit: the turn ends here. Send a prompt to go on.",
+                True,
+            )
+            return None
+        shown = f"The turn goes on: {reason}"
+        await hooks.show(title, shown)
+        feedback = Text(f"Stop hook feedback:\n[{label(block.entry)}]: {reason}")
+        return Message(Role.USER, (feedback,), meta={HOOK_SHOWN_META: {"title": title, "text": shown}})

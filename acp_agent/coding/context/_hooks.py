@@ -5,15 +5,18 @@ A hook runs as ``bash -c <command>`` in the session's cwd, in its own process gr
 environment minus its credentials (``harness.secrets.Secrets.child_env``; what it prints is redacted too) plus ``ACP_AGENT_HOOK_EVENT``, ``ACP_AGENT_SESSION_ID`` and
 ``ACP_AGENT_PROJECT_DIR`` (also as ``CLAUDE_PROJECT_DIR``, so hooks written for Claude Code run). It gets one
 JSON object on stdin: ``event``, ``session_id``, ``cwd``, ``mode``, and per event ``tool``, ``input``,
-``tool_call_id``, ``output``/``error`` (post-tool), ``prompt`` (user-prompt), ``last_message`` (stop); the
-same facts also under Claude Code's names (``hook_event_name``, ``tool_name``, ``tool_input``,
-``tool_response``). It is killed at its ``timeout_s`` and when the turn is cancelled.
+``tool_call_id``, ``output``/``error`` (post-tool), ``prompt`` (user-prompt), ``last_message`` and
+``stop_hook_active`` (stop); the same facts also under Claude Code's names (``hook_event_name``,
+``tool_name``, ``tool_input``, ``tool_response``, ``last_assistant_message``). It is killed at its
+``timeout_s`` and when the turn is cancelled.
 
 Outcomes: exit 0 goes on; its stdout may be a JSON object with ``decision`` (``allow`` | ``ask`` |
 ``deny``, pre-tool), ``reason`` and ``context`` (a note for the model; Claude Code's ``hookSpecificOutput``
 keys are read too); plain stdout of a user-prompt or session-start hook is context. Exit 2 blocks: a
 pre-tool call does not run and the model gets "Blocked by hook `cmd`: <stderr>"; a prompt does not reach
-the model, which is told it was blocked and why. Any other failure (exit code, timeout, cannot start) is
+the model, which is told it was blocked and why; a stop hook's block (or ``decision`` ``block``) keeps the
+turn going with the reason as the model's next message (``_hook_calls.StopHooks``), unless a stop hook
+says ``"continue": false`` (its ``stopReason`` is shown to the user). Any other failure (exit code, timeout, cannot start) is
 logged, shown once in the editor, and does not block. A project's hook (trusted project) runs under the
 sandbox policy a shell command would get in the session's mode (none in ``full-access``); the user's own
 hooks run as the user, unsandboxed, like git hooks (they read the user's configuration folder and write
@@ -72,6 +75,8 @@ class HookOutcome:
     ask: str | None = None
     context: str | None = None
     failure: str | None = None
+    halt: str | None = None
+    """``"continue": false`` (Claude Code's): the turn ends here; the ``stopReason`` for the user."""
 
 
 def label(entry: HookEntry) -> str:
@@ -111,6 +116,10 @@ def interpret(entry: HookEntry, done: Completed) -> HookOutcome:
     if not data:
         plain = _text(out) if entry.event in _PLAIN_CONTEXT else None
         return HookOutcome(entry, context=plain)
+    # Claude Code's ``continue: false`` wins over any decision; honoured at the turn's end only (elsewhere
+    # it would end the turn mid-step: a pre-tool hook's deny still stands, read below).
+    if entry.event == "stop" and data.get("continue") is False:
+        return HookOutcome(entry, halt=_text(data.get("stopReason")) or "a hook ended the turn")
     special = _obj(data.get("hookSpecificOutput"))
     decision = data.get("decision") or special.get("permissionDecision")
     reason = _text(data.get("reason")) or _text(special.get("permissionDecisionReason"))
@@ -210,6 +219,9 @@ class Hooks:
                 )
             redact = self._secrets.redact
             outcome = interpret(entry, replace(done, stdout=redact(done.stdout), stderr=redact(done.stderr)))
+            command = redact(entry.command)
+            if command != entry.command:  # a key written into the command: its label goes to the model too
+                outcome = replace(outcome, entry=replace(entry, command=command))
             outcomes.append(outcome)
             if outcome.failure is not None:
                 await self._failed(outcome)

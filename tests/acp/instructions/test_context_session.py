@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from acp_agent.session._content import user_text
@@ -228,3 +230,99 @@ def test_a_projects_hook_cannot_leave_the_sandbox(tmp_path: Path) -> None:
     assert load_config(project, {}, env).hooks == (), "an untrusted project's hooks are dropped"
     [hook] = load_config(project, {}, env, trust=True).hooks
     assert hook.project and hook.sandbox
+
+
+def _is_update(message: dict[str, Any], kind: str, text: str) -> bool:
+    update: dict[str, Any] = message.get("params", {}).get("update", {})
+    return update.get("sessionUpdate") == kind and text in json.dumps(update)
+
+
+@pytest.mark.process
+async def test_a_stop_hook_that_blocks_keeps_the_turn_going_until_it_passes(tmp_path: Path) -> None:
+    log = _out(tmp_path) / "stop.jsonl"
+    # Claude Code's idiom: block (exit 2, stderr the reason) unless the turn already goes on for a stop hook.
+    toml = f"""
+[[hooks.stop]]
+command = "input=$(cat); echo \\"$input\\" >> {log}; echo \\"$input\\" | grep -q '\\"stop_hook_active\\": true' || {{ echo 'test_x fails' >&2; exit 2; }}"
+"""
+    model = fake(Reply(text="All done."), Reply(text="Fixed test_x."))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        assert (await prompt(editor, sid, "fix it"))["stopReason"] == "end_turn"
+        [entry] = _hook_entries(editor)
+        chunks = [u for u in editor.updates() if u["sessionUpdate"] == "agent_message_chunk"]
+    assert entry["title"].startswith("Hook stop: input=$(cat)") and entry["status"] == "completed"
+    assert text_of(entry) == "The turn goes on: test_x fails"
+    assert "Fixed test_x." in "".join(c["content"]["text"] for c in chunks), "the further reply streams"
+    told = model.prompts[1].messages[-1].text
+    assert told.startswith("Stop hook feedback:\n[input=$(cat)") and told.endswith("]: test_x fails")
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(s["stop_hook_active"], s["last_message"]) for s in seen] == [
+        (False, "All done."),
+        (True, "Fixed test_x."),
+    ]
+    assert seen[0]["hook_event_name"] == "Stop"
+
+
+@pytest.mark.process
+async def test_cancel_while_the_continuation_streams_ends_the_turn_cancelled(tmp_path: Path) -> None:
+    toml = """
+[[hooks.stop]]
+command = "echo 'not yet' >&2; exit 2"
+"""
+    model = fake(Reply(text="All done."), Reply(text="Working on it", hang=True))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_when_streaming() -> None:
+                await editor.wait_for(lambda m: _is_update(m, "agent_message_chunk", "Working on it"))
+                await editor.notify("session/cancel", {"sessionId": sid})
+
+            tg.start_soon(cancel_when_streaming)
+            with anyio.fail_after(10):
+                assert (await prompt(editor, sid, "fix it"))["stopReason"] == "cancelled"
+        assert model.calls == 2
+
+
+@pytest.mark.process
+async def test_cancel_while_a_stop_hook_runs_kills_it_and_ends_the_turn_cancelled(tmp_path: Path) -> None:
+    from tests.sandbox.test_namespaces import running, wait_gone
+
+    fifo = _out(tmp_path) / "started"
+    os.mkfifo(fifo)
+    marker = f"acpstophook{os.getpid()}"
+    sleeper = _out(tmp_path) / marker  # a copy of sleep named for this test: found by name after
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", sleeper)
+    toml = f"""
+[[hooks.stop]]
+command = "echo started > {fifo}; {sleeper} 60; exit 2"
+timeout_s = 120
+"""
+    model = fake(Reply(text="All done."))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_when_running() -> None:
+                await anyio.to_thread.run_sync(fifo.read_text, abandon_on_cancel=True)
+                await editor.notify("session/cancel", {"sessionId": sid})
+
+            tg.start_soon(cancel_when_running)
+            with anyio.fail_after(10):
+                assert (await prompt(editor, sid, "fix it"))["stopReason"] == "cancelled"
+        assert model.calls == 1
+    await wait_gone(marker)
+    assert not running(marker)
+
+
+@pytest.mark.process
+async def test_a_stop_hooks_reason_reaches_the_model_without_the_agents_credentials(tmp_path: Path) -> None:
+    toml = f"""
+[[hooks.stop]]
+command = "grep -q '\\"stop_hook_active\\": true' && exit 0; echo 'the key is {KEY}, use it' >&2; exit 2"
+"""
+    model = fake(Reply(text="done"), Reply(text="ok"))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        await prompt(editor, sid, "go")
+        shown = json.dumps(_hook_entries(editor))
+    told = model.prompts[1].messages[-1].text
+    assert told.startswith("Stop hook feedback:") and told.endswith(", use it")
+    assert KEY not in told and KEY not in shown

@@ -1,17 +1,19 @@
 """Issue 16's hooks through the real process: a pre-tool hook that blocks, a post-tool hook's context, a
-project hook in an untrusted project, and hung hooks killed by their timeout and by cancel."""
+project hook in an untrusted project, hung hooks killed by their timeout and by cancel, and a stop hook
+that keeps the turn going (its entry in the editor and on session/load; cancel and kill -9 while it runs)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.acp.instructions._support import LIMIT_S, calls, project_agent, text, tool_messages
+from tests.acp.instructions._support import LIMIT_S, calls, project_agent, text, tool_messages, user_messages
 
 pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
@@ -203,3 +205,102 @@ async def test_a_trusted_projects_hook_runs_sandboxed_and_the_users_hook_runs_as
     assert (_out(tmp_path) / "project-hook-ran").exists(), "the trusted project's hook ran, in the project"
     assert not (home / "project-hook.log").exists() and not (home / ".bashrc").exists()
     assert (home / "hook.log").read_text() == "from-config\nuser\n"
+
+
+_STOP_SCRIPT = """#!/usr/bin/env bash
+# "Don't stop until the tests pass", as written for Claude Code: block once, then let the turn end.
+input=$(cat)
+printf '%s\\n' "$input" >> {log}
+if printf '%s' "$input" | grep -q '"stop_hook_active": true'; then
+  exit 0
+fi
+echo '{{"decision": "block", "reason": "the tests fail: run them and fix test_parse"}}'
+"""
+
+
+async def test_a_stop_hook_script_that_blocks_makes_the_real_agent_take_another_step(tmp_path: Path) -> None:
+    log = _out(tmp_path) / "stop.jsonl"
+    script = tmp_path / "user" / ".config" / "acp-agent" / "check-tests.sh"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(_STOP_SCRIPT.format(log=log))
+    script.chmod(0o755)
+    _user_config(tmp_path, f'[[hooks.stop]]\ncommand = "{script}"\n')
+    replies = [text("All done."), text("Fixed test_parse; the tests pass.")]
+    async with project_agent(tmp_path, replies) as p:
+        assert (await p.prompt("fix the parser"))["result"] == {"stopReason": "end_turn"}
+        bodies, updates = p.bodies(), p.updates()
+    assert len(bodies) == 2
+    feedback = f"Stop hook feedback:\n[{script}]: the tests fail: run them and fix test_parse"
+    assert user_messages(bodies[1])[-1] == feedback
+    assert [m["role"] for m in bodies[1]["messages"][-3:]] == ["user", "assistant", "user"]
+    [entry] = _hook_entries(updates)
+    assert entry["title"] == f"Hook stop: {script}" and entry["kind"] == "execute"
+    assert entry["status"] == "completed"
+    assert entry["content"][0]["content"]["text"] == (
+        "The turn goes on: the tests fail: run them and fix test_parse"
+    )
+    streamed = "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
+    assert streamed == "All done.Fixed test_parse; the tests pass."
+    at_entry = updates.index(entry)
+    second = next(i for i, u in enumerate(updates) if "Fixed" in json.dumps(u))
+    assert at_entry < second, "the hook's effect shows before the reply it asked for"
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(s["hook_event_name"], s["stop_hook_active"]) for s in seen] == [("Stop", False), ("Stop", True)]
+    assert seen[1]["last_assistant_message"] == "Fixed test_parse; the tests pass."
+    async with project_agent(tmp_path, []) as q:  # session/load shows the hook's entry, not a prompt
+        with anyio.fail_after(LIMIT_S):
+            await q.agent.call("session/load", {"sessionId": p.session, "cwd": str(p.cwd), "mcpServers": []})
+        replayed = [u for u in q.updates() if u["sessionUpdate"] != "available_commands_update"]
+    kinds = [(u["sessionUpdate"], u.get("title")) for u in replayed if u["sessionUpdate"] != "usage_update"]
+    assert kinds[:4] == [
+        ("user_message_chunk", None),
+        ("agent_message_chunk", None),
+        ("tool_call", f"Hook stop: {script}"),
+        ("agent_message_chunk", None),
+    ]
+    assert "Stop hook feedback" not in json.dumps(replayed)
+
+
+async def test_a_kill_9_while_the_stop_hook_runs_keeps_the_reply_for_session_load(tmp_path: Path) -> None:
+    fifo = _out(tmp_path) / "hook.pid"
+    os.mkfifo(fifo)
+    _user_config(
+        tmp_path, f'[[hooks.stop]]\ncommand = "echo $$ > {fifo}; sleep 60; exit 2"\ntimeout_s = 120\n'
+    )
+    pid = 0
+    try:
+        async with project_agent(tmp_path, [text("All done.")]) as p:
+            await p.agent.request(
+                "session/prompt", {"sessionId": p.session, "prompt": [{"type": "text", "text": "fix it"}]}
+            )
+            pid = await _pid_from(fifo)
+            p.agent.kill_hard()
+            session = p.session
+        async with project_agent(tmp_path, []) as q:
+            cwd = str(tmp_path / "project")
+            with anyio.fail_after(LIMIT_S):
+                await q.agent.call("session/load", {"sessionId": session, "cwd": cwd, "mcpServers": []})
+            replayed = [u for u in q.updates() if "All done." in json.dumps(u)]
+        assert [u["sessionUpdate"] for u in replayed] == ["agent_message_chunk"], "the complete reply"
+    finally:
+        if pid and _alive(pid):  # the killed agent could not end its hook: the test does
+            os.killpg(pid, signal.SIGKILL)
+
+
+async def test_cancel_while_a_stop_hook_runs_kills_it_and_the_turn_ends_cancelled(tmp_path: Path) -> None:
+    pid_file = _out(tmp_path) / "hook.pid"
+    os.mkfifo(pid_file)
+    _user_config(
+        tmp_path, f'[[hooks.stop]]\ncommand = "echo $$ > {pid_file}; sleep 60; exit 2"\ntimeout_s = 120\n'
+    )
+    async with project_agent(tmp_path, [text("All done."), text("never")]) as p:
+        request = await p.agent.request(
+            "session/prompt", {"sessionId": p.session, "prompt": [{"type": "text", "text": "fix it"}]}
+        )
+        pid = await _pid_from(pid_file)
+        await p.agent.notify("session/cancel", {"sessionId": p.session})
+        with anyio.fail_after(10):
+            answer = await p.agent.response(request)
+        assert answer["result"] == {"stopReason": "cancelled"}
+        assert not _alive(pid), "the hook was killed with the turn"
+        assert len(p.bodies()) == 1, "no step after the cancel"
