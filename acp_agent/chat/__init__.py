@@ -104,8 +104,9 @@ def _set_up(cwd: Path, flags: dict[str, Any], why: str | None) -> Any:
 def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None, history: Path | None = None) -> int:
     import anyio
 
-    from ._app import ChatOptions, run_chat
+    from ._app import ChatOptions
     from ._input import EditedLines, open_terminal_input
+    from ._process import run_chat
     from .render import Renderer, Style
 
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
