@@ -8,7 +8,9 @@ its harness module (``harness.lazy.lazy_exports``, itself loaded then) and store
 uses are a plain attribute lookup. Annotations name harness types under ``TYPE_CHECKING`` as usual.
 
 A harness name the session layer needs is added to ``_EXPORTS`` and to the ``TYPE_CHECKING`` block, under
-the module it comes from (the one whose import cost its first use should pay, no more).
+the module it comes from (the one whose import cost its first use should pay, no more);
+``tests/test_session_seam.py`` checks the two agree and that no other session module imports the harness at
+run time.
 """
 
 from __future__ import annotations
