@@ -21,7 +21,7 @@ def lazy_exports(package: str, exports: Mapping[str, Iterable[str]]) -> Callable
     """A module ``__getattr__`` for ``package`` that imports each name from its submodule on first use.
 
     ``exports`` maps a module (relative to ``package``, such as ``"._run"``, or absolute) to the names it
-    provides. A name listed twice is a mistake the caller made; it raises ``ValueError`` at import."""
+    provides (a name may be a submodule of it). A name listed twice is a mistake the caller made; it raises ``ValueError`` at import."""
     source: dict[str, str] = {}
     for module, names in exports.items():
         for name in names:
@@ -33,7 +33,11 @@ def lazy_exports(package: str, exports: Mapping[str, Iterable[str]]) -> Callable
         module = source.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
+        owner = importlib.import_module(module, package)
+        try:
+            value = getattr(owner, name)
+        except AttributeError:  # a submodule, as ``from owner import name`` finds one
+            value = importlib.import_module(f"{owner.__name__}.{name}")
         setattr(sys.modules[package], name, value)  # the next access is a plain lookup
         return value
 

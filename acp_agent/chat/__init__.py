@@ -8,17 +8,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+from ..config import ConfigError, add_flags, flag_settings, flag_values, load_config, missing_key_problem
+
 __all__ = ["main"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..config import add_flags
-
     parser.add_argument("--cwd", help="the project directory of the session (default: the current directory)")
     # Same dests as the top-level flags; SUPPRESS keeps a value given before `chat` when not repeated.
     add_flags(parser, suppress=True, note="; passed to the agent")
@@ -26,8 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Any = None) -> int:
     """Run the chat; returns the exit code."""
-    from ..config import ConfigError, flag_settings, flag_values, load_config, missing_key_problem
-
     cwd = Path(args.cwd or os.getcwd()).expanduser().resolve()
     if not cwd.is_dir():
         print(
@@ -80,7 +79,6 @@ def _set_up(cwd: Path, flags: dict[str, Any], why: str | None) -> Any:
     """No model yet, in a terminal: run the set-up here, then the configuration it wrote (None: the
     set-up did not end with a model; it said why). ``why``: what is missing, when that can be said."""
     from ..commands.setup_cmd import main as setup_main
-    from ..config import ConfigError, load_config
 
     if why:
         print(f"acp-harness-agent chat: {why}")
@@ -104,8 +102,9 @@ def _set_up(cwd: Path, flags: dict[str, Any], why: str | None) -> Any:
 def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None, history: Path | None = None) -> int:
     import anyio
 
-    from ._app import ChatOptions, run_chat
+    from ._app import ChatOptions
     from ._input import EditedLines, open_terminal_input
+    from ._process import run_chat
     from .render import Renderer, Style
 
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -114,8 +113,6 @@ def _run(cwd: Path, agent_args: tuple[str, ...], warning: str | None, history: P
     def write(text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
-
-    import shutil
 
     # Redrawing in place needs a terminal that understands cursor movement.
     live = sys.stdout.isatty() and os.environ.get("TERM") != "dumb"

@@ -1,35 +1,32 @@
-"""``acp-harness-agent chat``: spawn the agent, speak ACP to it over its stdio (as an editor does), and run a
-terminal conversation: prompts, streamed replies, inline permission questions, Ctrl-C to cancel a turn."""
+"""``acp-harness-agent chat``'s conversation with the agent (as an editor has one): start a session, run
+prompts and slash commands, stream replies, Ctrl-C to cancel a turn. The agent process it talks to is
+``_process``'s."""
 
 from __future__ import annotations
 
 import logging
 import signal
-import subprocess
-import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import ByteReceiveStream, Process, TaskGroup, TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 
 from .. import __version__
 from ..protocol.connection import Connection
 from ..protocol.errors import ConnectionClosedError, RpcError
-from ._client import ChatClient
-from ._input import EditedLines, LineReader, Lines
+from ._input import EditedLines, Lines
 from ._typing import BUSY_PROMPT, IDLE_PROMPT, Question, ask_permission, read_lines
 from .render import Renderer, as_obj, as_objs
 
-__all__ = ["ChatApp", "ChatOptions", "agent_command"]
+__all__ = ["ChatApp", "ChatOptions"]
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION: Final = 1
-_CLOSE_TIMEOUT: Final = 5.0
 
 HELP: Final = """\
 /mode [NAME]     show or switch the session mode
@@ -49,11 +46,6 @@ class ChatOptions:
     cwd: Path
     agent_args: tuple[str, ...] = ()
     env: dict[str, str] | None = None
-
-
-def agent_command(agent_args: Sequence[str]) -> list[str]:
-    """The agent process: this interpreter running ``acp_agent`` with the chat's agent flags."""
-    return [sys.executable, "-m", "acp_agent", *agent_args]
 
 
 def _rpc_message(exc: RpcError) -> str:
@@ -436,68 +428,3 @@ class ChatApp:
 _LOCAL_COMMANDS: Final = frozenset(
     {"/quit", "/exit", "/help", "/mode", "/model", "/sessions", "/load", "/new", "/fork"}
 )
-
-
-async def _pump_stderr(stream: ByteReceiveStream, renderer: Renderer) -> None:
-    """The agent's stderr (its warnings and errors), shown dimmed so problems are visible."""
-    reader = LineReader(stream)
-    while (line := await reader.readline()) is not None:
-        if line.strip():
-            renderer.notice(f"agent: {line}")
-
-
-async def run_chat(
-    options: ChatOptions, reader: Lines, renderer: Renderer, prompt: Callable[[str], None]
-) -> int:
-    """Spawn the agent and converse until the user leaves or the agent exits; returns the exit code."""
-    app = ChatApp(options, reader, renderer, prompt)
-    try:
-        process = await anyio.open_process(
-            agent_command(options.agent_args),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=options.cwd,
-            env=options.env,
-            start_new_session=True,  # the terminal's Ctrl-C is ours to interpret, not the agent's
-        )
-    except OSError as exc:
-        renderer.error(f"cannot start the agent ({exc.strerror}); check that {sys.executable} still exists.")
-        return 1
-    code = 1
-    async with anyio.create_task_group() as tg:
-        await tg.start(app.watch_interrupts)
-        assert process.stdout is not None and process.stdin is not None and process.stderr is not None
-        tg.start_soon(_pump_stderr, process.stderr, renderer)
-        conn = Connection(process.stdout, process.stdin, ChatClient(app), shutdown_grace=1.0)
-        app.conn = conn
-
-        async def serve() -> None:
-            await conn.serve()
-            app.agent_gone()
-
-        tg.start_soon(serve)
-        try:
-            if await app.start():
-                code = await app.repl()
-        finally:
-            with anyio.CancelScope(shield=True):
-                conn.close()
-                await _stop(process)
-            tg.cancel_scope.cancel()
-    return code
-
-
-async def _stop(process: Process) -> None:
-    """End input so the agent exits on its own; terminate, then kill, if it does not."""
-    if process.stdin is not None:
-        await process.stdin.aclose()
-    with anyio.move_on_after(_CLOSE_TIMEOUT):
-        await process.wait()
-        return
-    process.terminate()
-    with anyio.move_on_after(2.0):
-        await process.wait()
-        return
-    process.kill()
-    await process.wait()

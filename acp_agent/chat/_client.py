@@ -20,7 +20,8 @@ __all__ = ["ChatClient", "ChatFront"]
 
 
 class ChatFront(Protocol):
-    """What the connection's client side uses of the chat (``_app.ChatApp``, which imports this module)."""
+    """What the connection's client side uses of the chat: ``_app.ChatApp``, which ``_process`` hands to
+    it."""
 
     @property
     def session_id(self) -> str | None:

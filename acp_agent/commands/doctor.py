@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import anyio.to_thread
 
+from ..config import SETTINGS, add_flags, flag_values, load_config, missing_key_problem, user_config_dir
+
 if TYPE_CHECKING:
     from ..config import Config, McpServerEntry
 
@@ -39,15 +41,11 @@ class Check:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..config import add_flags
-
     parser.add_argument("--cwd", help="check the configuration of this project directory (default: here)")
     add_flags(parser, suppress=True, note="; as for the agent")
 
 
 def main(args: argparse.Namespace, config: Any = None) -> int:
-    from ..config import flag_values
-
     cwd = Path(getattr(args, "cwd", None) or os.getcwd()).expanduser()
     flags = flag_values(args)
 
@@ -67,8 +65,6 @@ async def run_checks(
     cwd: Path, flags: Mapping[str, Any], env: Mapping[str, str], emit: Callable[[Check], None]
 ) -> list[Check]:
     """Run every check, reporting each through ``emit`` as it finishes."""
-    from ..config import load_config
-
     done: list[Check] = []
 
     def report(check: Check) -> None:
@@ -101,8 +97,6 @@ async def run_checks(
 def _check_origins(config: Config, *, broken: bool = False) -> Check:
     """Where each setting that is set came from (exactly: the flag, the variable or the file); with
     problems (``broken``) it does not claim that the defaults are what the user wants."""
-    from ..config import SETTINGS
-
     shown: list[str] = []
     for key, origin in config.origins.items():
         s = SETTINGS[key]
@@ -136,7 +130,6 @@ def _check_trust(config: Config) -> Check | None:
 
 
 async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
-    from ..config import missing_key_problem
     from ..model_setup import ModelSettings, build_model, how_to_configure
 
     if config.provider is None:
@@ -167,7 +160,6 @@ async def _check_model(config: Config, env: Mapping[str, str]) -> list[Check]:
         listed, infos = await _check_listing(model, config.model, where)
         checks.append(listed)
         if listed.ok is not False:
-            from ..config import user_config_dir
             from .doctor_facts import facts_check
 
             ok, facts = facts_check(config, infos, str(user_config_dir(env) / "config.toml"))

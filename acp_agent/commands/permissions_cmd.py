@@ -16,6 +16,8 @@ from typing import Any
 
 import anyio
 
+from ..config import load_config
+
 __all__ = ["add_arguments", "main"]
 
 
@@ -29,8 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(cwd: Path) -> Any:
-    from ..config import load_config
-
     config = load_config(cwd, {}, os.environ, strict=False)
     for problem in config.problems:
         print(f"note: the configuration has a problem ({problem}); it is skipped", file=sys.stderr)

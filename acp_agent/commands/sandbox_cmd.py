@@ -11,12 +11,16 @@ which applies the same compiled rules without loading the CLI.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
+
+from ..config import home_dir
 
 __all__ = ["add_arguments", "main"]
 
@@ -37,7 +41,6 @@ def _policy(args: argparse.Namespace) -> Any:
         AGENT_ROOT_PATHS,
         home_sandbox_paths,
     )
-    from ..config import home_dir
 
     if args.policy:
         data: Any = json.loads(Path(args.policy).read_text(encoding="utf-8"))
@@ -82,7 +85,6 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         return 2
     temp: str | None = None
     if policy.temp is None:  # a private temp folder (TMPDIR): /tmp itself is not writable inside
-        import dataclasses
         import tempfile
 
         temp = tempfile.mkdtemp(prefix="acp-agent-sandbox-cli-")
@@ -122,7 +124,6 @@ def _in_child_then_remove(enter: Callable[[], int], temp: str) -> int:
     """``enter`` in a forked child (this process stays outside the sandbox, which cannot remove its own
     temp folder), then remove the temp folder; the child's status is ours. Signals that would end this
     process are passed on (Ctrl-C reaches the child through the terminal's process group)."""
-    import shutil
     import signal
 
     try:

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..config import flag_values, load_config
+
 __all__ = ["add_arguments", "main"]
 
 
@@ -25,13 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _project_at(path: Path, flags: dict[str, Any]) -> Any:
-    from ..config import load_config
-
     return load_config(path, flags, os.environ, trust=False, strict=False)
 
 
 def _list(home: Path) -> int:
-    from ..config import load_config
     from ..trust import TrustStore
 
     records = TrustStore(home).records()
@@ -57,7 +56,6 @@ def _list(home: Path) -> int:
 
 
 def main(args: argparse.Namespace, config: Any = None) -> int:
-    from ..config import flag_values
     from ..trust import TrustStore
 
     flags = flag_values(args)

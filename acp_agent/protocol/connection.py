@@ -35,24 +35,25 @@ Cancellation:
 - cancelling the caller of `request()` (or its `timeout` expiring) sends `$/cancel_request` with that id
   to the client, then re-raises.
 
-Framing and bad input: one JSON value per line, `\\r\\n` and blank lines tolerated, lines up to
-`max_line_bytes` (256 MiB default). Invalid JSON -> `-32700` (id null); a non-object value or an object
-that is neither request, notification nor response -> `-32600` (id echoed when readable); an empty batch
-`[]` -> one `-32600`; a non-empty batch is answered with one array of the responses of its requests (none
-if it held only notifications). Unknown `$/` notifications and responses to unknown ids are logged at
-debug and ignored. Request ids are echoed exactly (string, integer or null).
+Framing and bad input (`_reader`; its debug trace, which never holds credentials, is `_trace`): one JSON
+value per line, `\\r\\n` and blank lines tolerated, lines up to `max_line_bytes` (256 MiB default). Invalid
+JSON -> `-32700` (id null); a non-object value or an object that is neither request, notification nor
+response -> `-32600` (id echoed when readable); an empty batch `[]` -> one `-32600`; a non-empty batch is
+answered with one array of the responses of its requests (none if it held only notifications). Unknown `$/`
+notifications and responses to unknown ids are logged at debug and ignored. Request ids are echoed exactly
+(string, integer or null).
 
 End of input (EOF, a read error, or `close()`): no more lines are read; every in-flight request that
 registered a cancel callback (a running turn) is cancelled through it, as if `$/cancel_request` had arrived;
 at EOF other requests (quick ones such as `session/new` sent just before EOF) run on, while `close()`
-cancels them too; pending `request()`
-calls raise `ConnectionClosedError`; handlers get `shutdown_grace` seconds (default 5) to finish and their
-answers are written if the send stream still works; then the remaining tasks are cancelled and `serve()`
-returns normally. Writes after the send stream broke are dropped (logged).
+cancels them too; pending `request()` calls raise `ConnectionClosedError`; handlers get `shutdown_grace`
+seconds (default 5) to finish and their answers are written if the send stream still works; then the
+remaining tasks are cancelled and `serve()` returns normally. Writes after the send stream broke are dropped
+(logged).
 
-Writes: while serving, lines go into a bounded memory stream that one writer task drains: everything
-queued goes out in one write, so a burst of updates (a streamed reply) costs one write, not one per line;
-a caller waits only while the stream is full (the client reads slower than we write). Lines never
+Writes (`_writer`): while serving, lines go into a bounded memory stream that one writer task drains:
+everything queued goes out in one write, so a burst of updates (a streamed reply) costs one write, not one
+per line; a caller waits only while the stream is full (the client reads slower than we write). Lines never
 interleave; each write is shielded from cancellation so a line is never cut, bounded by `write_timeout`
 (after which the stream counts as broken). JSON is written with `ensure_ascii=False, separators=(",", ":"),
 allow_nan=False`.
@@ -60,7 +61,6 @@ allow_nan=False`.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -81,13 +81,14 @@ from ._jsonrpc import (
     RequestId,
     Response,
     classify,
-    clip,
     encode,
     error_message,
     jsonable,
     text_chunk_line,
     valid_id,
 )
+from ._reader import read_values
+from ._trace import trace_out
 from ._writer import LineWriter
 from .errors import ConnectionClosedError, RpcError, error_from_exception
 
@@ -95,8 +96,6 @@ __all__ = ["Connection", "Handler", "RequestContext", "RequestId"]
 
 _log = logging.getLogger("acp_agent.protocol")
 
-_LOG_LIMIT: Final = 2048
-_THREAD_PARSE_BYTES: Final = 1 << 20
 _MISSING: Final = object()
 
 _Job = tuple[RequestContext, Any]
@@ -209,7 +208,7 @@ class Connection:
         data = text_chunk_line(session_id, text, message_id)
         if not self._out.write_nowait(data):
             return False
-        _log_out(data)
+        trace_out(data)
         return True
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
@@ -248,65 +247,17 @@ class Connection:
     # --- reading -----------------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
-        buffer = bytearray()
-        scan_from = 0
-        discarding = False  # inside an over-long line: skip to its newline
-        while True:
-            try:
-                chunk = await self._receive.receive()
-            except anyio.EndOfStream:
-                _log.debug("end of input")
-                break
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-                _log.warning("input failed (%s); treating it as end of input", exc)
-                break
-            if discarding:
-                newline = chunk.find(b"\n")
-                if newline < 0:
-                    continue
-                chunk = chunk[newline + 1 :]
-                discarding = False
-            buffer += chunk
-            while True:
-                newline = buffer.find(b"\n", scan_from)
-                if newline < 0:
-                    scan_from = len(buffer)
-                    if len(buffer) > self._max_line_bytes:
-                        _log.warning("input line longer than %d bytes dropped", self._max_line_bytes)
-                        buffer.clear()
-                        scan_from = 0
-                        discarding = True
-                        await self._write_message(
-                            error_message(None, RpcError.parse_error("parse error: line too long"))
-                        )
-                    break
-                with memoryview(buffer) as view:
-                    line = bytes(view[:newline])
-                del buffer[: newline + 1]
-                scan_from = 0
-                await self._handle_line(line)
-        if buffer and not discarding:
-            await self._handle_line(bytes(buffer))  # a last line without its newline
+        await read_values(
+            self._receive,
+            max_line_bytes=self._max_line_bytes,
+            on_value=self._handle_value,
+            on_error=self._reject,
+        )
 
-    async def _handle_line(self, line: bytes) -> None:
-        if not line or line.isspace():
-            return
-        try:
-            if len(line) > _THREAD_PARSE_BYTES:
-                decoded: Any = await anyio.to_thread.run_sync(json.loads, line)
-            else:
-                decoded = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            _log.debug("<- (%d bytes, not JSON: %s; not logged)", len(line), exc)
-            await self._write_message(error_message(None, RpcError.parse_error()))
-            return
-        if _log.isEnabledFor(logging.DEBUG):
-            # Judged on the decoded message (an escaped key name, "h\u0065aders", is still "headers"):
-            # providers/set's and an MCP server's headers and env are secrets the log never holds.
-            if _holds_secrets(decoded):
-                _log.debug("<- (%d bytes holding headers, not logged)", len(line))
-            else:
-                _log.debug("<- %s", clip(line[: _LOG_LIMIT + 1].decode("utf-8", "replace")))
+    async def _reject(self, error: RpcError) -> None:
+        await self._write_message(error_message(None, error))
+
+    async def _handle_value(self, decoded: Any) -> None:
         if isinstance(decoded, list):
             await self._handle_batch(cast(list[Any], decoded))
             return
@@ -474,7 +425,7 @@ class Connection:
 
     async def _write_bytes(self, data: bytes) -> bool:
         if not self._out.broken:
-            _log_out(data)
+            trace_out(data)
         return await self._out.write(data)
 
     # --- shutdown ----------------------------------------------------------------------------
@@ -499,26 +450,3 @@ class Connection:
                 self._active,
                 self._shutdown_grace,
             )
-
-
-_SECRET_KEYS: Final = frozenset({"headers", "env", "authorization", "apikey", "api_key", "token"})
-
-
-def _holds_secrets(value: Any, depth: int = 0) -> bool:
-    """Whether a decoded message carries credentials: providers/set, or a key named for them anywhere."""
-    if depth > 32:
-        return True  # too deep to look through: not logged
-    if isinstance(value, dict):
-        items = cast(dict[Any, Any], value)
-        if items.get("method") == "providers/set":
-            return True
-        return any(str(k).lower() in _SECRET_KEYS or _holds_secrets(v, depth + 1) for k, v in items.items())
-    if isinstance(value, list):
-        return any(_holds_secrets(v, depth + 1) for v in cast(list[Any], value))
-    return False
-
-
-def _log_out(data: bytes) -> None:
-    """The debug trace of an outgoing line (clipped); nothing is formatted unless debug is on."""
-    if _log.isEnabledFor(logging.DEBUG):
-        _log.debug("-> %s", clip(data[: _LOG_LIMIT + 1].decode("utf-8", "replace").rstrip("\n")))

@@ -23,6 +23,7 @@ from ..protocol.models import (
     TextContent,
     dump,
 )
+from . import _harness
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,15 +64,12 @@ _LINK_MAX_BYTES = 256 * 1024
 
 def prompt_to_message(blocks: Sequence[ContentBlock], *, image: bool, audio: bool, embedded: bool) -> Message:
     """The user message for a prompt. Blocks the agent did not advertise are invalid params."""
-    from harness import Image, Message, Role, Text
-    from harness import Part as HarnessPart
-
-    parts: list[HarnessPart] = []
+    parts: list[_harness.Part] = []
     for i, block in enumerate(blocks):
         if isinstance(block, TextContent):
-            parts.append(Text(block.text))
+            parts.append(_harness.Text(block.text))
         elif isinstance(block, ResourceLink):
-            parts.append(Text(_describe_link(block)))
+            parts.append(_harness.Text(_describe_link(block)))
         elif isinstance(block, EmbeddedResource):
             if not embedded:
                 raise RpcError.invalid_params(
@@ -82,23 +80,25 @@ def prompt_to_message(blocks: Sequence[ContentBlock], *, image: bool, audio: boo
             if isinstance(res, BlobResourceContents):
                 size = _blob_size(res.blob)
                 parts.append(
-                    Text(
+                    _harness.Text(
                         f'<resource uri="{res.uri}"{mime}>(binary content, {size} bytes, not shown)</resource>'
                     )
                 )
             else:
-                parts.append(Text(f'<resource uri="{res.uri}"{mime}>\n{res.text}\n</resource>'))
+                parts.append(_harness.Text(f'<resource uri="{res.uri}"{mime}>\n{res.text}\n</resource>'))
         elif isinstance(block, ImageContent):
             if not image:
                 raise RpcError.invalid_params(f"invalid params: prompt.{i}: images are not supported")
-            parts.append(Image(data=block.data, media_type=block.mime_type))
+            parts.append(_harness.Image(data=block.data, media_type=block.mime_type))
         elif isinstance(block, AudioContent):  # pyright: ignore[reportUnnecessaryIsInstance]
             if not audio:
                 raise RpcError.invalid_params(f"invalid params: prompt.{i}: audio is not supported")
-            parts.append(Text(f"(audio, {block.mime_type}, not transcribed)"))
+            parts.append(_harness.Text(f"(audio, {block.mime_type}, not transcribed)"))
     if not parts:
         raise RpcError.invalid_params("invalid params: prompt: at least one content block is required")
-    return Message(Role.USER, tuple(parts), meta={ACP_META_KEY: {"prompt": [dump(b) for b in blocks]}})
+    return _harness.Message(
+        _harness.Role.USER, tuple(parts), meta={ACP_META_KEY: {"prompt": [dump(b) for b in blocks]}}
+    )
 
 
 async def linked_files(message: Message, blocks: Sequence[ContentBlock], roots: Sequence[Path]) -> Message:
@@ -106,38 +106,31 @@ async def linked_files(message: Message, blocks: Sequence[ContentBlock], roots: 
 
     Links outside the roots, missing files and binary files are left as their description (the model can
     still read them with its tools where allowed)."""
-    from harness import Message as HMessage
-    from harness import Text
-
     links = [b for b in blocks if isinstance(b, ResourceLink)]
     if not links or not roots:
         return message
 
-    from harness.tools import Root
-
-    root = Root(list(roots))
-    added: list[Text] = []
+    root = _harness.Root(list(roots))
+    added: list[_harness.Text] = []
     for link in links:
         text = await anyio.to_thread.run_sync(_read_link, root, link.uri)
         if text is not None:
-            added.append(Text(text))
+            added.append(_harness.Text(text))
     if not added:
         return message
-    return HMessage(message.role, (*message.parts, *added), meta=message.meta)
+    return _harness.Message(message.role, (*message.parts, *added), meta=message.meta)
 
 
 def _read_link(root: Any, uri: str) -> str | None:
-    from harness.tools import PathError, open_regular
-
     parsed = urlparse(uri)
     if parsed.scheme not in ("file", "") or (parsed.netloc not in ("", "localhost")):
         return None
     raw = unquote(parsed.path)
     try:  # opened beneath the root, no symlink followed (one swapped in after the check is refused)
         path = root.resolve_sync(raw)
-        with open_regular(root.place(path)) as f:
+        with _harness.open_regular(root.place(path)) as f:
             data = f.read(_LINK_MAX_BYTES + 1)
-    except (PathError, OSError):
+    except (_harness.PathError, OSError):
         return None
     if b"\x00" in data[:8192]:
         return None
@@ -169,11 +162,9 @@ def _blob_size(blob: str) -> int:
 
 def user_text(message: Message) -> str:
     """The prompt's text without the context parts the agent put in front of it."""
-    from harness import Text
-
     skip = message.meta.get(CONTEXT_PARTS_META)
     parts = message.parts[skip:] if isinstance(skip, int) and not isinstance(skip, bool) else message.parts
-    return "".join(p.text for p in parts if isinstance(p, Text))
+    return "".join(p.text for p in parts if isinstance(p, _harness.Text))
 
 
 def title_from_prompt(message: Message) -> str | None:

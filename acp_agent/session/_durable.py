@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
+from . import _harness
+
 if TYPE_CHECKING:
     from ._store import SessionMeta, SessionStore
 
@@ -69,8 +71,6 @@ class Unsynced:
     async def sync(self, meta: Callable[[], SessionMeta]) -> None:
         """Save the metadata (``meta()``, fsync'd) when it awaits it and fsync the files: shielded,
         bounded, one at a time."""
-        from harness.transcript import fsync_paths
-
         async with self._lock:
             paths, self._paths = sorted(self._paths), set()
             save, self.meta_unsaved = self.meta_unsaved, False
@@ -80,7 +80,7 @@ class Unsynced:
                 if save:
                     await self._store.save_meta(meta())
                 if paths:
-                    await anyio.to_thread.run_sync(fsync_paths, paths)
+                    await anyio.to_thread.run_sync(_harness.fsync_paths, paths)
             if scope.cancelled_caught:
                 log.warning(
                     "session %s: fsync of %d files took over %g s", self._id, len(paths), _SYNC_TIMEOUT

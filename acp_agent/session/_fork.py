@@ -32,6 +32,7 @@ from .._early import new_session_id
 from ..protocol.errors import RpcError
 from ..protocol.jsonvalue import as_object
 from ..protocol.models import ForkSessionResponse
+from . import _harness
 from ._opening import controls_state, kept_servers
 from ._replay import message_id as id_of
 from ._roots import checked_roots
@@ -110,17 +111,17 @@ def fork_point(meta: Mapping[str, Any] | None) -> str | None:
 
 def cut_at(messages: Sequence[Message], message_id: str) -> int:
     """How many of ``messages`` a fork at ``message_id`` keeps (see the module docstring)."""
-    from harness import Role
-
     index = next((i for i, m in enumerate(messages) if id_of(m, i) == message_id), None)
     if index is None:
         raise RpcError.invalid_params(
             f"invalid params: _meta.{FORK_AT_META}: no message {message_id!r} in the session"
         )
-    if messages[index].role is Role.USER and not messages[index].tool_results:
+    if messages[index].role is _harness.Role.USER and not messages[index].tool_results:
         return index  # a prompt: the fork starts before it
     end = index + 1
-    while end < len(messages) and (messages[end].role is not Role.USER or messages[end].tool_results):
+    while end < len(messages) and (
+        messages[end].role is not _harness.Role.USER or messages[end].tool_results
+    ):
         end += 1  # the rest of the turn: its steps and the tools' answers
     return end
 
@@ -146,20 +147,16 @@ def _kept(record: Mapping[str, Any], keep: int, calls: set[str]) -> bool:
 
 def _rewrite(directory: Path, messages: list[dict[str, Any]], shown: list[dict[str, Any]]) -> None:
     """Write the fork's files anew (blocking: run in a worker thread; the fork is not open yet)."""
-    from harness.atomic import write_text_atomic  # (the session layer loads no harness at import)
-
     for name, lines in (("messages.jsonl", messages), ("shown.jsonl", shown)):
         text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-        write_text_atomic(directory / name, text)  # private (0600), like every session file
+        _harness.write_text_atomic(directory / name, text)  # private (0600), like every session file
 
 
 def _copy_files(source: Path, target: Path, cutting: bool = False) -> None:
     """The source's files but its metadata into a new directory (blocking: run in a worker thread);
     ``cutting``: only the session layer's own files (the factory's may describe what is cut)."""
-    from harness.atomic import private_dir  # (the session layer loads no harness at import)
-
     target.mkdir(parents=True, exist_ok=False, mode=0o700)
-    private_dir(target)
+    _harness.private_dir(target)
     try:
         entries = list(source.iterdir())
     except FileNotFoundError:

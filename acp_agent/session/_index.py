@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from . import _harness
 from ._meta import SessionMeta, valid_session_id
 
 if TYPE_CHECKING:
@@ -256,10 +257,9 @@ class SessionIndex:
             inode = 0
         if self._db is not None and inode == self._inode:
             return self._db
-        from harness.atomic import private_dir  # (the session layer loads no harness at import)
 
         self._close()
-        private_dir(self.folder)  # 0700, and the sessions folder too
+        _harness.private_dir(self.folder)  # 0700, and the sessions folder too
         if not inode:  # created 0600 here: SQLite gives its -wal and -shm files the same mode
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
         db = sqlite3.connect(

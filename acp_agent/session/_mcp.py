@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._setup import SessionEnvironment
 
 from ..meta_keys import MCP_TIMEOUT_META
+from . import _harness
 
 __all__ = ["CLOSE_WAIT", "MCP_TIMEOUT_META", "SessionMcp", "Spawn", "merge_servers"]
 
@@ -65,9 +66,7 @@ def merge_servers(
 
 
 async def _decline(request: Elicitation) -> ElicitationReply:
-    from harness.mcp import ElicitationReply
-
-    return ElicitationReply.decline()
+    return _harness.ElicitationReply.decline()
 
 
 class _McpTools:
@@ -139,10 +138,8 @@ class SessionMcp:
 
     async def start(self) -> None:
         """Start every server in the background (in the owned task); returns at once."""
-        from harness import HarnessUsageError
-
         if self._started:
-            raise HarnessUsageError("SessionMcp.start() was already called")
+            raise _harness.HarnessUsageError("SessionMcp.start() was already called")
         if self._closing:
             return  # the session closed before its servers were started: nothing to start
         self._started = True
@@ -155,7 +152,7 @@ class SessionMcp:
             return
         spawn: Spawn | None = self.spawn or getattr(self.env, "spawn", None)
         if spawn is None:
-            raise HarnessUsageError(
+            raise _harness.HarnessUsageError(
                 "SessionMcp needs spawn= (a long-lived task group's start_soon) to run its servers"
             )
         if self._invalid:
@@ -163,47 +160,43 @@ class SessionMcp:
         spawn(self._own)
 
     def _build_servers(self) -> list[McpServer]:
-        from harness.mcp import McpConfigError, McpServer, StdioConfig, parse_acp_servers
-
         cwd = str(self.env.cwd) if self.env.cwd.is_dir() else None
-        out: list[McpServer] = []
+        out: list[_harness.McpServer] = []
         for i, entry in enumerate(self.entries):
             raw_name = entry.get("name")
             name = raw_name if isinstance(raw_name, str) and raw_name else f"mcpServers[{i}]"
             try:
                 (config,) = (
-                    [self._acp(name, entry)] if entry.get("type") == "acp" else parse_acp_servers([entry])
+                    [self._acp(name, entry)]
+                    if entry.get("type") == "acp"
+                    else _harness.parse_acp_servers([entry])
                 )
-            except McpConfigError as exc:
+            except _harness.McpConfigError as exc:
                 self._invalid[name] = str(exc).removeprefix("mcpServers[0]: ")
                 continue
-            if isinstance(config, StdioConfig):
+            if isinstance(config, _harness.StdioConfig):
                 # Config-file servers may carry their own cwd; otherwise they run in the project.
                 own_cwd = entry.get("cwd")
                 config = dataclasses.replace(config, cwd=own_cwd if isinstance(own_cwd, str) else cwd)
             # A server over ACP is asked ``server/discover`` first (MCP 2026-07-28, the only revision the ACP
             # SDKs' request-scoped binding serves), then the ``initialize`` handshake if it is an older one.
             mode = "auto" if entry.get("type") == "acp" else "legacy"
-            out.append(McpServer(config, call_timeout=_call_timeout(entry), mode=mode))
+            out.append(_harness.McpServer(config, call_timeout=_call_timeout(entry), mode=mode))
         return out
 
     def _acp(self, name: str, entry: Mapping[str, Any]) -> Any:
         """An MCP-over-ACP server (``_mcp_acp``): reached through the client's connection."""
-        from harness.mcp import McpConfigError, StreamConfig
-
         server_id, env = entry.get("serverId"), self.env
         if not isinstance(server_id, str) or env.mcp_bridge is None:
-            raise McpConfigError("an acp server needs a serverId and a client connection")
-        return StreamConfig(name, lambda: acp_transport(env.connection, env.mcp_bridge, server_id))
+            raise _harness.McpConfigError("an acp server needs a serverId and a client connection")
+        return _harness.StreamConfig(name, lambda: acp_transport(env.connection, env.mcp_bridge, server_id))
 
     async def _own(self) -> None:
-        from harness.mcp import McpManager
-
         try:
             if self._stop.is_set():
                 return
             async with (
-                McpManager(
+                _harness.McpManager(
                     self._servers,
                     roots=self.env.roots,
                     elicitation_handler=self._elicit,
@@ -246,13 +239,12 @@ class SessionMcp:
 
     def _on_status(self, state: ServerState) -> None:
         # Called synchronously by the servers: record, and wake the notifier (never block here).
-        from harness.mcp import ServerStatus
 
-        if state.status == ServerStatus.READY:
+        if state.status == _harness.ServerStatus.READY:
             self._was_ready.add(state.name)
             self._reported.discard(state.name)
             self._failures.pop(state.name, None)
-        elif state.status == ServerStatus.FAILED:
+        elif state.status == _harness.ServerStatus.FAILED:
             self._failed(state.name, state.cause or "unknown cause")
         if not self._closing:
             self._changed.set()
@@ -284,13 +276,11 @@ class SessionMcp:
     def status_meta(self) -> dict[str, Any]:
         """Every server's state for ``session_info_update`` ``_meta.mcpServers``:
         ``{name: {"state": "starting|ready|failed|stopped", "error": str | None, "tools": n}}``."""
-        from harness.mcp import ServerStatus
-
         out: dict[str, Any] = {}
         for server in self._servers:
             state = server.state
             status = state.status.value
-            if state.status == ServerStatus.STOPPED and not self._closing:
+            if state.status == _harness.ServerStatus.STOPPED and not self._closing:
                 status = "starting"  # configured, its task not running yet
             entry: dict[str, Any] = {"state": status, "error": state.cause, "tools": state.tools}
             entry["transport"] = server.config.transport
@@ -355,8 +345,6 @@ class SessionMcp:
         (the last argument takes the rest of the text). Raises ``harness.mcp.McpError`` (a sentence for
         the user) when a required argument is missing or the server fails.
         """
-        from harness.mcp import McpError
-
         command = self._commands.get(name)
         if command is None and self.manager is not None:
             await self.commands()
@@ -369,7 +357,7 @@ class SessionMcp:
         missing = [a.name for a in prompt.arguments if a.required and not arguments.get(a.name)]
         if missing:
             hint = " ".join(f"<{a.name}>" if a.required else f"[{a.name}]" for a in prompt.arguments)
-            raise McpError(f"/{name} needs {', '.join(missing)}: /{name} {hint}")
+            raise _harness.McpError(f"/{name} needs {', '.join(missing)}: /{name} {hint}")
         text = await manager.get_prompt(command.server, prompt.name, arguments)
         if not prompt.arguments and argument_text.strip():
             text = f"{text}\n\n{argument_text.strip()}"  # nothing to fill: keep what the user typed

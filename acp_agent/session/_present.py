@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from ..protocol.models import ContentToolCallContent, ImageContent, TextContent
+from . import _harness
 
 if TYPE_CHECKING:
     from harness import Result, ToolCall, ToolResult, ToolSource
@@ -90,13 +91,11 @@ class ToolView(Protocol):
 
 def result_content(result: Result | ToolResult) -> list[ToolCallContent]:
     """A result's text and images as tool call content."""
-    from harness import Image, Text
-
     out: list[ToolCallContent] = []
     for part in result.content:
-        if isinstance(part, Text) and part.text:
+        if isinstance(part, _harness.Text) and part.text:
             out.append(ContentToolCallContent(content=TextContent(text=part.text)))
-        elif isinstance(part, Image) and part.data is not None:
+        elif isinstance(part, _harness.Image) and part.data is not None:
             out.append(
                 ContentToolCallContent(content=ImageContent(data=part.data, mime_type=part.media_type))
             )
@@ -175,8 +174,6 @@ class Presenter:
         self._specs: dict[str, MetaView] = {}
 
     async def refresh(self) -> None:
-        from harness.tools import read_meta
-
         if self._source is None:
             return
         try:
@@ -185,14 +182,12 @@ class Presenter:
             log.exception("reading the session's tools failed; tool calls keep their plain names")
             return
         specs = (t.spec() for t in tools)
-        self._specs = {s.name: MetaView(s.name, read_meta(s.meta)) for s in specs}
+        self._specs = {s.name: MetaView(s.name, _harness.read_meta(s.meta)) for s in specs}
 
     def view(self, name: str) -> ToolView:
         view = self._views.get(name) or self._specs.get(name)
         if view is None:
-            from harness.tools import ToolMeta
-
-            view = MetaView(name, ToolMeta())
+            view = MetaView(name, _harness.ToolMeta())
         return view
 
     def title(self, name: str, tool_input: Mapping[str, Any] | None = None) -> str:

@@ -30,6 +30,7 @@ import anyio.to_thread
 from ..model_setup import URL_HINT
 from ..protocol.errors import RpcError
 from ..protocol.models import ListProvidersResponse, ProviderCurrentConfig, ProviderInfo
+from . import _harness
 
 if TYPE_CHECKING:
     from harness import Model
@@ -59,16 +60,12 @@ SMALL_ID: Final = "small"
 
 def _protocols() -> tuple[str, ...]:
     """The ACP ``LlmProtocol``s a route may take: those of the registry's providers."""
-    from harness.providers import registry  # (the session layer imports no harness module at load)
-
-    return tuple(dict.fromkeys(spec.protocol for spec in registry.specs()))
+    return tuple(dict.fromkeys(spec.protocol for spec in _harness.registry.specs()))
 
 
 def protocol_of(provider: str) -> str:
     """The ACP ``LlmProtocol`` of one of our HTTP providers."""
-    from harness.providers import registry
-
-    spec = registry.get(provider)
+    spec = _harness.registry.get(provider)
     return spec.protocol if spec is not None else "openai"
 
 
@@ -154,8 +151,6 @@ class RoutedModel:
         return self._rerouted(prompt)
 
     async def _rerouted(self, prompt: Prompt) -> AsyncIterator[Delta]:
-        from harness.model import close_stream  # (the session layer loads no harness module at import)
-
         routes = self._routes
         version, route = routes.versions.get(self._id, 0), routes.routes.get(self._id)
         if version != self._version and route is not None:
@@ -166,22 +161,19 @@ class RoutedModel:
             async for delta in inner:
                 yield delta
         finally:
-            await close_stream(inner)
+            await _harness.close_stream(inner)
 
 
 def _build(settings: ModelSettings, route: Route) -> Model:
-    from harness.providers import registry
-    from harness.providers.factory import build_model
-
     configured = str(settings.provider)
     provider = configured if protocol_of(configured) == route.api_type else _provider_for(route.api_type)
-    spec = registry.get(configured)
+    spec = _harness.registry.get(configured)
     own = _origin(settings.base_url or (spec.default_url if spec is not None else ""))
     key = settings.api_key if provider == configured and _origin(route.base_url) == own else None
     log.info(
         "provider %s: routed by the client to %s (%s)", PROVIDER_ID, _shown_url(route.base_url), provider
     )
-    return build_model(
+    return _harness.build_model(
         provider,
         model=str(settings.model),
         base_url=route.base_url,
@@ -193,9 +185,7 @@ def _build(settings: ModelSettings, route: Route) -> Model:
 
 def _provider_for(api_type: str) -> str:
     """The provider a route of ``api_type`` is built with: the first registered for that protocol."""
-    from harness.providers import registry
-
-    spec = registry.by_protocol(api_type)
+    spec = _harness.registry.by_protocol(api_type)
     return spec.name if spec is not None else "openai"
 
 
@@ -221,8 +211,6 @@ def _configured(agent: ProviderOwner) -> str | None:
 
 
 async def list_providers(agent: ProviderOwner, req: Any, ctx: RequestContext) -> ListProvidersResponse:
-    from harness.providers import registry
-
     provider = _configured(agent)
     if provider is None:
         return ListProvidersResponse(providers=[])
@@ -230,7 +218,7 @@ async def list_providers(agent: ProviderOwner, req: Any, ctx: RequestContext) ->
     if route is not None:
         current = ProviderCurrentConfig(api_type=route.api_type, base_url=_shown_url(route.base_url))
     else:
-        spec = registry.get(provider)
+        spec = _harness.registry.get(provider)
         url = agent.settings.base_url or (spec.default_url if spec is not None else "")
         current = ProviderCurrentConfig(api_type=protocol_of(provider), base_url=_shown_url(url))
     supported = list(_protocols())

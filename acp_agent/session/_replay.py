@@ -27,6 +27,7 @@ from ..protocol.models import (
     ToolCallStart,
     UserMessageChunk,
 )
+from . import _harness
 from ._content import ACP_META_KEY, content_adapter
 from ._updates import PARENT_META_KEY, agent_text
 
@@ -241,8 +242,6 @@ def replay_updates(
     """The updates (wire dicts and models) that show ``messages`` as the client saw them live, each
     message's chunks with the ``messageId`` they had live (``message_id``); with ``compactions`` (the client
     takes ``compaction_update``), each compaction where it happened."""
-    from harness import Role
-
     results: dict[str, ToolResult] = {}
     for m in messages:
         for r in m.tool_results:
@@ -251,7 +250,7 @@ def replay_updates(
         u for j, t in enumerate(records.turns.get(0, [])) for u in _turn_end(t, records, 0, j)
     ]
     for i, m in enumerate(messages, start=1):
-        if m.role is Role.USER:
+        if m.role is _harness.Role.USER:
             updates.extend(_user(m, message_id(m, i - 1)))
         else:
             updates.extend(_assistant(m, message_id(m, i - 1), presenter, results, records))
@@ -285,8 +284,6 @@ def _command(command: dict[str, Any], mid: str) -> list[Any]:
 
 
 def _user(m: Message, mid: str) -> list[Any]:
-    from harness import Image, Text
-
     hook: Any = m.meta.get(HOOK_SHOWN_META)
     if isinstance(hook, dict):  # a hook's message, shown live as the hook's entry: that entry again
         shown = cast("dict[str, Any]", hook)
@@ -308,9 +305,9 @@ def _user(m: Message, mid: str) -> list[Any]:
                 continue
         return out
     for part in m.parts:
-        if isinstance(part, Text):
+        if isinstance(part, _harness.Text):
             out.append(UserMessageChunk(content=TextContent(text=part.text), message_id=mid))
-        elif isinstance(part, Image) and part.data is not None:
+        elif isinstance(part, _harness.Image) and part.data is not None:
             image = ImageContent(data=part.data, mime_type=part.media_type)
             out.append(UserMessageChunk(content=image, message_id=mid))
     return out
@@ -319,15 +316,13 @@ def _user(m: Message, mid: str) -> list[Any]:
 def _assistant(
     m: Message, mid: str, presenter: Presenter, results: dict[str, ToolResult], records: SessionRecords
 ) -> list[Any]:
-    from harness import Reasoning, Text, ToolCall
-
     out: list[Any] = []
     for part in m.parts:
-        if isinstance(part, Reasoning) and part.text:
+        if isinstance(part, _harness.Reasoning) and part.text:
             out.append(AgentThoughtChunk(content=TextContent(text=part.text), message_id=mid))
-        elif isinstance(part, Text) and part.text:
+        elif isinstance(part, _harness.Text) and part.text:
             out.append(agent_text(part.text, mid))
-        elif isinstance(part, ToolCall):
+        elif isinstance(part, _harness.ToolCall):
             out.extend(_call(part, presenter, results.get(part.id), records))
     return out
 

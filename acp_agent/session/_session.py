@@ -28,6 +28,7 @@ import anyio
 from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, SessionNotification, TextContent, dump
+from . import _harness
 from ._children import SubagentSide
 from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_message, title_from_prompt
 from ._durable import Unsynced, WriteBehind
@@ -45,7 +46,6 @@ from ._updates import EventMapper, complete_update
 
 if TYPE_CHECKING:
     from harness import Message, Model, Run
-    from harness.transcript import JsonlTranscript
 
     from ..protocol.connection import Connection, RequestContext
     from ..protocol.models import ContentBlock, Notice, SessionUpdate
@@ -74,13 +74,11 @@ class Session(SubagentSide):
         get_model: Callable[[], Awaitable[Model]],
         connection: Connection,
     ) -> None:
-        from harness.transcript import JsonlTranscript
-
         self.meta = meta
         self.env = env
         self.setup = setup
         self._store = store
-        self._transcript: JsonlTranscript = JsonlTranscript(store.transcript_path(meta.id))
+        self._transcript: _harness.JsonlTranscript = _harness.JsonlTranscript(store.transcript_path(meta.id))
         self._history: list[Message] = list(history)
         self._persisted = len(self._history)
         self._unsynced = Unsynced(meta.id, store, env.spawn)
@@ -332,19 +330,17 @@ class Session(SubagentSide):
     async def _stream(self, run: Run, message: Message, mapper: EventMapper) -> BaseException | None:
         """The turn's events as updates, each step persisted as it completes; the programming error that
         failed it, if one did."""
-        from harness import HarnessUsageError
-        from harness.events import StepEnded, StepStarted, TextDelta, TurnStarted
-
         shown = self._shown
         unsaved = shown.text
         # The hot path of a streamed reply (``send_text_chunk`` inlined: one coroutine less per delta).
         opened, text_chunk, session_id = self.opened, self._conn.notify_text_chunk, self.id
         queue_chunk = self._conn.queue_text_chunk  # no coroutine while the output has room
-        misuse: HarnessUsageError | None = None
+        text_delta = _harness.TextDelta
+        misuse: _harness.HarnessUsageError | None = None
         try:
             async with run.turn(message) as events:
                 async for event in events:
-                    if type(event) is TextDelta and event.parent is None:
+                    if type(event) is text_delta and event.parent is None:
                         if event.text:
                             unsaved.append(event.text)
                             shown.message_id = event.id
@@ -353,21 +349,23 @@ class Session(SubagentSide):
                             if not queue_chunk(session_id, event.text, event.id):
                                 await text_chunk(session_id, event.text, event.id)
                         continue
-                    if isinstance(event, TurnStarted) and event.parent is None:
+                    if isinstance(event, _harness.TurnStarted) and event.parent is None:
                         if self._cancel_requested:
                             run.cancel()
                         self._steering.into(run)
-                    if isinstance(event, StepStarted) and event.parent is None:
+                    if isinstance(event, _harness.StepStarted) and event.parent is None:
                         await self.presenter.refresh()
                     for update in mapper.map(event):
                         await self.send_update(update)
                     await self._send_threads()
                     self._shown.calls_ended(mapper.take_records())
-                    if isinstance(event, StepStarted | StepEnded) and event.parent is None:
-                        if isinstance(event, StepEnded):
+                    if isinstance(event, _harness.StepStarted | _harness.StepEnded) and event.parent is None:
+                        if isinstance(event, _harness.StepEnded):
                             self._shown.step_done()
-                        await self._persist(run, final=False, behind=isinstance(event, StepStarted))
-        except HarnessUsageError as exc:  # re-raised by the run after TurnEnded: a bug, reported as such
+                        await self._persist(run, final=False, behind=isinstance(event, _harness.StepStarted))
+        except (
+            _harness.HarnessUsageError
+        ) as exc:  # re-raised by the run after TurnEnded: a bug, reported as such
             log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
             misuse = exc
         return misuse
@@ -396,13 +394,12 @@ class Session(SubagentSide):
     async def _ensure_run(self) -> Run:
         if self._run is not None:
             return self._run
-        from harness import Run, Tools
 
         s = self.setup
         model = await (s.controls.model(self._get_model) if s.controls is not None else self._get_model())
-        self._run = Run(
+        self._run = _harness.Run(
             model,
-            s.tools if s.tools is not None else Tools(),
+            s.tools if s.tools is not None else _harness.Tools(),
             system=s.system,
             options=s.options,
             middleware=s.middleware,

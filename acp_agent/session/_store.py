@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from . import _harness
 from ._index import ListQuery, SessionIndex, scanned_page
 from ._meta import SessionMeta, now_iso, valid_session_id
 
@@ -87,9 +88,7 @@ class SessionStore:
 
     def _save_meta_sync(self, meta: SessionMeta) -> None:
         if not self._private:  # once a process: the sessions folder an older version made 0755, tightened
-            from harness.atomic import private_dir  # (the session layer loads no harness at import)
-
-            private_dir(self.root)
+            _harness.private_dir(self.root)
             self._private = True
         self.index.will_write(meta.id)
         before = self.index.look()  # (a forked session's folder is made here)
@@ -103,12 +102,12 @@ class SessionStore:
         and its first complete step is fsync'd with the meta again (``save_meta``). Written in place, not
         through a temporary file and a rename: nobody knows the id before this returns, and a kill in the
         middle leaves an unreadable file in a folder no answer named, which listing skips."""
-        from harness.atomic import private_dir  # not at import: the session layer loads no harness
-
         directory = self.directory(meta.id)
         before = self.index.look()
         for folder in (self.root, directory):  # 0700: a session holds the whole conversation
-            private_dir(folder)  # (the sessions folder too: one an older version made 0755 is tightened)
+            _harness.private_dir(
+                folder
+            )  # (the sessions folder too: one an older version made 0755 is tightened)
         data = json.dumps(meta.to_dict(), ensure_ascii=False, indent=1).encode()
         fd = os.open(directory / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
@@ -147,20 +146,17 @@ class SessionStore:
         return await anyio.to_thread.run_sync(_read_meta, self.directory(session_id) / "meta.json")
 
     async def load_messages(self, session_id: str) -> list[Message]:
-        from harness import Message
-        from harness.transcript import JsonlTranscript
-
         try:
-            return await JsonlTranscript(self.transcript_path(session_id)).read()
+            return await _harness.JsonlTranscript(self.transcript_path(session_id)).read()
         except FileNotFoundError:
             return []
         except Exception as exc:  # a damaged line: keep what parses rather than lose the session
             log.warning("session %s: transcript damaged (%s); reading the lines that parse", session_id, exc)
             dicts = await anyio.to_thread.run_sync(_read_lenient, self.transcript_path(session_id))
-            out: list[Message] = []
+            out: list[_harness.Message] = []
             for d in dicts:
                 try:
-                    out.append(Message.from_dict(d))
+                    out.append(_harness.Message.from_dict(d))
                 except Exception:
                     log.warning("session %s: skipping an unreadable message", session_id)
             return out
@@ -196,10 +192,10 @@ class SessionStore:
 def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1, sync: bool = True) -> None:
     """Write ``data`` as JSON so a reader sees the old file or the new one, never half of it (blocking:
     call it in a worker thread; ``sync=False``: no fsync, see ``harness.atomic``)."""
-    from harness.atomic import private_dir, write_text_atomic  # (the session layer loads no harness)
-
-    private_dir(path.parent)  # the agent's own data (a session, the model cache): 0700, the file 0600
-    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent), sync=sync)
+    _harness.private_dir(
+        path.parent
+    )  # the agent's own data (a session, the model cache): 0700, the file 0600
+    _harness.write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent), sync=sync)
 
 
 def _read_meta(path: Path) -> SessionMeta | None:
@@ -214,11 +210,9 @@ def _read_meta(path: Path) -> SessionMeta | None:
 
 
 def _append_lines(path: Path, records: list[dict[str, Any]], sync: bool = True) -> None:
-    from harness.atomic import open_private_append, private_dir  # (the session layer loads no harness)
-
-    private_dir(path.parent)
+    _harness.private_dir(path.parent)
     data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
-    with os.fdopen(open_private_append(path), "a", encoding="utf-8") as f:
+    with os.fdopen(_harness.open_private_append(path), "a", encoding="utf-8") as f:
         f.write(data)
         f.flush()
         if sync:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..protocol.errors import RpcError
 from ..protocol.models import AgentMessageChunk, TextContent, UserMessageChunk, dump
+from . import _harness
 from ._content import new_message_id
 from ._usage import wire_usage
 
@@ -100,23 +101,21 @@ async def replay_thread(store: SessionStore, connection: Connection, session_id:
 def child_stop_reason(outcome: Any, cancelling: bool) -> str:
     """The ``stopReason`` of a sub-agent's ``idle`` state from its call's outcome (``AgentTool`` puts the
     child's ``Ended`` in the result's value; ``cancelled`` in the meta: cancelled alone)."""
-    from harness import EndReason, FinishReason, Result
-
-    if not isinstance(outcome, Result):
+    if not isinstance(outcome, _harness.Result):
         return "error"
     ended = outcome.value
     if cancelling or outcome.meta.get("cancelled"):
         return "cancelled"
     match getattr(ended, "reason", None), getattr(ended, "finish", None):
-        case (EndReason.CANCELLED | EndReason.INTERRUPTED, _):
+        case (_harness.EndReason.CANCELLED | _harness.EndReason.INTERRUPTED, _):
             return "cancelled"
-        case (EndReason.FAILED, _):
+        case (_harness.EndReason.FAILED, _):
             return "error"
-        case (EndReason.STOPPED, _):
+        case (_harness.EndReason.STOPPED, _):
             return "max_turn_requests"
-        case (_, FinishReason.LENGTH):
+        case (_, _harness.FinishReason.LENGTH):
             return "max_tokens"
-        case (_, FinishReason.REFUSAL):
+        case (_, _harness.FinishReason.REFUSAL):
             return "refusal"
         case _:
             return "end_turn"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 import anyio
 
 from ..protocol.errors import RpcError
+from . import _harness
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -99,13 +100,11 @@ def title_after_exchange(session: Titled, message: Message, run: Run) -> None:
     scope = session.titling = anyio.CancelScope()
 
     async def write() -> None:
-        from harness.titles import ask_title
-
         with scope:
             model = await get_model()
             if model is None:  # no model chosen yet: the first prompt's title stays
                 return
-            title = await ask_title(title_model(model), message.text, replies[-1])
+            title = await _harness.ask_title(title_model(model), message.text, replies[-1])
             if title is not None:
                 await session.set_title(title, source="model")
 

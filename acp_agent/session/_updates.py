@@ -44,6 +44,7 @@ from ..protocol.models import (
     UserMessageChunk,
     dump,
 )
+from . import _harness
 from ._content import new_message_id
 from ._partial import partial_json, raw_output
 from ._present import Shown, text_block
@@ -171,59 +172,39 @@ class EventMapper:
         return updates if threads is None else [u for u in updates if not threads.take(u)]
 
     def _map(self, event: Event) -> list[SessionUpdate]:
-        from harness.events import (
-            InputRequested,
-            Interjected,
-            MessageEnded,
-            MessageResumed,
-            MessageStarted,
-            ReasoningDelta,
-            StepEnded,
-            StepStarted,
-            TextDelta,
-            ToolCallReady,
-            ToolCallStarted,
-            ToolDecided,
-            ToolEnded,
-            ToolInputDelta,
-            ToolProgress,
-            TurnEnded,
-            TurnStarted,
-        )
-
         if event.parent is not None:
             return self._nested(event)
         match event:
-            case ReasoningDelta(id=message_id, text=text):
+            case _harness.ReasoningDelta(id=message_id, text=text):
                 chunk = AgentThoughtChunk(content=TextContent(text=text), message_id=message_id)
                 return [chunk] if text else []
-            case MessageEnded(usage=usage):
+            case _harness.MessageEnded(usage=usage):
                 used = usage.input + usage.cache_read + usage.cache_write + usage.output
                 if self._context_window is None or used <= 0:
                     return []
                 return [UsageUpdate(used=used, size=self._context_window)]
-            case ToolCallStarted():
+            case _harness.ToolCallStarted():
                 return self._on_started(event, event.id, None)
-            case ToolInputDelta():
+            case _harness.ToolInputDelta():
                 return self._on_input(event, self._calls.get(event.id))
-            case ToolCallReady():
+            case _harness.ToolCallReady():
                 return self._on_ready(event, event.id, None)
-            case ToolProgress(id=cid, value=value):
+            case _harness.ToolProgress(id=cid, value=value):
                 return self._on_progress(self._calls.get(cid), value)
-            case ToolEnded():
+            case _harness.ToolEnded():
                 return self._on_ended(event, self._calls.get(event.id))
-            case TextDelta():  # sent by the session itself (see the class docstring)
+            case _harness.TextDelta():  # sent by the session itself (see the class docstring)
                 return []
             case (
-                TurnStarted()
-                | TurnEnded()
-                | StepStarted()
-                | StepEnded()
-                | MessageStarted()
-                | MessageResumed()
-                | Interjected()
-                | ToolDecided()
-                | InputRequested()
+                _harness.TurnStarted()
+                | _harness.TurnEnded()
+                | _harness.StepStarted()
+                | _harness.StepEnded()
+                | _harness.MessageStarted()
+                | _harness.MessageResumed()
+                | _harness.Interjected()
+                | _harness.ToolDecided()
+                | _harness.InputRequested()
             ):
                 return []
             case _:
@@ -301,8 +282,6 @@ class EventMapper:
         return [self._shown(call, ToolCallProgress(tool_call_id=call.acp_id), shown)]
 
     def _on_ended(self, event: ToolEnded, call: _Call | None) -> list[SessionUpdate]:
-        from harness import Result
-
         if call is None:
             return []
         outcome = event.outcome  # a sub-agent cancelled alone: its open calls say "Cancelled"
@@ -310,7 +289,7 @@ class EventMapper:
         self._forget(call)
         if self.threads is not None:
             self.threads.call_ended(call.acp_id, outcome, self.cancelling)
-        if not isinstance(outcome, Result):
+        if not isinstance(outcome, _harness.Result):
             text = f"{type(outcome).__name__}: {outcome}"
             class_name = getattr(outcome, "class_name", None)
             if isinstance(class_name, str):
@@ -351,30 +330,20 @@ class EventMapper:
     def _nested(self, event: Event) -> list[SessionUpdate]:
         """An event of a sub-agent's run: its tool calls nested under the agent's call, its text into
         the agent call's content; the rest (turns, steps, reasoning, usage) is not shown."""
-        from harness.events import (
-            MessageEnded,
-            TextDelta,
-            ToolCallReady,
-            ToolCallStarted,
-            ToolEnded,
-            ToolInputDelta,
-            ToolProgress,
-        )
-
         assert event.parent is not None
         agent = self._agents.get(event.parent) or self._calls.get(event.parent)
         if agent is None:
             return []
         parent = agent.acp_id
-        if self.threads is not None and isinstance(event, TextDelta | MessageEnded):
-            if isinstance(event, TextDelta):
+        if self.threads is not None and isinstance(event, _harness.TextDelta | _harness.MessageEnded):
+            if isinstance(event, _harness.TextDelta):
                 self.threads.text(agent.acp_id, event.text)
             else:
                 self.threads.message_ended(agent.acp_id, event.usage)
             if self.threads.meta(agent.acp_id.split("/")[0]) is not None:
                 return []  # shown in the agent's thread, not in its call
         match event:
-            case TextDelta(id=message, text=text) if text:
+            case _harness.TextDelta(id=message, text=text) if text:
                 if agent.agent_text and agent.agent_message != message:
                     agent.agent_text += "\n\n"
                 agent.agent_message = message
@@ -382,21 +351,21 @@ class EventMapper:
                 if len(agent.agent_text) - agent.agent_sent < _AGENT_TEXT_EVERY:
                     return []
                 return self._agent_progress(agent)
-            case MessageEnded():
+            case _harness.MessageEnded():
                 return self._agent_progress(agent) if len(agent.agent_text) > agent.agent_sent else []
-            case ToolCallStarted():
+            case _harness.ToolCallStarted():
                 updates = self._on_started(event, f"{parent}/{event.id}", parent)
                 self._agents[event.id] = self._calls[f"{parent}/{event.id}"]
                 return updates
-            case ToolInputDelta():
+            case _harness.ToolInputDelta():
                 return self._on_input(event, self._calls.get(f"{parent}/{event.id}"))
-            case ToolCallReady():
+            case _harness.ToolCallReady():
                 updates = self._on_ready(event, f"{parent}/{event.id}", parent)
                 self._agents[event.id] = self._calls[f"{parent}/{event.id}"]
                 return updates
-            case ToolProgress(id=cid, value=value):
+            case _harness.ToolProgress(id=cid, value=value):
                 return self._on_progress(self._calls.get(f"{parent}/{cid}"), value)
-            case ToolEnded():
+            case _harness.ToolEnded():
                 return self._on_ended(event, self._calls.get(f"{parent}/{event.id}"))
             case _:
                 return []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..protocol import models as m
+from . import _harness
 
 if TYPE_CHECKING:
     from ._setup import SessionFactory
@@ -26,8 +27,7 @@ def warm_imports(factory: SessionFactory) -> None:
     # Pays the harness's and the factory's import cost, and the models' schema builds, off the event loop.
     import sqlite3  # noqa: F401  # pyright: ignore[reportUnusedImport]  # the session index's (``_index``)
 
-    import harness.transcript  # noqa: F401  # pyright: ignore[reportUnusedImport]
-
+    _harness.preload("JsonlTranscript")  # the harness package and its transcript writer
     if isinstance(factory, WarmsUp):
         factory.warm()
     m.NewSessionRequest.model_validate({"cwd": "/", "mcpServers": []})

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from pydantic import ValidationError
 
 from .._call import Call
 from .._tools import Result, ToolSpec
@@ -165,7 +166,6 @@ class McpServer(ServerLifecycle[McpTool]):
                 await report({"progress": progress, "total": total, "message": message})
 
         from mcp import MCPError
-        from pydantic import ValidationError
 
         try:
             r = await client.call_tool(

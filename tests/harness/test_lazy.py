@@ -38,6 +38,20 @@ def test_a_name_is_imported_from_its_module_at_first_use_and_then_stored_in_the_
     assert getattr_("dumps") is sys.modules["json"].dumps
 
 
+def test_a_name_may_be_a_submodule_of_the_module_it_is_listed_under(package: types.ModuleType) -> None:
+    getattr_ = lazy_exports("other", {"_lazy_probe": ("sub",)})
+    other = types.ModuleType("other")
+    sys.modules["other"] = other
+    try:
+        assert not hasattr(
+            package, "sub"
+        )  # not an attribute of its package: found as `from pkg import sub` does
+        assert getattr_("sub") is sys.modules["_lazy_probe.sub"]
+        assert vars(other)["sub"] is sys.modules["_lazy_probe.sub"]
+    finally:
+        del sys.modules["other"]
+
+
 def test_an_unknown_name_is_an_attribute_error_naming_the_package_and_the_name(
     package: types.ModuleType,
 ) -> None:

@@ -12,7 +12,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-import harness.transcript
+from acp_agent.session import _harness
 from harness.model import Delta, Prompt, TextChunk
 from tests.acp.session._support import running_agent
 
@@ -41,7 +41,7 @@ async def test_the_cancelled_answer_does_not_wait_for_the_fsync_and_the_exit_doe
             started.set()
             release.wait(LIMIT_S)
 
-    monkeypatch.setattr(harness.transcript, "fsync_paths", held_fsync)
+    monkeypatch.setattr(_harness, "fsync_paths", held_fsync)  # the session layer's one door to the harness
     with anyio.fail_after(LIMIT_S):
         async with running_agent(tmp_path, _StallingModel()) as (client, agent, _tg):
             await client.initialize()
