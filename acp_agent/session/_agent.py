@@ -391,8 +391,8 @@ class AcpAgent:
         try:
             stop = await session.prompt(req.prompt, ctx)
         finally:
-            # The turn's last writes are flushed, not fsync'd: that comes once the answer is out.
-            self.after_response(ctx, session.sync_writes)
+            # Once the answer is out: the turn's follow-up, then its last writes fsync'd (only flushed yet).
+            self.after_response(ctx, session.answered)
         usage = m.Usage.model_validate(u) if (u := session.turn_usage()) is not None else None
         return m.PromptResponse(stop_reason=stop, usage=usage)  # pyright: ignore[reportArgumentType]
 

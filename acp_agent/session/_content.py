@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlparse
 
 import anyio.to_thread
 
+from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import RpcError
 from ..protocol.models import (
     AudioContent,
@@ -38,6 +39,7 @@ __all__ = [
     "content_adapter",
     "linked_files",
     "new_message_id",
+    "prompt_message",
     "prompt_to_message",
     "title_from_prompt",
     "user_text",
@@ -99,6 +101,17 @@ def prompt_to_message(blocks: Sequence[ContentBlock], *, image: bool, audio: boo
     return _harness.Message(
         _harness.Role.USER, tuple(parts), meta={ACP_META_KEY: {"prompt": [dump(b) for b in blocks]}}
     )
+
+
+async def prompt_message(blocks: Sequence[ContentBlock], roots: Sequence[Path]) -> Message:
+    """The user message of a prompt (or a steering message): its linked files read, with its ``messageId``."""
+    caps = PROMPT_CAPABILITIES
+    message = prompt_to_message(
+        blocks, image=caps["image"], audio=caps["audio"], embedded=caps["embeddedContext"]
+    )
+    message = await linked_files(message, blocks, roots)
+    message.meta.setdefault(ACP_META_KEY, {})["messageId"] = new_message_id()  # replayed with it
+    return message
 
 
 async def linked_files(message: Message, blocks: Sequence[ContentBlock], roots: Sequence[Path]) -> Message:

@@ -28,6 +28,9 @@ class SteeringInbox:
     def __init__(self) -> None:
         self._waiting: list[Message] = []
         self._seen: Ended | None = None  # the run's last end whose left-overs were taken
+        self.held: Message | None = None
+        """A prompt's follow-up turn, started once that prompt's answer is on the wire (``Session.answered``):
+        its updates must not reach the client before the answer that ends the turn before it."""
 
     def add(self, message: Message, run: Run | None) -> None:
         """Into ``run``'s turn when it runs, else kept for the next one to start."""

@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from .._early import PROMPT_CAPABILITIES
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, SessionNotification, TextContent, dump
 from . import _harness
 from ._children import SubagentSide
-from ._content import ACP_META_KEY, linked_files, new_message_id, prompt_to_message, title_from_prompt
+from ._content import prompt_message, title_from_prompt
 from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
 from ._frontier import ClientFrontier
@@ -88,11 +87,9 @@ class Session(SubagentSide):
         self._conn = connection
         self._run: Run | None = None
         self.presenter = Presenter(setup.tools, setup.views)
-        self.opened = anyio.Event()
-        """Set once the response that opened the session was written: updates wait for it."""
+        self.opened = anyio.Event()  # set once the response that opened it was written: updates wait
         self._turns = TurnQueue()
-        self.titling: anyio.CancelScope | None = None
-        """The model-written title asked for (once a session; ``_titles``): closing cancels it."""
+        self.titling: anyio.CancelScope | None = None  # the model-written title asked for (``_titles``)
         self._tool_names: dict[str, str] = {}
         """The tool of each call shown (``EventMapper`` names them; a tool middleware's updates don't)."""
         self._steering = SteeringInbox()  # (none is dropped: see ``_turn``)
@@ -102,9 +99,7 @@ class Session(SubagentSide):
         self._closed = False
         self._mapper: EventMapper | None = None
         self._shown = ShownLog()
-        self.frontier = ClientFrontier.of(env)
-        """The unstable updates the client takes (``_frontier``)."""
-        frontier = self.frontier
+        self.frontier = frontier = ClientFrontier.of(env)  # the unstable updates the client takes
         self._threads = SubagentThreads(meta.id, announce=frontier.subagents) if frontier.threads else None
         if setup.controls is not None:
             setup.controls.bind(self)
@@ -165,8 +160,7 @@ class Session(SubagentSide):
     # --- prompt turns ---------------------------------------------------------------------------
 
     async def prompt(self, blocks: Sequence[ContentBlock], ctx: RequestContext) -> str:
-        """Run one turn, after the turns before it (``_queue``); returns the stop reason, or raises
-        ``RpcError`` for a failed turn."""
+        """Run one turn after the turns before it (``_queue``): its stop reason; ``RpcError`` if it failed."""
         message = await self.message_of(blocks)
         fresh = not self._turns.busy
         if not await self._turns.enter(ctx.on_cancel_request):
@@ -176,7 +170,7 @@ class Session(SubagentSide):
         cancelled = fresh and self._cancel_sequence > ctx.sequence
         ctx.on_cancel_request(self.cancel)
         try:
-            return await self._turn(message, cancelled)
+            return await self._turn(message, cancelled, held=self.env.spawn is not None)
         finally:
             ctx.on_cancel_request(None)
 
@@ -184,16 +178,10 @@ class Session(SubagentSide):
         """The user message of a prompt (or a steering message), with its ``messageId``."""
         if self._closed:
             raise RpcError.not_found(f"session not found: {self.id}", uri=self.id)
-        caps = PROMPT_CAPABILITIES
-        message = prompt_to_message(
-            blocks, image=caps["image"], audio=caps["audio"], embedded=caps["embeddedContext"]
-        )
-        message = await linked_files(message, blocks, self.env.roots)
-        message.meta.setdefault(ACP_META_KEY, {})["messageId"] = new_message_id()  # replayed with it
-        return message
+        return await prompt_message(blocks, self.env.roots)
 
-    async def _turn(self, message: Message, cancelled: bool) -> str:
-        """The turn of ``message``, the session being this turn's (``_turns.enter``)."""
+    async def _turn(self, message: Message, cancelled: bool, held: bool = False) -> str:
+        """The turn of ``message``, the session being this turn's (``_turns.enter``); ``held``: see ``answered``."""
         try:
             if self._closed:
                 return "cancelled"
@@ -205,8 +193,22 @@ class Session(SubagentSide):
             return await self._prompt(message)
         finally:
             follow = self._steering.next_turn(self._run, closed=self._closed)  # (before queued prompts)
-            if follow is None or not self._in_background(follow):
+            if follow is not None and held:
+                self._steering.held = follow  # the session stays this turn's until ``answered``
+            elif follow is None or not self._in_background(follow):
                 self._turns.turn_ended()
+
+    async def answered(self) -> None:
+        """The prompt's answer is out: the follow-up its turn left starts, then its last writes are fsync'd."""
+        self.start_held()
+        await self.sync_writes()
+
+    def start_held(self) -> None:  # (closed: the follow-up is dropped, logged)
+        follow, self._steering.held = self._steering.held, None
+        if follow is not None and (self._closed or not self._in_background(follow)):
+            if self._closed:
+                log.warning("session %s: a steering message not delivered: the session closed", self.id)
+            self._turns.turn_ended()
 
     def inject(self, message: Message) -> bool:
         """Steer ``message`` into the running turn, or the next if it ends first (``_inbox``); False: idle."""
@@ -216,8 +218,7 @@ class Session(SubagentSide):
         return True
 
     async def start_turn(self, message: Message) -> None:
-        """Start the turn of ``message`` in the background (no answer ends it; its updates stream as a
-        prompt's). A prompt sent meanwhile waits for it."""
+        """Start ``message``'s turn in the background (no answer ends it); a prompt sent meanwhile waits."""
         if self.env.spawn is None:
             raise RpcError(INTERNAL_ERROR, "this session cannot start a turn in the background")
         await self._turns.enter()
@@ -245,7 +246,6 @@ class Session(SubagentSide):
     async def _prompt(self, message: Message) -> str:
         # One turn's phases in order (command, hooks, title, run, mapping, persistence): kept in one
         # function so the cancellation points between them read top to bottom.
-
         if self.setup.ready is not None and not await self._ready(self.setup.ready):
             return "cancelled"
         controls = self.setup.controls
@@ -478,6 +478,7 @@ class Session(SubagentSide):
     async def close(self) -> None:
         """Cancel the running turn, wait for its answer, free the factory's resources."""
         self._closed = True
+        self.start_held()  # a follow-up held for an answer that may never be written
         self._turns.leave_all()
         self.cancel()
         if self.titling is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from acp_agent.session import SessionEnvironment, SessionSetup
@@ -83,6 +84,42 @@ async def test_steering_that_arrives_as_the_turn_ends_is_the_next_turn_before_a_
             replayed = client.updates(sid)[before:]
             users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
             assert users == ["first", "also this", "second"]
+
+
+async def test_the_follow_up_turn_streams_only_after_the_answer_of_the_turn_it_follows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client ends a turn at its prompt's answer: updates before it would land in the ended turn. The
+    answer is held back for up to a second: a follow-up started before it would reach the model then."""
+    end = _HeldEnd(monkeypatch)
+    answer_prompt = Session.prompt
+
+    async def late_answer(session: Session, blocks: Any, ctx: Any) -> str:
+        response = await answer_prompt(session, blocks, ctx)
+        with anyio.move_on_after(1):  # a follow-up started now would reach the model meanwhile
+            while model.calls < 2:
+                await anyio.lowlevel.checkpoint()
+        return response
+
+    monkeypatch.setattr(Session, "prompt", late_answer)
+    model = FakeModel([Reply(text="one"), Reply(text="steered")])
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, model) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            first = await client.send_request("session/prompt", client.prompt_params(sid, "first"))
+            await end.reached.wait()
+            assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
+            end.release.set()
+            await client.wait_for(lambda _m: _said(client, sid, "steered"))
+            answer = client.index_of(first)
+            follow_up = [
+                i
+                for i, m in enumerate(client.messages)
+                if m.get("method") == "session/update"
+                and m["params"]["update"].get("content", {}).get("text") in ("also this", "steered")
+            ]
+            assert follow_up and min(follow_up) > answer
 
 
 async def test_steering_a_turn_that_is_then_cancelled_runs_next(tmp_path: Path) -> None:
