@@ -103,12 +103,9 @@ class SessionStore:
         and its first complete step is fsync'd with the meta again (``save_meta``). Written in place, not
         through a temporary file and a rename: nobody knows the id before this returns, and a kill in the
         middle leaves an unreadable file in a folder no answer named, which listing skips."""
-        from harness.atomic import private_dir  # not at import: the session layer loads no harness
-
         directory = self.directory(meta.id)
         before = self.index.look()
-        for folder in (self.root, directory):  # 0700: a session holds the whole conversation
-            private_dir(folder)  # (the sessions folder too: one an older version made 0755 is tightened)
+        self._new_folder(directory)
         data = json.dumps(meta.to_dict(), ensure_ascii=False, indent=1).encode()
         fd = os.open(directory / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
@@ -118,6 +115,24 @@ class SessionStore:
         finally:
             os.close(fd)
         self.index.wrote(meta, before)  # (a kill before it: the new folder changed the sessions folder)
+
+    def _new_folder(self, directory: Path) -> None:
+        """``directory`` made 0700 (a session holds the whole conversation) under the sessions folder,
+        itself made or tightened once a process (one an older version made 0755); a new id's folder is one
+        ``mkdir``, with no walk of its parents (two dozen ``stat``s a ``session/new`` before)."""
+        from harness.atomic import (
+            PRIVATE_DIR_MODE,
+            private_dir,
+        )  # (the session layer loads no harness at import)
+
+        if not self._private:
+            private_dir(self.root)
+            self._private = True
+        try:
+            os.mkdir(directory, PRIVATE_DIR_MODE)
+        except FileNotFoundError:  # the sessions folder was removed meanwhile: made again
+            private_dir(self.root)
+            os.mkdir(directory, PRIVATE_DIR_MODE)
 
     async def write_flushed(
         self, session_id: str, shown: list[dict[str, Any]], meta: SessionMeta | None = None
