@@ -280,3 +280,39 @@ def test_ollama_and_hosted_endpoints_refuse_continuation_by_default() -> None:
     assert ChatCompletions("http://gpu-box:8000/v1", "m").continuation == "flags"
     with pytest.raises(HarnessUsageError, match="unknown provider"):
         build_model("script", model="m")
+
+
+# -- a turn stopped between two records ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize(
+    ("path", "make", "head"),
+    [
+        (CHAT, lambda url: ChatCompletions(url + "/v1", "m"), "chat_truncated.sse"),
+        ("/v1/messages", lambda url: Messages(url, "m", api_key="k"), "anthropic_truncated.sse"),
+        ("/v1/responses", lambda url: Responses(url + "/v1", "m"), "responses_truncated.sse"),
+    ],
+)
+async def test_a_stream_closed_once_its_turn_was_stopped_is_dropped_not_read_to_its_end(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, path: str, make: Any, head: str
+) -> None:
+    # A cancel that lands while the consumer handles a record (not while the stream waits for the next)
+    # closes the stream from its ``yield``: the model may go on writing for seconds, so the stream must
+    # not be read on (a drain that long would outlast the limit below), and closing it tells the server.
+    from harness.providers import _http
+
+    monkeypatch.setattr(_http, "_DRAIN_S", 60.0)
+    stall = Stall()
+    server.route("POST", path, Reply.sse(fixture(head), then=[stall]))
+    model = make(server.url)
+    p = prompt()
+    with anyio.fail_after(LIMIT_S):
+        stream = model.stream(p)
+        assert isinstance(await stream.__anext__(), Delta)
+        await wait_event(stall.reached)
+        p.cancel.set()  # as Run.cancel and Run.interrupt set the prompt's signal
+        await stream.aclose()
+        await wait_event(stall.client_closed)
+    stall.release.set()
+    await model.aclose()
