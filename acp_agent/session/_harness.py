@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         ToolCall,
         Tools,
     )
-    from harness.atomic import open_private_append, private_dir, write_text_atomic
+    from harness.atomic import PRIVATE_DIR_MODE, open_private_append, private_dir, write_text_atomic
     from harness.events import (
         InputRequested,
         Interjected,
@@ -90,7 +90,7 @@ _EXPORTS: Final[Mapping[str, tuple[str, ...]]] = {
         "ToolCall",
         "Tools",
     ),
-    "harness.atomic": ("open_private_append", "private_dir", "write_text_atomic"),
+    "harness.atomic": ("PRIVATE_DIR_MODE", "open_private_append", "private_dir", "write_text_atomic"),
     "harness.events": (
         "InputRequested",
         "Interjected",
@@ -130,6 +130,7 @@ _EXPORTS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 __all__ = [
+    "PRIVATE_DIR_MODE",
     "ElicitationReply",
     "EndReason",
     "ErrorKind",

@@ -13,6 +13,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from ..protocol.connection import Connection
 from ._agent import AcpAgent
+from ._warm import freeze_after_warm_up
 
 if TYPE_CHECKING:
     from harness.secrets import Secrets
@@ -128,6 +129,7 @@ def serve_stdio(
     for problem in config.problems:
         log.warning("configuration: %s", problem)
     agent = AcpAgent(home=config.home, settings=settings, factory=factory)
+    freeze_after_warm_up()  # this process's start-up objects, out of the collector's passes
     agent.routes.learn = lambda values: secrets.add((), values)  # providers/set's credentials: masked
     agent.forget_key = forget_key  # logout: the key acp-agent setup stored
     if early is not None and early.initialized is not None:

@@ -21,6 +21,7 @@ import anyio
 
 from .._errors import HarnessUsageError, ModelError
 from .._kinds import ErrorKind
+from ..model import close_stream
 from ._clients import HttpConfig, keep_idle_clients, shared_clients
 from ._common import obj
 from ._error_body import error_body
@@ -29,7 +30,7 @@ from ._sse import SseEvent, SseParser
 if TYPE_CHECKING:
     import httpx2
 
-    from ..model import Delta, Prompt
+    from ..model import CancelSignal, Delta, Prompt
     from .model_info import ModelInfo
 
 __all__ = [
@@ -132,12 +133,15 @@ class Endpoint:
         headers: Mapping[str, str],
         body: Mapping[str, Any],
         last: Callable[[SseEvent], bool] | None = None,
+        cancel: CancelSignal | None = None,
     ) -> AsyncGenerator[SseEvent]:
         """POST ``body`` as JSON and yield the SSE records. Cancelling closes the stream at once. The rest
         of the body is read (for at most ``_DRAIN_S``) before the record ``last`` says ends the stream is
         yielded, and when a consumer stops reading early, so the connection goes back to the pool instead
         of being dropped: the next turn (and a later session) sends on it without a new TCP and TLS
-        handshake."""
+        handshake. Not once ``cancel`` (the prompt's) is set: a turn stopped between two records closes
+        the stream at once too (its answer does not wait for a model that is still writing, and closing
+        is what tells the server to stop)."""
         url = self.base_url + path
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         hdrs = {"content-type": "application/json", "accept": "text/event-stream", **headers}
@@ -169,7 +173,10 @@ class Endpoint:
                                 await _drain(chunks)  # the consumer stops here: the body is read first
                             yield event
                 except GeneratorExit:
-                    await _drain(chunks)
+                    if cancel is None or not cancel.is_set():
+                        await _drain(chunks)
+                    else:  # not read on: the response's close drops the connection
+                        await close_stream(chunks)
                     raise
                 for event in parser.flush():
                     yield event

@@ -15,6 +15,7 @@ from .._errors import ModelError, UnsupportedOptionError
 from .._kinds import ErrorKind, FinishReason, Role
 from .._messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
 from ..model import (
+    CancelSignal,
     Delta,
     Finish,
     Prompt,
@@ -155,15 +156,15 @@ class Messages(HttpModel):
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
         body = self.build_request(prompt)
-        return self._stream(body)
+        return self._stream(body, prompt.cancel)
 
-    async def _stream(self, body: dict[str, Any]) -> AsyncIterator[Delta]:
+    async def _stream(self, body: dict[str, Any], cancel: CancelSignal) -> AsyncIterator[Delta]:
         ep = self._ep
         reply = _MessagesReply(ep)
         finish: FinishReason | None = None
         # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
         # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
-        async with aclosing(ep.sse("/v1/messages", self._auth(), body, _is_stop)) as events:
+        async with aclosing(ep.sse("/v1/messages", self._auth(), body, _is_stop, cancel)) as events:
             async for event in events:
                 ev = stream_record(event.data, ep.shown_url)
                 match ev.get("type") or event.event:

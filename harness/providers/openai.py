@@ -15,6 +15,7 @@ from .._errors import ModelError, UnsupportedOptionError
 from .._kinds import ErrorKind, FinishReason, Role
 from .._messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
 from ..model import (
+    CancelSignal,
     Delta,
     Finish,
     Prompt,
@@ -205,16 +206,16 @@ class ChatCompletions(HttpModel):
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
         body = self.build_request(prompt)  # misuse raises here, before any I/O
-        return self._stream(body)
+        return self._stream(body, prompt.cancel)
 
-    async def _stream(self, body: dict[str, Any]) -> AsyncIterator[Delta]:
+    async def _stream(self, body: dict[str, Any], cancel: CancelSignal) -> AsyncIterator[Delta]:
         ep = self._ep
         reply = _ChatReply(ep, ThinkSplitter() if self.think_tags else None)
         done = False
         on_chunk, base_url = reply.on_chunk, ep.shown_url
         # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
         # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
-        async with aclosing(ep.sse("/chat/completions", self._auth(), body, _is_done)) as events:
+        async with aclosing(ep.sse("/chat/completions", self._auth(), body, _is_done, cancel)) as events:
             async for event in events:
                 data = event.data
                 if data == "[DONE]":

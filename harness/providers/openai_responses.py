@@ -15,6 +15,7 @@ from .._errors import UnsupportedOptionError
 from .._kinds import FinishReason, Role
 from .._messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
 from ..model import (
+    CancelSignal,
     Delta,
     Finish,
     Prompt,
@@ -98,14 +99,14 @@ class Responses(HttpModel):
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
         body = self.build_request(prompt)
-        return self._stream(body)
+        return self._stream(body, prompt.cancel)
 
-    async def _stream(self, body: dict[str, Any]) -> AsyncIterator[Delta]:
+    async def _stream(self, body: dict[str, Any], cancel: CancelSignal) -> AsyncIterator[Delta]:
         ep = self._ep
         reply = _ResponsesReply(ep)
         # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
         # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
-        async with aclosing(ep.sse("/responses", self._auth(), body, _is_final)) as events:
+        async with aclosing(ep.sse("/responses", self._auth(), body, _is_final, cancel)) as events:
             async for event in events:
                 if event.data == "[DONE]":
                     continue

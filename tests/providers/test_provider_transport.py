@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -280,3 +280,57 @@ def test_ollama_and_hosted_endpoints_refuse_continuation_by_default() -> None:
     assert ChatCompletions("http://gpu-box:8000/v1", "m").continuation == "flags"
     with pytest.raises(HarnessUsageError, match="unknown provider"):
         build_model("script", model="m")
+
+
+# -- a turn stopped between two records ------------------------------------------------------------
+
+
+_Http = ChatCompletions | Messages | Responses
+
+
+def _chat(url: str) -> _Http:
+    return ChatCompletions(url + "/v1", "m")
+
+
+def _messages(url: str) -> _Http:
+    return Messages(url, "m", api_key="k")
+
+
+def _responses(url: str) -> _Http:
+    return Responses(url + "/v1", "m")
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize(
+    ("path", "make", "head"),
+    [
+        (CHAT, _chat, "chat_truncated.sse"),
+        ("/v1/messages", _messages, "anthropic_truncated.sse"),
+        ("/v1/responses", _responses, "responses_truncated.sse"),
+    ],
+)
+async def test_a_stream_closed_once_its_turn_was_stopped_is_dropped_not_read_to_its_end(
+    server: FakeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    make: Callable[[str], _Http],
+    head: str,
+) -> None:
+    # A cancel that lands while the consumer handles a record (not while the stream waits for the next)
+    # closes the stream from its ``yield``: the model may go on writing for seconds, so the stream must
+    # not be read on (a drain that long would outlast the limit below), and closing it tells the server.
+    monkeypatch.setattr("harness.providers._http._DRAIN_S", 60.0)
+    stall = Stall()
+    server.route("POST", path, Reply.sse(fixture(head), then=[stall]))
+    model = make(server.url)
+    p = prompt()
+    with anyio.fail_after(LIMIT_S):
+        stream = model.stream(p)
+        assert isinstance(await stream.__anext__(), Delta)
+        assert isinstance(stream, AsyncGenerator)
+        await wait_event(stall.reached)
+        p.cancel.set()  # as Run.cancel and Run.interrupt set the prompt's signal
+        await stream.aclose()
+        await wait_event(stall.client_closed)
+    stall.release.set()
+    await model.aclose()

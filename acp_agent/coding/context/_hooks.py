@@ -27,6 +27,7 @@ would not. Project hooks run only in a trusted project; the user's always.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from harness.sandbox import SandboxPolicy, Support
     from harness.secrets import Secrets
 
-__all__ = ["HookOutcome", "Hooks", "blocked_text", "context_text", "interpret", "label"]
+__all__ = ["HookOutcome", "Hooks", "blocked_text", "context_text", "hook_shell", "interpret", "label"]
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,14 @@ def interpret(entry: HookEntry, done: Completed) -> HookOutcome:
     return HookOutcome(entry, context=context)
 
 
+@functools.cache
+def hook_shell(path: str | None) -> tuple[str, ...]:
+    """``bash -c`` where ``PATH`` has a bash, else ``sh -c``: looked up once a process per ``PATH`` (a
+    lookup is a dozen ``stat``s, paid by every ``session/new`` before; a bash installed or removed while
+    the agent runs is seen at its next start, and a hook that cannot start is shown, not fatal)."""
+    return ("bash", "-c") if shutil.which("bash", path=path) else ("sh", "-c")
+
+
 class Hooks:
     """The session's hooks (the project's are among them only in a trusted project: the configuration
     drops them otherwise). ``show`` puts a hook's effect in the editor; ``mode`` is the session's mode now;
@@ -156,8 +165,7 @@ class Hooks:
         self._secrets = secrets
         self._show = show
         self._mode = mode
-        path = environ.get("PATH")
-        self._shell = ["bash", "-c"] if shutil.which("bash", path=path) else ["sh", "-c"]
+        self._shell = hook_shell(environ.get("PATH"))
         self._failures_shown: set[tuple[str, str]] = set()
         self._sandbox = sandbox
         self._support = support
