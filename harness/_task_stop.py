@@ -38,9 +38,11 @@ def available() -> bool:
 class TaskStop:
     """Stops one task's wait with a native cancel; ``arm`` before the wait, ``disarm`` after it."""
 
-    __slots__ = ("_before", "_handle", "_state", "base", "fired", "task")
+    __slots__ = ("_before", "_handle", "_loop", "_state", "base", "fired", "task")
 
     def __init__(self) -> None:
+        # The running loop, once: ``current_task()`` without it looks the loop up, ~0.8 µs on 3.11.
+        self._loop = asyncio.get_running_loop()
         self.task: asyncio.Task[Any] | None = None
         self._state: Any = None  # anyio's TaskState of ``task``: its current cancel scope
         self.base: Any = None  # the task's anyio scope when the wait began
@@ -49,7 +51,7 @@ class TaskStop:
         self._handle: asyncio.Handle | None = None
 
     def arm(self) -> None:
-        task = asyncio.current_task()
+        task = asyncio.current_task(self._loop)
         if task is not self.task or self._state is None:
             self.task = task
             states = _anyio_states()
@@ -87,7 +89,7 @@ class TaskStop:
             return
         waiter = getattr(task, "_fut_waiter", None)
         if (
-            task is not asyncio.current_task()
+            task is not asyncio.current_task(self._loop)
             and not getattr(task, "_must_cancel", False)
             and not (isinstance(waiter, asyncio.Future) and waiter.done())
             and not self._shielded()
@@ -96,7 +98,7 @@ class TaskStop:
             self._before = task.cancelling()
             task.cancel("stopped by the harness")
             return
-        self._handle = asyncio.get_running_loop().call_soon(self._deliver)
+        self._handle = self._loop.call_soon(self._deliver)
 
     def _shielded(self) -> bool:
         """Whether the task is inside a shielded anyio scope it entered after the wait began."""
