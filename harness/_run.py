@@ -11,7 +11,7 @@ The turn itself is ``harness._turn``; the state it is handed (``RunState``, ``Tu
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -207,21 +207,15 @@ class TurnStream:
     def __aiter__(self) -> TurnStream:
         return self
 
-    async def __anext__(self) -> Event:
-        if self._tg is None:
-            raise HarnessUsageError("use `async with run.turn(...) as events:` and iterate `events`")
-        if self._exhausted:
-            raise StopAsyncIteration
-        if self._gen is None:
-            self._gen = self._turn.events()
-        try:
-            return await self._gen.__anext__()
-        except StopAsyncIteration:
-            self._exhausted = True
-            error = self._turn.take_raise()
-            if error is not None:
-                raise error from None
-            raise
+    def __anext__(self) -> Awaitable[Event]:
+        # The turn's generator's own step, not a coroutine around it (one frame less per event): it
+        # raises the run's error itself after TurnEnded, and a finished or closed one stops.
+        gen = self._gen
+        if gen is None:
+            if self._tg is None:
+                raise HarnessUsageError("use `async with run.turn(...) as events:` and iterate `events`")
+            gen = self._gen = self._turn.events()
+        return gen.__anext__()
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
