@@ -132,12 +132,14 @@ class Endpoint:
         headers: Mapping[str, str],
         body: Mapping[str, Any],
         last: Callable[[SseEvent], bool] | None = None,
-    ) -> AsyncGenerator[SseEvent]:
-        """POST ``body`` as JSON and yield the SSE records. Cancelling closes the stream at once. The rest
-        of the body is read (for at most ``_DRAIN_S``) before the record ``last`` says ends the stream is
-        yielded, and when a consumer stops reading early, so the connection goes back to the pool instead
-        of being dropped: the next turn (and a later session) sends on it without a new TCP and TLS
-        handshake."""
+    ) -> AsyncGenerator[list[SseEvent]]:
+        """POST ``body`` as JSON and yield the SSE records, as many at a time as one read of the body
+        completes (a stream's records arrive many to a read: one generator step per read, not per record,
+        is a fifth of a streamed delta's relaying). Cancelling closes the stream at once. The rest of the
+        body is read (for at most ``_DRAIN_S``) before the records that hold the one ``last`` says ends the
+        stream are yielded, and when a consumer stops reading early, so the connection goes back to the
+        pool instead of being dropped: the next turn (and a later session) sends on it without a new TCP
+        and TLS handshake."""
         url = self.base_url + path
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         hdrs = {"content-type": "application/json", "accept": "text/event-stream", **headers}
@@ -164,17 +166,31 @@ class Endpoint:
                 chunks = response.aiter_bytes()
                 try:
                     async for chunk in chunks:
-                        for event in parser.feed(chunk):
-                            if last is not None and last(event):
-                                await _drain(chunks)  # the consumer stops here: the body is read first
-                            yield event
+                        events = parser.feed(chunk)
+                        if not events:
+                            continue
+                        end = _index_of_last(events, last)
+                        if end is not None:  # the consumer stops there: the body is read first
+                            if end:
+                                yield events[:end]
+                            await _drain(chunks)
+                            events = events[end:]
+                        yield events
                 except GeneratorExit:
                     await _drain(chunks)
                     raise
-                for event in parser.flush():
-                    yield event
+                if rest := parser.flush():
+                    yield rest
         except httpx2.RequestError as exc:
             raise transport_error(exc, self) from None
+
+
+def _index_of_last(events: list[SseEvent], last: Callable[[SseEvent], bool] | None) -> int | None:
+    if last is not None:
+        for i, event in enumerate(events):
+            if last(event):
+                return i
+    return None
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
