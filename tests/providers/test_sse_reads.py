@@ -9,7 +9,7 @@ import anyio
 import httpx2
 import pytest
 
-from harness.model import Model, TextChunk
+from harness.model import TextChunk
 from harness.providers import ChatCompletions, Messages
 from tests.providers.provider_support import LIMIT_S, prompt
 
@@ -53,7 +53,7 @@ class _OneReadThenHeld(httpx2.AsyncByteStream):
         await self.release.wait()
 
 
-def _model(provider: str, stream: _OneReadThenHeld) -> Model:
+def _model(provider: str, stream: _OneReadThenHeld) -> ChatCompletions | Messages:
     def reply(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
 
@@ -80,6 +80,6 @@ async def test_the_text_read_with_the_last_record_reaches_the_consumer_before_th
                         stream.release.set()
                     texts.append(delta.text)
     finally:
-        await model.aclose()  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+        await model.aclose()
     assert texts == ["a", "b", "c"]
     assert drained_before_first_text is False
