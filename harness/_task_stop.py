@@ -9,8 +9,10 @@ one raised by them at the same moment is not swallowed here (the count tells).
 ``TaskStop`` delivers the cancel as anyio's own scope would to the one task it holds
 (``_deliver_cancellation``): never to the task that asks while it runs, nor while the future it awaits is
 already done (it is waking anyway), nor inside a shielded anyio scope entered during the wait (a shield is
-a promise: the model's own cleanup is not cut short). Each of those is retried once per loop iteration,
-until the wait ends. Nothing stays armed across a ``yield``: the step arms it per wait and disarms it after.
+a promise: the model's own cleanup is not cut short). Like the scope, it keeps delivering at each loop
+iteration until the wait ends, so each new await inside the wait is cancelled too (a model that swallowed
+one cancel gets the next); every cancel delivered is taken back when the wait ends. Nothing stays armed
+across a ``yield``: the step arms it per wait and disarms it after.
 
 The shield is read from anyio's task state (private); ``available()`` is False where that is not there,
 and the step then keeps anyio's scope. Trio keeps anyio's scope as well.
@@ -58,7 +60,7 @@ class TaskStop:
         self.task: asyncio.Task[Any] | None = None
         self._state: Any = None  # anyio's TaskState of ``task``: its current cancel scope
         self.base: Any = None  # the task's anyio scope when the wait began
-        self.fired = False
+        self.fired = 0  # cancels delivered in this wait, each taken back when it ends
         self._before = 0
         self._handle: asyncio.Handle | None = None
 
@@ -71,33 +73,36 @@ class TaskStop:
         self.base = self._state.cancel_scope if self._state is not None else None
 
     def cancel(self) -> None:
-        """Stop the wait: now if the task can take it, else at the next loop iteration it can."""
+        """Stop the wait: now if the task can take it, else at the next loop iteration it can; and again
+        at each iteration it waits anew, until the wait ends (as a cancelled scope does)."""
         if not self.fired and self._handle is None:
             self._deliver()
 
     def caught(self) -> bool:
         """A CancelledError ended the wait: True when it was this stop's alone (taken back: the step
         stops), False when someone else's is in it too (re-raise)."""
-        fired, self.fired = self.fired, False
+        fired, self.fired = self.fired, 0
         if not fired:
             return False
         assert self.task is not None
+        for _ in range(fired - 1):
+            self.task.uncancel()
         return self.task.uncancel() <= self._before
 
     def disarm(self) -> None:
-        """The wait is over: drop a pending retry; a cancel the model swallowed is taken back."""
+        """The wait is over: drop the pending delivery; cancels the model swallowed are taken back."""
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-        if self.fired:
-            self.fired = False
+        while self.fired:
+            self.fired -= 1
             assert self.task is not None
             self.task.uncancel()
 
     def _deliver(self) -> None:
         self._handle = None
         task = self.task
-        if task is None or self.fired or task.done():
+        if task is None or task.done():
             return
         waiter = getattr(task, "_fut_waiter", None)
         if (
@@ -106,10 +111,10 @@ class TaskStop:
             and not (isinstance(waiter, asyncio.Future) and waiter.done())
             and not self._shielded()
         ):
-            self.fired = True
-            self._before = task.cancelling()
+            if not self.fired:
+                self._before = task.cancelling()
+            self.fired += 1
             task.cancel("stopped by the harness")
-            return
         self._handle = self._loop.call_soon(self._deliver)
 
     def _shielded(self) -> bool:

@@ -223,3 +223,53 @@ async def test_a_model_that_swallows_the_stop_is_stopped_at_its_next_delta_and_l
     assert counts == [0]
     assert ended(run).reason is EndReason.CANCELLED
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["one", "two"]
+
+
+class SwallowThenHangModel:
+    """Streams one delta, swallows the first cancellation of its wait, then waits forever again."""
+
+    def __init__(self) -> None:
+        self.waiting = anyio.Event()
+        self.swallowed = 0
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        return self._run()
+
+    async def _run(self) -> AsyncIterator[Delta]:
+        yield TextChunk("one")
+        try:
+            self.waiting.set()
+            await anyio.sleep(math.inf)
+        except anyio.get_cancelled_exc_class():
+            self.swallowed += 1
+        await anyio.sleep(math.inf)
+
+
+async def test_a_model_that_swallows_the_stop_and_waits_again_is_stopped_again() -> None:
+    model = SwallowThenHangModel()
+    run = Run(model, Tools())
+    counts: list[int] = []
+
+    async def consume() -> None:
+        await _consume(run, [], anyio.Event())
+        task = _native_task()
+        if task is not None:
+            counts.append(task.cancelling())
+
+    with anyio.fail_after(LIMIT_S):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await model.waiting.wait()
+            await anyio.wait_all_tasks_blocked()
+            run.cancel()
+    assert model.swallowed == 1
+    assert ended(run).reason is EndReason.CANCELLED
+    assert counts in ([], [0])
+
+
+def _native_task() -> asyncio.Task[Any] | None:
+    """The running asyncio task, or None on trio."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
