@@ -4,7 +4,8 @@ A turn is driven by its consumer: ``__anext__`` pulls the model's deltas itself,
 no task switch per event. Tools run in tasks of a task group that the ``async with run.turn(...)`` block
 owns; their events reach the consumer through a memory stream, one at a time, in the consumer's pace.
 Every await of the consumer on the model or on tools sits in a short cancel scope that ``cancel()`` and
-``interrupt()`` cancel, so stopping is immediate without polling and without a scope across a ``yield``.
+``interrupt()`` cancel (on asyncio, a wait on the model in an equivalent native task stop:
+``harness._task_stop``), so stopping is immediate without polling and without a scope across a ``yield``.
 The turn itself is ``harness._turn``; the state it is handed (``RunState``, ``TurnState``) is
 ``harness._state``.
 """

@@ -145,7 +145,8 @@ class TurnState:
     number: int
     parent: str | None = None
     tg: TaskGroup | None = None
-    # Stop controls: ``request_stop`` sets the reason and cancels the scope the consumer waits in.
+    # Stop controls: ``request_stop`` sets the reason and cancels the scope (or task stop) the consumer
+    # waits in.
     signal: CancelSignal = field(default_factory=CancelSignal)
     stop_reason: EndReason | None = None
     scope: Stoppable | None = None

@@ -1,7 +1,8 @@
 """A step's model request: build the prompt, stream the reply through the model middleware, fold its deltas.
 
 The consumer pulls each delta itself (no task per event): every ``__anext__`` on the model sits in a short
-cancel scope that ``cancel()``/``interrupt()`` cancel. ``ModelRequest.events()`` yields the reply's events;
+stop that ``cancel()``/``interrupt()`` trigger (on asyncio a native task cancel, ``_task_stop``; on trio
+an anyio cancel scope). ``ModelRequest.events()`` yields the reply's events;
 afterwards ``message`` is the complete assistant message and ``problems`` names the calls whose input did
 not parse (they get an error result instead of running).
 """
