@@ -273,3 +273,36 @@ def _native_task() -> asyncio.Task[Any] | None:
         return asyncio.current_task()
     except RuntimeError:
         return None
+
+
+class GatedModel:
+    """Streams "one", waits for ``gate``, streams "two", then waits forever."""
+
+    def __init__(self) -> None:
+        self.waiting = anyio.Event()
+        self.gate = anyio.Event()
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        return self._run()
+
+    async def _run(self) -> AsyncIterator[Delta]:
+        yield TextChunk("one")
+        self.waiting.set()
+        await self.gate.wait()
+        yield TextChunk("two")
+        await anyio.sleep(math.inf)
+
+
+async def test_a_delta_ready_when_the_stop_comes_is_delivered_before_the_turn_stops() -> None:
+    model = GatedModel()
+    run = Run(model, Tools())
+    events: list[Any] = []
+    with anyio.fail_after(LIMIT_S):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_consume, run, events, anyio.Event())
+            await model.waiting.wait()
+            await anyio.wait_all_tasks_blocked()
+            model.gate.set()  # the model's wait is over: the consumer is about to wake with "two"
+            run.cancel()
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["one", "two"]
+    assert ended(run).reason is EndReason.CANCELLED
