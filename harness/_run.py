@@ -4,14 +4,15 @@ A turn is driven by its consumer: ``__anext__`` pulls the model's deltas itself,
 no task switch per event. Tools run in tasks of a task group that the ``async with run.turn(...)`` block
 owns; their events reach the consumer through a memory stream, one at a time, in the consumer's pace.
 Every await of the consumer on the model or on tools sits in a short cancel scope that ``cancel()`` and
-``interrupt()`` cancel, so stopping is immediate without polling and without a scope across a ``yield``.
+``interrupt()`` cancel (on asyncio, a wait on the model in an equivalent native task stop:
+``harness._task_stop``), so stopping is immediate without polling and without a scope across a ``yield``.
 The turn itself is ``harness._turn``; the state it is handed (``RunState``, ``TurnState``) is
 ``harness._state``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -212,21 +213,15 @@ class TurnStream:
     def __aiter__(self) -> TurnStream:
         return self
 
-    async def __anext__(self) -> Event:
-        if self._tg is None:
-            raise HarnessUsageError("use `async with run.turn(...) as events:` and iterate `events`")
-        if self._exhausted:
-            raise StopAsyncIteration
-        if self._gen is None:
-            self._gen = self._turn.events()
-        try:
-            return await self._gen.__anext__()
-        except StopAsyncIteration:
-            self._exhausted = True
-            error = self._turn.take_raise()
-            if error is not None:
-                raise error from None
-            raise
+    def __anext__(self) -> Awaitable[Event]:
+        # The turn's generator's own step, not a coroutine around it (one frame less per event): it
+        # raises the run's error itself after TurnEnded, and a finished or closed one stops.
+        gen = self._gen
+        if gen is None:
+            if self._tg is None:
+                raise HarnessUsageError("use `async with run.turn(...) as events:` and iterate `events`")
+            gen = self._gen = self._turn.events()
+        return gen.__anext__()
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

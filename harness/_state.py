@@ -39,6 +39,7 @@ __all__ = [
     "Resume",
     "RunState",
     "Stop",
+    "Stoppable",
     "TurnPhase",
     "TurnRun",
     "TurnState",
@@ -119,6 +120,12 @@ class Fatal(Exception):
         self.error = error
 
 
+class Stoppable(Protocol):
+    """What the consumer's wait is stopped by: an anyio ``CancelScope``, or on asyncio a ``TaskStop``."""
+
+    def cancel(self) -> None: ...
+
+
 class TurnRun(CallRun, Protocol):
     """What a turn uses of its run (``Run``, which imports this module): what a call knows of it, and the
     tools."""
@@ -138,10 +145,11 @@ class TurnState:
     number: int
     parent: str | None = None
     tg: TaskGroup | None = None
-    # Stop controls: ``request_stop`` sets the reason and cancels the scope the consumer waits in.
+    # Stop controls: ``request_stop`` sets the reason and cancels the scope (or task stop) the consumer
+    # waits in.
     signal: CancelSignal = field(default_factory=CancelSignal)
     stop_reason: EndReason | None = None
-    scope: CancelScope | None = None
+    scope: Stoppable | None = None
     tool_scopes: set[CancelScope] = field(default_factory=set[CancelScope])
     # The calls running now, by id (``cancel_call``), and the reason each one cancelled alone ends with.
     calls: dict[str, tuple[CancelScope, Call]] = field(default_factory=dict[str, "tuple[CancelScope, Call]"])

@@ -104,6 +104,9 @@ class Turn:
             yield InputRequested(n, parent, tuple(s.conversation.pending))
         self._finish(end)
         yield TurnEnded(n, parent, end.reason, s.usage, end.error, end.finish)
+        error = self.take_raise()  # the run's error, raised to the consumer after TurnEnded
+        if error is not None:
+            raise error from None
 
     def _finish(self, end: End) -> None:
         """Record how the turn ended (``run.ended()``); the first record wins."""

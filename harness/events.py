@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from ._errors import HarnessUsageError, ToolFailure
+from ._fast_init import fast_frozen_init
 from ._kinds import Delivery, EndReason, FinishReason
 from ._messages import Message
 from ._pause import Decision, Pending
@@ -116,6 +117,7 @@ class Interjected(_Codec):
     delivery: Delivery
 
 
+@fast_frozen_init  # made once per streamed delta
 @dataclass(frozen=True, slots=True)
 class TextDelta(_Codec):
     type: Literal["text_delta"] = field(default="text_delta", init=False, repr=False)
@@ -125,6 +127,7 @@ class TextDelta(_Codec):
     text: str
 
 
+@fast_frozen_init  # made once per streamed delta
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta(_Codec):
     type: Literal["reasoning_delta"] = field(default="reasoning_delta", init=False, repr=False)
@@ -143,6 +146,7 @@ class ToolCallStarted(_Codec):
     name: str
 
 
+@fast_frozen_init  # made once per streamed delta
 @dataclass(frozen=True, slots=True)
 class ToolInputDelta(_Codec):
     type: Literal["tool_input_delta"] = field(default="tool_input_delta", init=False, repr=False)

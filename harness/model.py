@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from ._errors import ModelError, UnsupportedOptionError
+from ._fast_init import fast_frozen_init
 from ._kinds import ErrorKind, FinishReason
 from ._messages import Message
 from ._options import Options
@@ -43,6 +44,7 @@ class TextChunk:
     text: str
 
 
+@fast_frozen_init  # made once per streamed delta
 @dataclass(frozen=True, slots=True)
 class ReasoningChunk:
     """Reasoning text; ``signature`` (sent once the block is complete) and ``redacted`` data are kept."""
@@ -60,6 +62,7 @@ class ToolStart:
     name: str
 
 
+@fast_frozen_init  # made once per streamed delta
 @dataclass(frozen=True, slots=True)
 class ToolInput:
     """A fragment of the call's JSON input, as streamed."""

@@ -68,6 +68,14 @@ class TextToolCalls:
         held = ""  # from a marker (or a reply's opening brace) on: may be a call
         finish: Finish | None = None
         async for delta in next(prompt):
+            # The hot path, before the match (a class pattern costs more than this whole test): text
+            # in which no marker can begin, after text already passed on.
+            if type(delta) is TextChunk and sent and not (native or holding or held):
+                text = delta.text
+                if "<" not in text and "[" not in text:
+                    sent.append(text)
+                    yield delta
+                    continue
             match delta:
                 case TextChunk(text=text) if not native:
                     if holding:

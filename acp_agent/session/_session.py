@@ -333,7 +333,8 @@ class Session(SubagentSide):
         shown = self._shown
         unsaved = shown.text
         # The hot path of a streamed reply (``send_text_chunk`` inlined: one coroutine less per delta).
-        opened, text_chunk, session_id = self.opened, self._conn.notify_text_chunk, self.id
+        opened: anyio.Event | None = self.opened
+        text_chunk, session_id = self._conn.notify_text_chunk, self.id
         queue_chunk = self._conn.queue_text_chunk  # no coroutine while the output has room
         text_delta = _harness.TextDelta
         misuse: _harness.HarnessUsageError | None = None
@@ -344,8 +345,10 @@ class Session(SubagentSide):
                         if event.text:
                             unsaved.append(event.text)
                             shown.message_id = event.id
-                            if not opened.is_set():
-                                await opened.wait()
+                            if opened is not None:  # once set, an Event stays set: not asked again
+                                if not opened.is_set():
+                                    await opened.wait()
+                                opened = None
                             if not queue_chunk(session_id, event.text, event.id):
                                 await text_chunk(session_id, event.text, event.id)
                         continue

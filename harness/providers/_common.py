@@ -102,6 +102,11 @@ class ThinkSplitter:
         self._state = 0  # 0 undecided, 1 inside think, 2 plain text
         self._buf = ""
 
+    @property
+    def passing(self) -> bool:
+        """Decided that the content is plain text: every later piece passes as it is."""
+        return self._state == 2
+
     def feed(self, text: str) -> list[Delta]:
         if self._state == 2:
             return [TextChunk(text)]

@@ -134,14 +134,16 @@ class Endpoint:
         body: Mapping[str, Any],
         last: Callable[[SseEvent], bool] | None = None,
         cancel: CancelSignal | None = None,
-    ) -> AsyncGenerator[SseEvent]:
-        """POST ``body`` as JSON and yield the SSE records. Cancelling closes the stream at once. The rest
-        of the body is read (for at most ``_DRAIN_S``) before the record ``last`` says ends the stream is
-        yielded, and when a consumer stops reading early, so the connection goes back to the pool instead
-        of being dropped: the next turn (and a later session) sends on it without a new TCP and TLS
-        handshake. Not once ``cancel`` (the prompt's) is set: a turn stopped between two records closes
-        the stream at once too (its answer does not wait for a model that is still writing, and closing
-        is what tells the server to stop)."""
+    ) -> AsyncGenerator[list[SseEvent]]:
+        """POST ``body`` as JSON and yield the SSE records, as many at a time as one read of the body
+        completes (a stream's records arrive many to a read: one generator step per read, not per record,
+        is a fifth of a streamed delta's relaying). Cancelling closes the stream at once. The rest of the
+        body is read (for at most ``_DRAIN_S``) before the records that hold the one ``last`` says ends the
+        stream are yielded, and when a consumer stops reading early, so the connection goes back to the
+        pool instead of being dropped: the next turn (and a later session) sends on it without a new TCP
+        and TLS handshake. Not once ``cancel`` (the prompt's) is set: a turn stopped between two reads closes
+        the stream at once too (its answer does not wait for a model that is still writing, and closing is
+        what tells the server to stop)."""
         url = self.base_url + path
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         hdrs = {"content-type": "application/json", "accept": "text/event-stream", **headers}
@@ -168,20 +170,34 @@ class Endpoint:
                 chunks = response.aiter_bytes()
                 try:
                     async for chunk in chunks:
-                        for event in parser.feed(chunk):
-                            if last is not None and last(event):
-                                await _drain(chunks)  # the consumer stops here: the body is read first
-                            yield event
+                        events = parser.feed(chunk)
+                        if not events:
+                            continue
+                        end = _index_of_last(events, last)
+                        if end is not None:  # the consumer stops there: the body is read first
+                            if end:
+                                yield events[:end]
+                            await _drain(chunks)
+                            events = events[end:]
+                        yield events
                 except GeneratorExit:
                     if cancel is None or not cancel.is_set():
                         await _drain(chunks)
                     else:  # not read on: the response's close drops the connection
                         await close_stream(chunks)
                     raise
-                for event in parser.flush():
-                    yield event
+                if rest := parser.flush():
+                    yield rest
         except httpx2.RequestError as exc:
             raise transport_error(exc, self) from None
+
+
+def _index_of_last(events: list[SseEvent], last: Callable[[SseEvent], bool] | None) -> int | None:
+    if last is not None:
+        for i, event in enumerate(events):
+            if last(event):
+                return i
+    return None
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:

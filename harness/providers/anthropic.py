@@ -164,29 +164,19 @@ class Messages(HttpModel):
         finish: FinishReason | None = None
         # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
         # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
-        async with aclosing(ep.sse("/v1/messages", self._auth(), body, _is_stop, cancel)) as events:
-            async for event in events:
-                ev = stream_record(event.data, ep.shown_url)
-                match ev.get("type") or event.event:
-                    case "content_block_delta":
-                        d = reply.block_delta(ev)
-                    case "content_block_start":
-                        d = reply.block_start(ev)
-                    case "content_block_stop":
-                        d = reply.block_stop(ev)
-                    case "message_start":
-                        d = reply.message_start(ev)
-                    case "message_delta":
-                        d = reply.message_delta(ev)
-                    case "message_stop":
+        async with aclosing(ep.sse("/v1/messages", self._auth(), body, _is_stop, cancel)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    ev = stream_record(event.data, ep.shown_url)
+                    kind = ev.get("type") or event.event
+                    if kind == "message_stop":
                         finish = reply.message_stop()
                         break
-                    case "error":
-                        raise classify_error_body(ev, ep)
-                    case _:  # ping and unknown events
-                        continue
-                if d is not None:
-                    yield d
+                    d = reply.on_event(kind, ev)
+                    if d is not None:
+                        yield d
+                if finish is not None:
+                    break
         if finish is None:
             raise truncated(ep, "message_stop")
         # A tool_use block cut by max_tokens (no content_block_stop) gets no ToolReady: its input is incomplete.
@@ -202,6 +192,24 @@ class _MessagesReply:
         self.ep = ep
         self.blocks: dict[int, _Block] = {}
         self.stop_reason: str | None = None
+
+    def on_event(self, kind: object, ev: dict[str, Any]) -> Delta | None:
+        """The delta an event (other than ``message_stop``) makes, if any."""
+        match kind:
+            case "content_block_delta":
+                return self.block_delta(ev)
+            case "content_block_start":
+                return self.block_start(ev)
+            case "content_block_stop":
+                return self.block_stop(ev)
+            case "message_start":
+                return self.message_start(ev)
+            case "message_delta":
+                return self.message_delta(ev)
+            case "error":
+                raise classify_error_body(ev, self.ep)
+            case _:  # ping and unknown events
+                return None
 
     def block_delta(self, ev: dict[str, Any]) -> Delta | None:
         delta = obj(ev.get("delta"))

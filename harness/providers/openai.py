@@ -8,8 +8,10 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import urlsplit
+
+from pydantic_core import from_json
 
 from .._errors import ModelError, UnsupportedOptionError
 from .._kinds import ErrorKind, FinishReason, Role
@@ -215,14 +217,21 @@ class ChatCompletions(HttpModel):
         on_chunk, base_url = reply.on_chunk, ep.shown_url
         # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
         # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
-        async with aclosing(ep.sse("/chat/completions", self._auth(), body, _is_done, cancel)) as events:
-            async for event in events:
-                data = event.data
-                if data == "[DONE]":
-                    done = True
+        async with aclosing(ep.sse("/chat/completions", self._auth(), body, _is_done, cancel)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    data = event.data
+                    if data == "[DONE]":
+                        done = True
+                        break
+                    try:  # stream_record inlined (a call less per delta); it has the last word on a failure
+                        chunk: Any = from_json(data)
+                    except ValueError:
+                        chunk = stream_record(data, base_url)
+                    for d in on_chunk(chunk if type(chunk) is dict else {}):  # pyright: ignore[reportUnknownArgumentType]
+                        yield d
+                if done:
                     break
-                for d in on_chunk(stream_record(data, base_url)):
-                    yield d
         for d in reply.end(done):
             yield d
 
@@ -287,15 +296,28 @@ class _ChatReply:
     def on_chunk(self, chunk: dict[str, Any]) -> Sequence[Delta]:
         if chunk.get("error") or chunk.get("object") == "error":
             raise classify_error_body(chunk, self.ep)
-        raw_usage = obj(chunk.get("usage"))
-        if raw_usage:
-            self.usage = chat_usage(raw_usage)
+        raw_usage = chunk.get("usage")
+        if raw_usage and isinstance(raw_usage, dict):
+            self.usage = chat_usage(cast(dict[str, Any], raw_usage))
         choices: Any = chunk.get("choices")
         if not choices or not isinstance(choices, list):
             return ()
         choice = obj(choices[0])  # pyright: ignore[reportUnknownArgumentType]
         delta = obj(choice.get("delta"))
-        out = self._delta(delta) if self.finish is None and delta else ()
+        if not delta or self.finish is not None:
+            out = ()
+        elif len(delta) == 1 and type(content := delta.get("content")) is str:
+            # The usual chunk, text alone: none of the other keys to look for.
+            if not content:
+                out = ()
+            elif self.splitter is not None:
+                out = self.splitter.feed(content)
+                if self.splitter.passing:
+                    self.splitter = None  # plain text from here on: no call per chunk
+            else:
+                out = [TextChunk(content)]
+        else:
+            out = self._delta(delta)
         reason = choice.get("finish_reason")
         if reason and self.finish is None:
             self.finish = self._finish(reason)

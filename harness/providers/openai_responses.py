@@ -106,14 +106,15 @@ class Responses(HttpModel):
         reply = _ResponsesReply(ep)
         # Closed here, not by the garbage collector: closing reads the body's end, so the connection goes back
         # to the pool at once (a generator left to the finalizer is a ResourceWarning on trio).
-        async with aclosing(ep.sse("/responses", self._auth(), body, _is_final, cancel)) as events:
-            async for event in events:
-                if event.data == "[DONE]":
-                    continue
-                for d in reply.on_event(stream_record(event.data, ep.shown_url)):
-                    yield d
-                if reply.done:
-                    return
+        async with aclosing(ep.sse("/responses", self._auth(), body, _is_final, cancel)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    if event.data == "[DONE]":
+                        continue
+                    for d in reply.on_event(stream_record(event.data, ep.shown_url)):
+                        yield d
+                    if reply.done:
+                        return
         raise truncated(ep, "response.completed")
 
 
