@@ -13,7 +13,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from harness import EndReason, Message, Run, Tools
+from harness import EndReason, Message, Run, Tools, _task_stop
 from harness.events import TextDelta, TurnEnded
 from harness.model import Delta, Prompt, TextChunk
 from tests.harness.run_support import LIMIT_S, ended
@@ -306,3 +306,10 @@ async def test_a_delta_ready_when_the_stop_comes_is_delivered_before_the_turn_st
             run.cancel()
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["one", "two"]
     assert ended(run).reason is EndReason.CANCELLED
+
+
+@ASYNCIO_ONLY
+async def test_the_native_stop_is_in_use_on_asyncio_so_a_changed_anyio_fails_here_not_silently() -> None:
+    """The stop reads anyio's private task state; where a new anyio moved it, the step falls back to a cancel
+    scope per delta (correct, a fifth slower per update). This says so in CI instead of in a benchmark."""
+    assert _task_stop.available()
