@@ -332,10 +332,9 @@ class Session(SubagentSide):
         failed it, if one did."""
         shown = self._shown
         unsaved = shown.text
-        # The hot path of a streamed reply (``send_text_chunk`` inlined: one coroutine less per delta).
-        opened: anyio.Event | None = self.opened
+        opened: anyio.Event | None = self.opened  # None once set: an Event stays set, not asked again
         text_chunk, session_id = self._conn.notify_text_chunk, self.id
-        queue_chunk = self._conn.queue_text_chunk  # no coroutine while the output has room
+        queue_chunk = self._conn.queue_text_chunk  # the hot path: no coroutine while the output has room
         text_delta = _harness.TextDelta
         misuse: _harness.HarnessUsageError | None = None
         try:
@@ -345,7 +344,7 @@ class Session(SubagentSide):
                         if event.text:
                             unsaved.append(event.text)
                             shown.message_id = event.id
-                            if opened is not None:  # once set, an Event stays set: not asked again
+                            if opened is not None:
                                 if not opened.is_set():
                                     await opened.wait()
                                 opened = None
