@@ -182,7 +182,8 @@ class AcpAgent:
             callback()
 
     async def aclose(self) -> None:
-        """Close every session (cancels its turn, frees its resources); cut the early session's build short."""
+        """Close every session (cancels running turns; frees their resources); the early session's build,
+        if under way, is cut short (``EarlySession.ended``)."""
         await self.early.ended()
         sessions, self.sessions = list(self.sessions.values()), {}
         async with anyio.create_task_group() as tg:
@@ -393,8 +394,7 @@ class AcpAgent:
             # Once the answer is out: the turn's follow-up, then its last writes fsync'd (only flushed yet).
             self.after_response(ctx, session.answered)
         usage = m.Usage.model_validate(u) if (u := session.turn_usage()) is not None else None
-        meta = session.answer_meta()  # (a follow-up turn comes after this answer)
-        return m.PromptResponse(stop_reason=stop, usage=usage, _meta=meta)  # pyright: ignore[reportArgumentType]
+        return m.PromptResponse(stop_reason=stop, usage=usage)  # pyright: ignore[reportArgumentType]
 
     def after_response(self, ctx: RequestContext, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work`` once the response to ``ctx``'s request is on the wire (in the background)."""

@@ -41,7 +41,7 @@ from ._replay import ShownLog, replay_session
 from ._store import SessionMeta, SessionStore
 from ._threads import SubagentThreads
 from ._titles import title_after_exchange
-from ._turn_state import answer_meta, turn_state
+from ._turn_state import turn_state
 from ._updates import EventMapper, complete_update
 
 if TYPE_CHECKING:
@@ -117,10 +117,6 @@ class Session(SubagentSide):
     def busy(self) -> bool:
         return self._turns.busy
 
-    def answer_meta(self) -> dict[str, Any] | None:
-        """The prompt answer's ``_meta`` (``_turn_state``): whether a follow-up turn comes after it."""
-        return answer_meta(self._steering.held is not None)
-
     def messages(self) -> list[Message]:
         return self._run.messages() if self._run is not None else list(self._history)
 
@@ -174,7 +170,10 @@ class Session(SubagentSide):
         cancelled = fresh and self._cancel_sequence > ctx.sequence
         ctx.on_cancel_request(self.cancel)
         try:
-            return await self._turn(message, cancelled, held=self.env.spawn is not None)
+            stop = await self._turn(message, cancelled, held=self.env.spawn is not None)
+            if self._steering.held is not None:  # a follow-up's running marker precedes this answer
+                await self.send_update(turn_state("running"))
+            return stop
         finally:
             ctx.on_cancel_request(None)
 
@@ -209,7 +208,7 @@ class Session(SubagentSide):
 
     def start_held(self) -> None:  # (closed: the follow-up is dropped, logged)
         follow, self._steering.held = self._steering.held, None
-        if follow is not None and (self._closed or not self._in_background(follow)):
+        if follow is not None and (self._closed or not self._in_background(follow, announced=True)):
             if self._closed:
                 log.warning("session %s: a steering message not delivered: the session closed", self.id)
             self._turns.turn_ended()
@@ -228,7 +227,7 @@ class Session(SubagentSide):
         await self._turns.enter()
         self._in_background(message)
 
-    def _in_background(self, message: Message) -> bool:
+    def _in_background(self, message: Message, announced: bool = False) -> bool:
         """The turn of ``message`` in the background, the session its from now (False: no task group)."""
         if (spawn := self.env.spawn) is None:
             return False
@@ -236,7 +235,8 @@ class Session(SubagentSide):
 
         async def background() -> None:
             try:  # (cancelled: by a cancel sent since it was handed the session; no marker then)
-                await self.send_update(turn_state("running"))  # no answer ends it: ``_turn_state``
+                if not announced:  # (``prompt`` sent a follow-up's) no answer ends it: markers do
+                    await self.send_update(turn_state("running"))
                 stop = await self._turn(message, self._cancel_requested)
                 log.info("session %s: the started turn ended (%s)", self.id, stop)
                 await self.send_update(turn_state("idle", stop))

@@ -34,8 +34,6 @@ def _user_texts(model: FakeModel, index: int) -> list[str]:
 
 
 _RUNNING, _IDLE = "<running>", "<idle end_turn>"
-_FOLLOWED = {"turn": {"state": "running"}}
-"""A prompt answer's ``_meta`` when a follow-up turn comes after it."""
 
 
 def _shown(client: AcpClient, sid: str) -> list[str]:
@@ -49,6 +47,24 @@ def _shown(client: AcpClient, sid: str) -> list[str]:
             assert set(u) == {"sessionUpdate", "_meta"}  # nothing else changes: no title, no time
             shown.append(" ".join(["<" + turn["state"], *filter(None, [turn.get("stopReason")])]) + ">")
     return shown
+
+
+def _marker_index(client: AcpClient, state: str) -> int:
+    return next(
+        i
+        for i, m in enumerate(client.messages)
+        if m.get("method") == "session/update"
+        and (m["params"]["update"].get("_meta") or {}).get("turn", {}).get("state") == state
+    )
+
+
+def _first_text(client: AcpClient, text: str) -> int:
+    return next(
+        i
+        for i, m in enumerate(client.messages)
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("content", {}).get("text") == text
+    )
 
 
 def _said(client: AcpClient, sid: str, text: str) -> bool:
@@ -90,12 +106,13 @@ async def test_steering_that_arrives_as_the_turn_ends_is_the_next_turn_before_a_
             second = await client.send_request("session/prompt", client.prompt_params(sid, "second"))
             assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
             end.release.set()
-            # The answer says the session is not idle: the steering's turn follows it.
-            assert (await client.response(first))["result"] == {"stopReason": "end_turn", "_meta": _FOLLOWED}
+            assert (await client.response(first))["result"] == {"stopReason": "end_turn"}
             assert (await client.response(second))["result"] == {"stopReason": "end_turn"}
             assert model.calls == 3
-            # The follow-up, which no answer ends, is bracketed by markers; the queued prompt comes after.
+            # The follow-up, which no answer ends, is bracketed by markers, the first one before the
+            # answer of the turn it follows (the session is never idle in between); the queued prompt after.
             assert _shown(client, sid) == ["one", _RUNNING, "steered", _IDLE, "two"]
+            assert _marker_index(client, "running") < client.index_of(first) < _first_text(client, "steered")
             assert _user_texts(model, 1)[-1] == "also this"  # its own turn, right after the first
             assert _user_texts(model, 2)[-2:] == ["also this", "second"]
             assert _said(client, sid, "steered")
@@ -156,7 +173,7 @@ async def test_steering_a_turn_that_is_then_cancelled_runs_next(tmp_path: Path) 
             await gate.entered.wait()
             assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
             await client.notify("session/cancel", {"sessionId": sid})
-            assert (await client.response(first))["result"] == {"stopReason": "cancelled", "_meta": _FOLLOWED}
+            assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
             await client.wait_for(lambda _m: _said(client, sid, "steered"))
             assert model.calls == 2
             assert _user_texts(model, 1)[-1] == "also this"
@@ -184,7 +201,7 @@ async def test_steering_a_turn_cancelled_while_it_is_prepared_runs_next(tmp_path
             await preparing.wait()
             assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
             await client.notify("session/cancel", {"sessionId": sid})
-            assert (await client.response(first))["result"] == {"stopReason": "cancelled", "_meta": _FOLLOWED}
+            assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
             await client.wait_for(lambda _m: _said(client, sid, "steered"))
             assert model.calls == 1
             assert _user_texts(model, 0)[-1] == "also this"
@@ -227,8 +244,8 @@ async def test_cancelling_the_follow_up_turn_ends_it_with_an_idle_marker_that_sa
             gate.entered = anyio.Event()
             assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
             await client.notify("session/cancel", {"sessionId": sid})
-            answer = (await client.response(first))["result"]
-            assert answer == {"stopReason": "cancelled", "_meta": _FOLLOWED}
+            assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
+            assert _marker_index(client, "running") < client.index_of(first)
             await gate.entered.wait()  # the follow-up is in its tool call
             await client.notify("session/cancel", {"sessionId": sid})
             await client.wait_for(lambda _m: "<idle cancelled>" in _shown(client, sid))
@@ -245,11 +262,12 @@ async def test_a_turn_started_by_steering_an_idle_session_is_bracketed_by_marker
             assert await client.call("_session/steering", _steer(sid, "go")) == {"outcome": "startedNewTurn"}
             await client.wait_for(lambda _m: _IDLE in _shown(client, sid))
             assert _shown(client, sid) == [_RUNNING, "started", _IDLE]
-            # a prompt's answer with no follow-up says nothing of the kind
+            # a prompt's turn (its answer ends it) has no markers
             model.replies.append(Reply(text="next"))
             assert await client.call("session/prompt", client.prompt_params(sid, "p")) == {
                 "stopReason": "end_turn"
             }
+            assert _shown(client, sid) == [_RUNNING, "started", _IDLE, "next"]
             assert client.schema_problems() == []
 
 
