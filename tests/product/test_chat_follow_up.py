@@ -131,7 +131,14 @@ async def test_a_follow_up_turn_shows_as_running_ctrl_c_cancels_it_and_a_line_ty
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     end, gate = HeldEnd(monkeypatch), Gate()
-    model = FakeModel([Reply(text="one"), Reply(tool_calls=[("wait", {})]), Reply(text="queued answer")])
+    model = FakeModel(
+        [
+            Reply(text="one"),
+            Reply(tool_calls=[("wait", {})]),
+            Reply(text="steered again"),
+            Reply(text="queued answer"),
+        ]
+    )
     with anyio.fail_after(LIMIT_S):
         async with chat_with_agent(tmp_path, model, gate.factory()) as (app, lines, out):
             lines.type("first")
@@ -145,13 +152,16 @@ async def test_a_follow_up_turn_shows_as_running_ctrl_c_cancels_it_and_a_line_ty
             assert lines.shown() == [BUSY_PROMPT]  # never idle between the two turns
             lines.type("next")  # Enter during the follow-up: queued behind it, as behind any turn
             await until(lambda: "(queued" in _said(out))
+            lines.type("/steer more")  # steered into the follow-up
+            await until(lambda: _said(out).count("(sent") == 2)
             await app.interrupt()  # Ctrl-C: cancels the follow-up (when idle it would leave the chat)
+            # The cancelled follow-up left that steer: its own turn, right after, then the queued line.
             await until(lambda: not app.busy)
             said = _said(out)
             assert "cancelling" in said and "bye" not in said
-            assert said.index("(cancelled)") < said.index("queued answer")
+            assert said.index("(cancelled)") < said.index("steered again") < said.index("queued answer")
             assert lines.shown() == [BUSY_PROMPT, IDLE_PROMPT]
-            assert model.calls == 3
+            assert model.calls == 4
 
 
 async def test_a_follow_up_turn_that_ends_leaves_the_chat_idle_and_the_next_line_is_a_prompt(

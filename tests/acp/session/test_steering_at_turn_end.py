@@ -50,12 +50,13 @@ def _shown(client: AcpClient, sid: str) -> list[str]:
 
 
 def _marker_index(client: AcpClient, state: str) -> int:
-    return next(
-        i
-        for i, m in enumerate(client.messages)
-        if m.get("method") == "session/update"
-        and (m["params"]["update"].get("_meta") or {}).get("turn", {}).get("state") == state
-    )
+    """Where the first ``_meta.turn`` marker of ``state`` is among the messages the client read."""
+    for i, m in enumerate(client.messages):
+        if m.get("method") == "session/update":
+            meta: dict[str, Any] = m["params"]["update"].get("_meta") or {}
+            if "turn" in meta and meta["turn"]["state"] == state:
+                return i
+    raise AssertionError(f"no {state} marker")
 
 
 def _first_text(client: AcpClient, text: str) -> int:
