@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -17,7 +17,7 @@ import pytest
 
 from acp_agent.chat._app import ChatApp, ChatOptions
 from acp_agent.chat._client import ChatClient
-from acp_agent.chat._typing import BUSY_PROMPT, IDLE_PROMPT
+from acp_agent.chat._typing import BUSY_PROMPT, IDLE_PROMPT, steer
 from acp_agent.chat.render import Renderer, Style
 from acp_agent.model_setup import ModelSettings
 from acp_agent.protocol.connection import Connection
@@ -233,4 +233,44 @@ async def test_markers_of_another_session_or_an_idle_never_started_change_nothin
     assert not app.busy
     await client.handle_notification("session/update", _info({"turn": {"state": "idle", "stopReason": "x"}}))
     assert not app.busy and lines.titles == []
+    await lines.aclose()
+
+
+class _Answers:
+    """A connection whose requests are answered from a table (the steering answer of another agent)."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+        self.sent: list[str] = []
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        self.sent.append(method)
+        return self.answers[method]
+
+
+@pytest.mark.parametrize(
+    ("outcome", "prompted", "notice"),
+    [
+        ("injected", False, "(sent"),
+        ("startedNewTurn", False, "the agent started one for it"),
+        ("promptRequired", True, "sent as a prompt"),
+    ],
+)
+async def test_a_steer_is_sent_as_a_prompt_only_when_the_agent_asks_for_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcome: str, prompted: bool, notice: str
+) -> None:
+    """An agent that started a turn for the steer (``startedNewTurn``: it ignored ``promptRequired``)
+    runs it already: sending it again as a prompt would run it twice. Its markers show that turn."""
+    app, lines, out = _app(tmp_path)
+    answers = _Answers({"_session/steering": {"outcome": outcome}})
+    app.conn = cast(Connection, answers)
+    started: list[str] = []
+
+    def start_turn(text: str) -> None:  # the prompt the chat would send
+        started.append(text)
+
+    monkeypatch.setattr(app, "start_turn", start_turn)
+    await steer(app, "look again")
+    assert (started == ["look again"]) is prompted
+    assert notice in _said(out)
     await lines.aclose()
