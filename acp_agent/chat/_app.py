@@ -71,6 +71,8 @@ class ChatApp:
         self.can_fork = False
         self.turns = 0
         """Prompts sent and not answered yet (the running turn and those queued behind it)."""
+        self.agent_turn = False
+        """A turn no prompt answer ends runs (a steering message's; ``turn_marker``)."""
         self.cancelling = False
         self.question: Question | None = None
         """A permission question waiting for the next line."""
@@ -101,6 +103,11 @@ class ChatApp:
         """A ``session/request_permission`` from the agent: answered by the user's next line (``_typing``)."""
         return await ask_permission(self, params)
 
+    @property
+    def busy(self) -> bool:
+        """A turn runs: a prompt's (or one is queued), or one the agent started."""
+        return bool(self.turns) or self.agent_turn
+
     def poke(self) -> None:
         """Turns or the question changed (``_typing.read_lines`` may be waiting for it)."""
         self.changed.set()
@@ -115,14 +122,14 @@ class ChatApp:
 
     def _ctrl_c_key(self) -> bool:
         """Ctrl-C typed at the edited line: it cancels a running turn (True), else the line has it."""
-        if self.turns and not self.cancelling and self._turn_tasks is not None:
+        if self.busy and not self.cancelling and self._turn_tasks is not None:
             self._turn_tasks.start_soon(self.interrupt)
             return True
         return False
 
     async def interrupt(self) -> None:
         """First Ctrl-C in a turn cancels it; a second one (or one when idle) leaves."""
-        if self.turns and not self.cancelling and self.conn is not None and self.session_id:
+        if self.busy and not self.cancelling and self.conn is not None and self.session_id:
             self.cancelling = True
             self.renderer.notice("^C cancelling… (Ctrl-C again to quit)")
             if self.question is not None:
@@ -188,6 +195,7 @@ class ChatApp:
 
     def _opened(self, result: Any) -> None:
         self.renderer.tools.clear()
+        self.agent_turn = False  # (another session's: its markers are not shown)
         answer = as_obj(result)
         modes = as_obj(answer.get("modes"))
         self.modes = [
@@ -253,20 +261,45 @@ class ChatApp:
             return
         finally:
             self.turns -= 1
-            self.cancelling = False  # a cancel covers the turn it was typed in, not the queued ones
-            if not self.turns and self.question is None:
-                self.reader.retitle(IDLE_PROMPT)
+            self._turn_over()
+        self._ended(as_obj(result).get("stopReason"))
+        usage = self.renderer.usage_line(as_obj(as_obj(result).get("usage")))
+        if usage:
+            self.renderer.notice(usage)
+
+    def turn_marker(self, turn: dict[str, Any]) -> None:
+        """A ``session_info_update``'s ``_meta.turn`` (``acp_agent.session._turn_state``): a turn no prompt
+        answer ends (a steering message's, one the turn before left) starts (``running``: before the
+        answer of the turn it follows), or ends (``idle``, with its ``stopReason``)."""
+        state = turn.get("state")
+        if state == "running" and not self.agent_turn:
+            self.agent_turn = True
+            if self.question is None:
+                self.reader.retitle(BUSY_PROMPT)
             self.poke()
+        elif state == "idle" and self.agent_turn:
+            self.agent_turn = False
+            self._turn_over()
+            if turn.get("stopReason") == "error":
+                self.renderer.end_line()
+                self.renderer.error(f"error: {turn.get('message') or 'the turn failed'}")
+            else:
+                self._ended(turn.get("stopReason"))
+
+    def _turn_over(self) -> None:
+        self.cancelling = False  # a cancel covers the turn it was typed in, not the queued ones
+        if not self.busy and self.question is None:
+            self.reader.retitle(IDLE_PROMPT)
+        self.poke()
+
+    def _ended(self, stop: Any) -> None:
+        """What a turn's stop reason tells the user."""
         self.renderer.end_line()
-        stop = as_obj(result).get("stopReason")
         if stop == "cancelled":
             self.renderer.mark_open("cancelled")  # as editors do: the agent sends no status over it
             self.renderer.notice("(cancelled)")
         elif stop not in (None, "end_turn"):
             self.renderer.notice(f"({str(stop).replace('_', ' ')})")
-        usage = self.renderer.usage_line(as_obj(as_obj(result).get("usage")))
-        if usage:
-            self.renderer.notice(usage)
 
     async def command(self, text: str) -> bool:
         """A local slash command; False means quit. Unknown ones go to the agent (see ``repl``)."""

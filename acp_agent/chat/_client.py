@@ -12,6 +12,7 @@ import anyio.to_thread
 
 from ..protocol.connection import RequestContext
 from ..protocol.errors import INTERNAL_ERROR, RpcError
+from .render import as_obj
 
 if TYPE_CHECKING:
     from .render import Renderer
@@ -33,6 +34,10 @@ class ChatFront(Protocol):
 
     async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
         """The user's answer to a ``session/request_permission``."""
+        ...
+
+    def turn_marker(self, turn: dict[str, Any]) -> None:
+        """A ``_meta.turn`` marker of the session shown: a turn no prompt answer ends starts or ends."""
         ...
 
 
@@ -61,7 +66,11 @@ class ChatClient:
         p: dict[str, Any] = params  # pyright: ignore[reportUnknownVariableType]
         update = p.get("update")
         if p.get("sessionId") == self._app.session_id and isinstance(update, dict):
-            self._app.renderer.update(update)  # pyright: ignore[reportUnknownArgumentType]
+            u: dict[str, Any] = update  # pyright: ignore[reportUnknownVariableType]
+            self._app.renderer.update(u)
+            turn = as_obj(as_obj(u.get("_meta")).get("turn"))
+            if u.get("sessionUpdate") == "session_info_update" and turn:
+                self._app.turn_marker(turn)
 
 
 def _absolute(params: dict[str, Any]) -> Path:

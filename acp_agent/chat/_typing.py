@@ -61,6 +61,10 @@ class ChatState(Protocol):
     session_id: str | None
     turns: int
     cancelling: bool
+
+    @property
+    def busy(self) -> bool: ...
+
     question: Question | None
     one_question: anyio.Lock
     input_ended: bool
@@ -83,11 +87,11 @@ async def read_lines(app: ChatState) -> bool:
     """Read and act on lines until the user leaves: True at the end of input (the turns still end),
     False to leave at once (``/quit``)."""
     while True:
-        while not app.reader.edits and app.turns and app.question is None:
+        while not app.reader.edits and app.busy and app.question is None:
             app.changed = anyio.Event()  # no editing: a line only at the prompt, or for a question
             await app.changed.wait()
         question = app.question
-        prompt = question.prompt if question else BUSY_PROMPT if app.turns else IDLE_PROMPT
+        prompt = question.prompt if question else BUSY_PROMPT if app.busy else IDLE_PROMPT
         line = await app.read_line(prompt, remember=question is None)
         if app.question is not None:  # asked before the line was typed, or while it was
             app.question.resolve(line)
@@ -99,7 +103,7 @@ async def read_lines(app: ChatState) -> bool:
         text = line.strip()
         if not text:
             continue
-        if app.turns:
+        if app.busy:
             if not _while_busy(app, text):
                 return False
         elif _steered(text) is not None:  # nothing runs to steer into: it is a prompt
@@ -154,11 +158,14 @@ async def steer(app: ChatState, text: str) -> None:
     except RpcError as exc:
         app.renderer.error(f"error: {exc.message}")
         return
-    if answer.get("outcome") == "injected":
-        app.renderer.notice("(sent: the agent reads it after its current step)")
-    else:  # promptRequired: no turn was running any more
-        app.renderer.notice("(the turn had ended: sent as a prompt)")
-        app.start_turn(text)
+    match answer.get("outcome"):
+        case "injected":
+            app.renderer.notice("(sent: the agent reads it after its current step)")
+        case "startedNewTurn":  # an agent that ignored promptRequired: its markers show the turn
+            app.renderer.notice("(the turn had ended: the agent started one for it)")
+        case _:  # promptRequired: no turn was running any more
+            app.renderer.notice("(the turn had ended: sent as a prompt)")
+            app.start_turn(text)
 
 
 async def ask_permission(app: ChatState, params: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +200,7 @@ async def ask_permission(app: ChatState, params: dict[str, Any]) -> dict[str, An
                 app.renderer.notice(f"type a number from 1 to {len(options)}")
         finally:
             app.question = None
-            app.reader.retitle(BUSY_PROMPT if app.turns else IDLE_PROMPT)
+            app.reader.retitle(BUSY_PROMPT if app.busy else IDLE_PROMPT)
     return _CANCELLED
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ..protocol.errors import INTERNAL_ERROR, RpcError, error_from_exception
 from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, SessionNotification, TextContent, dump
 from . import _harness
 from ._children import SubagentSide
@@ -41,6 +41,7 @@ from ._replay import ShownLog, replay_session
 from ._store import SessionMeta, SessionStore
 from ._threads import SubagentThreads
 from ._titles import title_after_exchange
+from ._turn_state import turn_state
 from ._updates import EventMapper, complete_update
 
 if TYPE_CHECKING:
@@ -122,8 +123,7 @@ class Session(SubagentSide):
     # --- sending --------------------------------------------------------------------------------
 
     async def send_update(self, update: SessionUpdate) -> None:
-        """Send one ``session/update``, never before the session's opening response (Zed drops updates
-        for a session it has not registered yet)."""
+        """One ``session/update``, never before the opening response (Zed drops a session's it does not know)."""
         if not self.opened.is_set():
             await self.opened.wait()
         if self._threads is not None:
@@ -170,7 +170,10 @@ class Session(SubagentSide):
         cancelled = fresh and self._cancel_sequence > ctx.sequence
         ctx.on_cancel_request(self.cancel)
         try:
-            return await self._turn(message, cancelled, held=self.env.spawn is not None)
+            stop = await self._turn(message, cancelled, held=self.env.spawn is not None)
+            if self._steering.held is not None:  # a follow-up's running marker precedes this answer
+                await self.send_update(turn_state("running"))
+            return stop
         finally:
             ctx.on_cancel_request(None)
 
@@ -205,7 +208,7 @@ class Session(SubagentSide):
 
     def start_held(self) -> None:  # (closed: the follow-up is dropped, logged)
         follow, self._steering.held = self._steering.held, None
-        if follow is not None and (self._closed or not self._in_background(follow)):
+        if follow is not None and (self._closed or not self._in_background(follow, announced=True)):
             if self._closed:
                 log.warning("session %s: a steering message not delivered: the session closed", self.id)
             self._turns.turn_ended()
@@ -224,18 +227,23 @@ class Session(SubagentSide):
         await self._turns.enter()
         self._in_background(message)
 
-    def _in_background(self, message: Message) -> bool:
+    def _in_background(self, message: Message, announced: bool = False) -> bool:
         """The turn of ``message`` in the background, the session its from now (False: no task group)."""
         if (spawn := self.env.spawn) is None:
             return False
         self._cancel_requested = False  # the turn before's: one sent from now on is this one's
 
         async def background() -> None:
-            try:  # (cancelled: by a cancel sent since it was handed the session)
+            try:  # (cancelled: by a cancel sent since it was handed the session; no marker then)
+                if not announced:  # (``prompt`` sent a follow-up's) no answer ends it: markers do
+                    await self.send_update(turn_state("running"))
                 stop = await self._turn(message, self._cancel_requested)
                 log.info("session %s: the started turn ended (%s)", self.id, stop)
-            except RpcError as exc:
-                log.warning("session %s: the started turn failed: %s", self.id, exc.message)
+                await self.send_update(turn_state("idle", stop))
+            except Exception as exc:  # a prompt's failure is its answer's error; this turn's, its marker's
+                error = error_from_exception(exc)  # (not the process's end: a set-up's error, say)
+                log.warning("session %s: the started turn failed: %s", self.id, error.message)
+                await self.send_update(turn_state("idle", "error", error.message))
             finally:
                 with anyio.CancelScope(shield=True):
                     await self.sync_writes()
@@ -303,12 +311,8 @@ class Session(SubagentSide):
                 self._shown.turn_ended(len(run.messages()), *outcome)
             if outcome is not None and outcome[0] == "failed" and misuse is None:  # (misuse: logged)
                 # The log's filter redacts the process's secrets; the providers scrub their key too.
-                log.warning(
-                    "session %s: turn failed (%s): %s",
-                    self.id,
-                    kind_of(run.ended(), "model_error"),
-                    outcome[1],
-                )
+                kind = kind_of(run.ended(), "model_error")
+                log.warning("session %s: turn failed (%s): %s", self.id, kind, outcome[1])
             with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
                 await self._persist(run, final=True)
         stop = stop_reason(run.ended(), misuse)
@@ -328,8 +332,7 @@ class Session(SubagentSide):
         return True
 
     async def _stream(self, run: Run, message: Message, mapper: EventMapper) -> BaseException | None:
-        """The turn's events as updates, each step persisted as it completes; the programming error that
-        failed it, if one did."""
+        """The turn's events as updates, each step persisted as it completes; the misuse that failed it."""
         shown = self._shown
         unsaved = shown.text
         opened: anyio.Event | None = self.opened  # None once set: an Event stays set, not asked again
@@ -365,9 +368,7 @@ class Session(SubagentSide):
                         if isinstance(event, _harness.StepEnded):
                             self._shown.step_done()
                         await self._persist(run, final=False, behind=isinstance(event, _harness.StepStarted))
-        except (
-            _harness.HarnessUsageError
-        ) as exc:  # re-raised by the run after TurnEnded: a bug, reported as such
+        except _harness.HarnessUsageError as exc:  # re-raised by the run after TurnEnded: a bug
             log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
             misuse = exc
         return misuse
@@ -412,9 +413,8 @@ class Session(SubagentSide):
 
     async def _persist(self, run: Run, *, final: bool, behind: bool = False) -> None:
         """Write what the turn added; the ``final`` writes, which the prompt's answer waits for, are
-        flushed and left to ``sync_writes`` to fsync (see the module docstring). ``behind``: written while
-        the turn goes on (a step's start: the prompt goes to disk as the model request goes out), joined
-        before the next write."""
+        flushed and left to ``sync_writes`` to fsync. ``behind``: written while the turn goes on (a step's
+        start: the prompt goes to disk as the model request goes out), joined before the next write."""
         await self._behind.join()
         messages = run.messages()
         new = messages[self._persisted :]

@@ -135,6 +135,59 @@ def test_a_line_typed_during_a_turn_is_queued_and_a_steer_lands_in_the_running_t
     ]
 
 
+BUSY = "…"
+"""The chat's prompt while a turn runs."""
+
+
+@pytest.mark.process
+def test_a_steer_the_turn_ends_without_reading_runs_next_shown_as_running_and_ctrl_c_cancels_it(
+    tmp_path: Path,
+) -> None:
+    """Steered, then cancelled before its step ends: the turn ends without reading the steer, which is
+    the agent's next turn, no prompt's. The chat shows it running (the busy prompt) until it ends, so
+    Ctrl-C cancels it rather than leaving the chat, and is idle again after."""
+    env = chat_env(
+        tmp_path,
+        [
+            {"text": "Working through the first request slowly.", "chunks": 20, "delay_ms": 300},
+            {"text": "Handling the steer at length, slowly and with care", "chunks": 40, "delay_ms": 300},
+            {"text": "Fresh answer."},
+        ],
+    )
+    child = spawn_chat(tmp_path, env)
+    shown = screen(child)
+    try:
+        child.expect(PROMPT)
+        child.sendline("first")
+        shown.expect("Work")  # streaming
+        child.send("/steer mind the tests too\r")
+        child.expect_exact("(sent")
+        child.sendintr()  # the turn ends before its step does: the steer was not read
+        child.expect_exact("(cancelled)")
+        shown.expect("Handl")  # the steer's own turn streams
+        assert shown.lines()[-1].strip() == BUSY, shown.lines()  # running, not the idle prompt
+        child.sendintr()
+        child.expect_exact("cancelling")
+        child.expect_exact("(cancelled)")
+        child.expect(PROMPT)  # idle again
+        child.sendline("and now")
+        child.expect_exact("Fresh answer.")
+        child.expect(PROMPT)
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert "bye" not in child.logfile_read.getvalue()  # the second Ctrl-C did not leave the chat
+    (transcript,) = (tmp_path / "home" / "sessions").glob("*/messages.jsonl")
+    users = [json.loads(line) for line in transcript.read_text().splitlines()]
+    users = [m for m in users if m["role"] == "user"]
+    said = [
+        "".join(p.get("text", "") for p in m["content"]).rpartition("</context>")[2].strip() for m in users
+    ]
+    assert said == ["first", "mind the tests too", "and now"]  # the steer, its own turn
+
+
 @pytest.mark.process
 def test_ctrl_c_during_a_reply_cancels_it_and_its_text_shows_once(tmp_path: Path) -> None:
     env = chat_env(

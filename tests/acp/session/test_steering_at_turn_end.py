@@ -33,6 +33,41 @@ def _user_texts(model: FakeModel, index: int) -> list[str]:
     return [m.text for m in model.prompts[index].messages if m.role.value == "user" and m.text]
 
 
+_RUNNING, _IDLE = "<running>", "<idle end_turn>"
+
+
+def _shown(client: AcpClient, sid: str) -> list[str]:
+    """The agent's texts and turn markers (``_meta.turn`` of ``session_info_update``), in order."""
+    shown: list[str] = []
+    for u in client.updates(sid):
+        if u["sessionUpdate"] == "agent_message_chunk":
+            shown.append(u["content"]["text"])
+        elif u["sessionUpdate"] == "session_info_update" and "turn" in (u.get("_meta") or {}):
+            turn = u["_meta"]["turn"]
+            assert set(u) == {"sessionUpdate", "_meta"}  # nothing else changes: no title, no time
+            shown.append(" ".join(["<" + turn["state"], *filter(None, [turn.get("stopReason")])]) + ">")
+    return shown
+
+
+def _marker_index(client: AcpClient, state: str) -> int:
+    """Where the first ``_meta.turn`` marker of ``state`` is among the messages the client read."""
+    for i, m in enumerate(client.messages):
+        if m.get("method") == "session/update":
+            meta: dict[str, Any] = m["params"]["update"].get("_meta") or {}
+            if "turn" in meta and meta["turn"]["state"] == state:
+                return i
+    raise AssertionError(f"no {state} marker")
+
+
+def _first_text(client: AcpClient, text: str) -> int:
+    return next(
+        i
+        for i, m in enumerate(client.messages)
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("content", {}).get("text") == text
+    )
+
+
 def _said(client: AcpClient, sid: str, text: str) -> bool:
     return any(
         u["sessionUpdate"] == "agent_message_chunk" and u["content"]["text"] == text
@@ -75,6 +110,10 @@ async def test_steering_that_arrives_as_the_turn_ends_is_the_next_turn_before_a_
             assert (await client.response(first))["result"] == {"stopReason": "end_turn"}
             assert (await client.response(second))["result"] == {"stopReason": "end_turn"}
             assert model.calls == 3
+            # The follow-up, which no answer ends, is bracketed by markers, the first one before the
+            # answer of the turn it follows (the session is never idle in between); the queued prompt after.
+            assert _shown(client, sid) == ["one", _RUNNING, "steered", _IDLE, "two"]
+            assert _marker_index(client, "running") < client.index_of(first) < _first_text(client, "steered")
             assert _user_texts(model, 1)[-1] == "also this"  # its own turn, right after the first
             assert _user_texts(model, 2)[-2:] == ["also this", "second"]
             assert _said(client, sid, "steered")
@@ -188,3 +227,64 @@ async def test_closing_the_session_drops_the_steering_it_did_not_land_and_says_s
             assert (await client.response(first))["result"] == {"stopReason": "end_turn"}
     assert model.calls == 1
     assert "1 steering message(s) not delivered: the session closed" in caplog.text
+
+
+async def test_cancelling_the_follow_up_turn_ends_it_with_an_idle_marker_that_says_cancelled(
+    tmp_path: Path,
+) -> None:
+    """The follow-up a cancelled turn left runs next; a second cancel ends it: its idle marker carries
+    ``cancelled``, which is how a client knows that turn is over."""
+    gate = Gate()
+    model = FakeModel([Reply(tool_calls=[("wait", {})]), Reply(tool_calls=[("wait", {})])])
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, model, factory=gate.factory()) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            first = await client.send_request("session/prompt", client.prompt_params(sid, "first"))
+            await gate.entered.wait()
+            gate.entered = anyio.Event()
+            assert await client.call("_session/steering", _steer(sid, "also this")) == {"outcome": "injected"}
+            await client.notify("session/cancel", {"sessionId": sid})
+            assert (await client.response(first))["result"] == {"stopReason": "cancelled"}
+            assert _marker_index(client, "running") < client.index_of(first)
+            await gate.entered.wait()  # the follow-up is in its tool call
+            await client.notify("session/cancel", {"sessionId": sid})
+            await client.wait_for(lambda _m: "<idle cancelled>" in _shown(client, sid))
+            assert _shown(client, sid) == [_RUNNING, "<idle cancelled>"]
+            assert client.schema_problems() == []
+
+
+async def test_a_turn_started_by_steering_an_idle_session_is_bracketed_by_markers(tmp_path: Path) -> None:
+    model = FakeModel([Reply(text="started")])
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, model) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            assert await client.call("_session/steering", _steer(sid, "go")) == {"outcome": "startedNewTurn"}
+            await client.wait_for(lambda _m: _IDLE in _shown(client, sid))
+            assert _shown(client, sid) == [_RUNNING, "started", _IDLE]
+            # a prompt's turn (its answer ends it) has no markers
+            model.replies.append(Reply(text="next"))
+            assert await client.call("session/prompt", client.prompt_params(sid, "p")) == {
+                "stopReason": "end_turn"
+            }
+            assert _shown(client, sid) == [_RUNNING, "started", _IDLE, "next"]
+            assert client.schema_problems() == []
+
+
+async def test_a_started_turn_that_fails_ends_with_an_idle_marker_naming_the_error(tmp_path: Path) -> None:
+    async def ready() -> None:
+        raise RuntimeError("the set-up broke")
+
+    async def factory(env: SessionEnvironment) -> SessionSetup:
+        return SessionSetup(ready=ready)
+
+    with anyio.fail_after(LIMIT_S):
+        async with running_agent(tmp_path, FakeModel([]), factory=factory) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            assert await client.call("_session/steering", _steer(sid, "go")) == {"outcome": "startedNewTurn"}
+            await client.wait_for(lambda _m: len(_shown(client, sid)) == 2)
+            assert _shown(client, sid) == [_RUNNING, "<idle error>"]
+            marker = [u for u in client.updates(sid) if u["sessionUpdate"] == "session_info_update"][-1]
+            assert marker["_meta"]["turn"]["message"]

@@ -45,6 +45,19 @@ async def test_steering_a_turn_that_is_cancelled_before_it_lands_runs_next(
                 "stopReason": "end_turn"
             }
             assert _chunks(client, sid, "agent_message_chunk")[-2:] == ["steered", "ok"]
+            # The steering's turn, which no answer ends, is bracketed by markers: the first before the
+            # answer of the cancelled turn, the last after its reply.
+            markers = [
+                (i, u["params"]["update"]["_meta"]["turn"])
+                for i, u in enumerate(client.messages)
+                if u.get("method") == "session/update"
+                and "turn" in (u["params"]["update"].get("_meta") or {})
+            ]
+            assert [turn for _i, turn in markers] == [
+                {"state": "running"},
+                {"state": "idle", "stopReason": "end_turn"},
+            ]
+            assert markers[0][0] < client.index_of(first)
             before = len(client.updates(sid))
             await client.call("session/load", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
             replayed = client.updates(sid)[before:]
