@@ -188,3 +188,54 @@ async def test_cancel_while_the_model_streams_through_relays_ends_cancelled_and_
     assert ended(run).reason is EndReason.CANCELLED
     assert model.closed
     assert model.prompts[0].cancel.is_set()
+
+
+class ClassStream:
+    """A model whose stream is an iterator class, not an async generator: one delta, then an error."""
+
+    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
+        return self._Deltas()
+
+    class _Deltas:
+        def __init__(self) -> None:
+            self.sent = False
+
+        def __aiter__(self) -> ClassStream._Deltas:
+            return self
+
+        async def __anext__(self) -> Delta:
+            if not self.sent:
+                self.sent = True
+                return TextChunk("a")
+            raise ValueError("the class stream broke")
+
+
+class Rewraps:
+    """A generator middleware that turns the model's exception into its own."""
+
+    async def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        try:
+            async for d in next(prompt):
+                yield d
+        except ValueError as e:
+            raise RuntimeError("the middleware's own failure") from e
+
+
+@pytest.mark.parametrize("stream", ["generator", "class"])
+async def test_a_plain_exception_after_the_first_delta_through_a_generator_middleware_is_the_models(
+    stream: str,
+) -> None:
+    model = Tracked([TextChunk("a")], error=ValueError("bad")) if stream == "generator" else ClassStream()
+    run = Run(model, Tools(), middleware=[Upper(), SystemSays("s")])
+    await drive(run, Message.user("hi"))
+    assert ended(run).error_kind is ErrorKind.MODEL_ERROR
+
+
+@pytest.mark.parametrize("stream", ["generator", "class"])
+async def test_a_new_exception_a_middleware_raises_for_the_models_is_the_middlewares(stream: str) -> None:
+    model = Tracked([TextChunk("a")], error=ValueError("bad")) if stream == "generator" else ClassStream()
+    run = Run(model, Tools(), middleware=[Rewraps(), SystemSays("s")])
+    await drive(run, Message.user("hi"))
+    e = ended(run)
+    assert e.error_kind is ErrorKind.MIDDLEWARE_ERROR
+    assert isinstance(e.error, RuntimeError)
