@@ -51,9 +51,16 @@ class Relay(AsyncIterator[Delta]):
         return self._next()
 
     async def _first(self) -> Delta:
-        delta = await self.start()
+        self._next = _running
+        try:
+            delta = await self.start()
+        except BaseException:
+            self._next = _ended  # as a generator that raised: finished, never started again
+            self._started = True
+            raise
         inner = self._inner
         if inner is None:
+            self._next = _ended
             raise HarnessUsageError(f"{type(self).__name__}.start returned a delta without hand(inner)")
         # Collapse: a relay inside that has started hands on its own inner stream's __anext__.
         self._next = inner._next if isinstance(inner, Relay) and inner._started else inner.__anext__
@@ -62,6 +69,8 @@ class Relay(AsyncIterator[Delta]):
 
     async def aclose(self) -> None:
         """Close the inner stream; later ``__anext__`` calls end at once (as a closed generator's)."""
+        if self._next is _running:
+            raise RuntimeError(f"{type(self).__name__} is already running (in start)")
         self._next = _ended
         self._started = True
         inner, self._inner = self._inner, None
@@ -86,3 +95,7 @@ class Prelude(Relay):
 
 async def _ended() -> Delta:
     raise StopAsyncIteration
+
+
+async def _running() -> Delta:
+    raise RuntimeError("a relay's start is already running")

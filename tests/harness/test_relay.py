@@ -239,3 +239,48 @@ async def test_a_new_exception_a_middleware_raises_for_the_models_is_the_middlew
     e = ended(run)
     assert e.error_kind is ErrorKind.MIDDLEWARE_ERROR
     assert isinstance(e.error, RuntimeError)
+
+
+async def test_a_relay_whose_start_failed_is_finished_and_does_not_call_the_model_again() -> None:
+    calls: list[int] = []
+
+    async def opening() -> AsyncIterator[Delta]:
+        calls.append(1)
+        raise ModelError("slow down", ErrorKind.RATE_LIMITED)
+
+    relay = Prelude(opening)
+    with pytest.raises(ModelError):
+        await relay.__anext__()
+    with pytest.raises(StopAsyncIteration):  # as a generator that raised
+        await relay.__anext__()
+    assert calls == [1]
+    await relay.aclose()
+
+
+async def test_a_relay_asked_again_while_its_start_runs_refuses_as_a_running_generator_does() -> None:
+    started, release = anyio.Event(), anyio.Event()
+    model = Tracked([TextChunk("a")])
+
+    async def opening() -> AsyncIterator[Delta]:
+        started.set()
+        await release.wait()
+        return model.stream(Prompt(None, (), ()))
+
+    relay = Prelude(opening)
+    got: list[Delta] = []
+
+    async def first() -> None:
+        got.append(await relay.__anext__())
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await started.wait()
+            with pytest.raises(RuntimeError, match="already running"):
+                await relay.__anext__()
+            with pytest.raises(RuntimeError, match="already running"):
+                await relay.aclose()
+            release.set()
+    assert got == [TextChunk("a")]
+    await relay.aclose()
+    assert model.closed
