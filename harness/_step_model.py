@@ -23,6 +23,7 @@ from anyio import CancelScope
 from ._errors import HarnessUsageError, ModelError
 from ._kinds import EndReason, ErrorKind, FinishReason, Role
 from ._messages import Message, Part, Reasoning, Text, ToolCall
+from ._model_call import ModelCall, raised_by_model
 from ._repair import repair_arguments, resolve_name
 from ._state import Fatal, Stop, TurnState
 from ._task_stop import TaskStop
@@ -207,7 +208,7 @@ class ModelRequest:
             self.acc = Accumulator(_new_id())
         self.message: Message | None = None
         self.problems: dict[str, str] = {}
-        self._from_model: list[BaseException] = []
+        self._from_model: list[Any] = []  # the model's exceptions and stream frames (_model_call)
         self._inner: list[AsyncIterator[Delta]] = []  # the model streams the middleware chain opened
 
     async def events(self) -> AsyncGenerator[Event, None]:
@@ -362,23 +363,9 @@ class ModelRequest:
             return model.stream(prompt)
         from_model = self._from_model
 
-        async def stream(p: Prompt) -> AsyncIterator[Delta]:
-            # The prompt that reaches the model decides which tools may run.
-            offered = {spec.name for spec in p.tools}
-            s.offered = {k: v for k, v in by_name.items() if k in offered}
-            deltas = model.stream(p)
-            try:
-                async for d in deltas:
-                    yield d
-            except Exception as e:
-                from_model.append(e)
-                raise
-            finally:
-                await _close_stream(deltas)
-
         def innermost(p: Prompt) -> AsyncIterator[Delta]:
             # Kept, so the step closes it even when a middleware raised without closing what it iterated.
-            opened = stream(p)
+            opened = ModelCall(s, model, p, by_name, from_model)
             self._inner.append(opened)
             return opened
 
@@ -392,7 +379,7 @@ class ModelRequest:
         them itself, the middleware's."""
         if isinstance(e, ModelError):
             return Fatal(e.kind, e)
-        came_from_model = not self.state.model_middleware or any(x is e for x in self._from_model)
+        came_from_model = not self.state.model_middleware or raised_by_model(e, self._from_model)
         return Fatal(ErrorKind.MODEL_ERROR if came_from_model else ErrorKind.MIDDLEWARE_ERROR, e)
 
 

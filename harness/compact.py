@@ -31,7 +31,7 @@ from ._messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
 from ._options import Options
 from ._prefix_hashes import PrefixHashes
 from ._usage import Usage
-from .middleware import NextModel
+from .middleware import NextModel, Prelude
 from .model import Delta, Prompt, TextChunk, UsageChunk, close_stream
 
 __all__ = ["Checkpoint", "Compact", "CompactListener", "Compacted"]
@@ -148,19 +148,18 @@ class Compact:
 
     # -- public -----------------------------------------------------------------------------------
 
-    async def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        requested, self._requested = self._requested, False
-        try:
-            sent = await self._prepare(prompt, next, force=requested)
-        except BaseException:
-            self._requested = self._requested or requested  # not done: the next call tries again
-            raise
-        inner = next(sent)
-        try:
-            async for delta in inner:
-                yield delta
-        finally:
-            await close_stream(inner)
+    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        async def opening() -> AsyncIterator[Delta]:
+            requested, self._requested = self._requested, False
+            try:
+                sent = await self._prepare(prompt, next, force=requested)
+            except BaseException:
+                self._requested = self._requested or requested  # not done: the next call tries again
+                raise
+            return next(sent)
+
+        # Compacted (when due) before the first delta; the deltas then handed on with no frame each.
+        return Prelude(opening)
 
     def compact_now(self) -> None:
         """Compact at the next model call whatever the prompt's size (``/compact``)."""

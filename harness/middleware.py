@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from ._call import Call
 from ._messages import Message, ToolCall
+from ._relay import Prelude, Relay
 from ._tools import Result
 from .model import Delta, Prompt
 
@@ -21,6 +22,8 @@ __all__ = [
     "ModelMiddleware",
     "NextModel",
     "NextTool",
+    "Prelude",
+    "Relay",
     "ToolMiddleware",
     "TurnEnding",
 ]
@@ -33,7 +36,10 @@ NextTool = Callable[[ToolCall, Call], Awaitable[Result]]
 class ModelMiddleware(Protocol):
     """Wraps every model call. Rewrite the prompt (keep ``prompt.cancel``), observe or retry the deltas.
 
-    Retry only before the first delta went on: the run folds each delta as it is yielded.
+    Retry only before the first delta went on: the run folds each delta as it is yielded. ``stream`` may
+    return any async iterator: ``next(prompt)`` itself, an async generator, or a ``Relay``/``Prelude`` (work before the
+    first delta, then the inner stream handed on with no frame per delta: the cheap form for middleware that
+    do not look at later deltas).
     """
 
     def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]: ...

@@ -19,7 +19,7 @@ from dataclasses import replace
 from ._errors import ModelError
 from ._kinds import ErrorKind
 from .compact import Compact
-from .middleware import NextModel
+from .middleware import NextModel, Relay
 from .model import Delta, Prompt, close_stream
 
 __all__ = ["STILL_TOO_LONG", "CompactOnOverflow", "window_in_error"]
@@ -61,36 +61,40 @@ class CompactOnOverflow:
         self._compact = compact
 
     def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        return self._stream(prompt, next)
+        return _Overflowing(self._compact, prompt, next)
 
-    async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        began = False
-        first: ModelError | None = None
-        inner = next(prompt)
+
+class _Overflowing(Relay):
+    """One model call of ``CompactOnOverflow``: retried once before its first delta; then handed on."""
+
+    __slots__ = ("_compact", "_next_model", "_prompt")
+
+    def __init__(self, compact: Compact, prompt: Prompt, next: NextModel) -> None:
+        super().__init__()
+        self._compact = compact
+        self._prompt = prompt
+        self._next_model = next
+
+    async def start(self) -> Delta:
+        prompt = self._prompt
+        inner = await self.hand(self._next_model(prompt))
         try:
-            async for delta in inner:
-                began = True
-                yield delta
+            return await anext(inner)
         except ModelError as e:
-            if began or not _overflow(e):
+            if not _overflow(e):
                 raise
             first = e
-        finally:
-            await close_stream(inner)
-        if first is None:
-            return
         window = prompt.options.context_window or window_in_error(first.message)
         if window is None:
             window = max(1024, int(self._compact.estimate(prompt) * 0.75))
         log.warning("the prompt did not fit the model's window (%s); compacting once and retrying", first)
+        await close_stream(inner)
         self._compact.compact_now()
         again = prompt.replace(options=replace(prompt.options, context_window=window))
-        began = False
+        inner = await self.hand(self._next_model(again))
         try:
-            async for delta in next(again):
-                began = True
-                yield delta
+            return await anext(inner)
         except ModelError as e:
-            if began or not _overflow(e):
+            if not _overflow(e):
                 raise
             raise ModelError(STILL_TOO_LONG.format(error=e.message.rstrip(".")), e.kind) from e

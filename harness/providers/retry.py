@@ -10,7 +10,7 @@ import anyio
 
 from .._errors import HarnessUsageError, ModelError
 from .._kinds import ErrorKind
-from ..middleware import NextModel
+from ..middleware import NextModel, Relay
 from ..model import Delta, Prompt, close_stream
 
 __all__ = ["RetryModel"]
@@ -47,37 +47,59 @@ class RetryModel:
         backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
         return backoff * (0.5 + random.random() / 2)
 
-    async def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        return _Retrying(self, prompt, next, self._sleep)
+
+
+class _Retrying(Relay):
+    """One model call of ``RetryModel``: retried until its first delta, then the deltas handed on."""
+
+    __slots__ = ("_next_model", "_prompt", "_retry", "_sleep")
+
+    def __init__(
+        self,
+        retry: RetryModel,
+        prompt: Prompt,
+        next: NextModel,
+        sleep: Callable[[float], Awaitable[None]],
+    ) -> None:
+        super().__init__()
+        self._retry = retry
+        self._prompt = prompt
+        self._next_model = next
+        self._sleep = sleep
+
+    async def start(self) -> Delta:
+        retry, prompt = self._retry, self._prompt
         attempt = 1
         while True:
-            yielded = False
+            deltas: AsyncIterator[Delta] | None = None
             try:
-                deltas: AsyncIterator[Delta] = next(prompt)
-                try:
-                    async for delta in deltas:
-                        yielded = True
-                        yield delta
-                finally:
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                        await close_stream(deltas)
-                return
+                deltas = await self.hand(self._next_model(prompt))
+                return await anext(deltas)
             except ModelError as exc:
-                if (
-                    yielded
-                    or attempt >= self.max_tries
-                    or exc.kind not in self.kinds
-                    or prompt.cancel.is_set()
-                ):
+                if attempt >= retry.max_tries or exc.kind not in retry.kinds or prompt.cancel.is_set():
                     raise
-                wait = self.delay(attempt, exc)
+                wait = retry.delay(attempt, exc)
                 if wait is None:
                     raise
                 log.info(
                     "model call %s (try %d of %d); retrying in %.2f s",
                     exc.kind.value,
                     attempt,
-                    self.max_tries,
+                    retry.max_tries,
                     wait,
                 )
+                if deltas is not None:
+                    await _close(deltas)
                 await self._sleep(wait)
                 attempt += 1
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await super().aclose()
+
+
+async def _close(deltas: AsyncIterator[Delta]) -> None:
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        await close_stream(deltas)

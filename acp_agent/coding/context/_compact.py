@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from harness import Options, Prompt
 from harness.compact import SUMMARY_SYSTEM, Checkpoint, Compact, Compacted
+from harness.middleware import Relay
 
 from ...protocol.models import (
     AgentMessageChunk,
@@ -226,19 +227,29 @@ class _Watched:
     def __init__(self, compaction: Compaction) -> None:
         self._compaction = compaction
 
-    async def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+    def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
+        return _WatchedCall(self._compaction, prompt, next)
+
+
+class _WatchedCall(Relay):
+    """One model call through the compaction: watched until its first delta (a compaction happens before
+    it), then the deltas handed on with no frame each."""
+
+    __slots__ = ("_compaction", "_next_model", "_prompt")
+
+    def __init__(self, compaction: Compaction, prompt: Prompt, next: NextModel) -> None:
+        super().__init__()
+        self._compaction = compaction
+        self._prompt = prompt
+        self._next_model = next
+
+    async def start(self) -> Delta:
         compaction = self._compaction
-        stream = compaction.compact.stream(prompt, compaction.watch(next))
-        try:
-            # A compaction happens before the first delta: until then it is watched.
-            first = await compaction.watched(lambda: anext(stream, None))
-            if first is None:
-                return
-            yield first
-            async for delta in stream:
-                yield delta
-        finally:
-            await _close(stream)
+        stream = await self.hand(compaction.compact.stream(self._prompt, compaction.watch(self._next_model)))
+        first = await compaction.watched(lambda: anext(stream, None))
+        if first is None:
+            raise StopAsyncIteration
+        return first
 
 
 async def _close(stream: AsyncIterator[Delta]) -> None:

@@ -24,6 +24,7 @@ import anyio
 import anyio.to_thread
 
 from harness import Message, Role, Text
+from harness.middleware import Prelude
 
 from ...protocol.models import ContentToolCallContent, TextContent, ToolCallStart
 from ...session.plugin import with_client_prompt
@@ -348,11 +349,11 @@ class SystemPrompt:
         self._context = context
 
     def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        return self._stream(prompt, next)
-
-    async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         context = self._context
-        if not context.refreshed:  # a model call before any prompt (a resumed compaction, say)
-            await context.refresh()
-        async for delta in next(prompt.replace(system=context.system)):
-            yield delta
+
+        async def opening() -> AsyncIterator[Delta]:
+            if not context.refreshed:  # a model call before any prompt (a resumed compaction, say)
+                await context.refresh()
+            return next(prompt.replace(system=context.system))
+
+        return Prelude(opening)  # the deltas handed on with no frame each

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from harness import HarnessUsageError
 from harness.compact import SUMMARY_SYSTEM
+from harness.middleware import Prelude
 
 if TYPE_CHECKING:
     from harness import Model
@@ -67,13 +68,13 @@ class SideSummary:
     def stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
         if prompt.system != SUMMARY_SYSTEM:
             return next(prompt)
-        return self._stream(prompt, next)
+        small_model = self._small
 
-    async def _stream(self, prompt: Prompt, next: NextModel) -> AsyncIterator[Delta]:
-        small = await self._small()
-        inner = small.stream(prompt) if small is not None else next(prompt)
-        async for delta in inner:
-            yield delta
+        async def opening() -> AsyncIterator[Delta]:
+            small = await small_model()
+            return small.stream(prompt) if small is not None else next(prompt)
+
+        return Prelude(opening)  # the deltas handed on with no frame each
 
 
 class ExploreModel:
