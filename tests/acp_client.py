@@ -190,9 +190,10 @@ class AcpClient:
     async def notify(self, method: str, params: Any = None) -> None:
         await self.write({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def call(self, method: str, params: Any = None) -> Any:
-        """Request and return the result; an error response raises AssertionError."""
-        answer = await self.response(await self.send_request(method, params))
+    async def call(self, method: str, params: Any = None, *, wait: float = WAIT) -> Any:
+        """Request and return the result; an error response raises AssertionError. ``wait`` bounds the wait
+        for the answer (longer for a request that waits on a process the agent spawns, an MCP server)."""
+        answer = await self.response(await self.send_request(method, params), wait=wait)
         assert "result" in answer, answer
         return answer["result"]
 
@@ -225,9 +226,9 @@ class AcpClient:
 
     # --- reading by content ----------------------------------------------------------------------
 
-    async def wait_for(self, predicate: Callable[[Any], bool]) -> Any:
-        """The first message (from the start) that ``predicate`` accepts; waits for it."""
-        with anyio.fail_after(WAIT):
+    async def wait_for(self, predicate: Callable[[Any], bool], *, wait: float = WAIT) -> Any:
+        """The first message (from the start) that ``predicate`` accepts; waits for it (``wait`` s at most)."""
+        with anyio.fail_after(wait):
             seen = 0
             while True:
                 for message in self.messages[seen:]:
@@ -238,8 +239,8 @@ class AcpClient:
                     raise AssertionError("the agent closed its output")
                 await self._changed.wait()
 
-    async def response(self, request_id: Any) -> dict[str, Any]:
-        return await self.wait_for(lambda m: _is_response(m, request_id))
+    async def response(self, request_id: Any, *, wait: float = WAIT) -> dict[str, Any]:
+        return await self.wait_for(lambda m: _is_response(m, request_id), wait=wait)
 
     def index_of(self, request_id: Any) -> int:
         return next(i for i, m in enumerate(self.messages) if _is_response(m, request_id))

@@ -8,10 +8,13 @@ Tests may skip (with the reason) where ``../shared`` or the npm test peers are a
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from tests._ports import RefusedPort
 
 pytest_plugins = ("tests._process_marker", "pytester")
 """A test that spawns a process must be marked ``process`` (the plugin fails it otherwise; ``pytester`` tests it)."""
@@ -23,6 +26,14 @@ ACP_UNSTABLE_SCHEMA = SHARED / "acp-spec" / "next" / "v1" / "schema.unstable.jso
 """The ACP v1 schemas the suite checks messages against (TypeScript SDK 2.4.0, November 2026)."""
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 """``CI=true``: a missing test peer or reference file fails the test instead of skipping it."""
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A local port that refuses connections for the whole test (held bound, so that no other worker's
+    server can take it meanwhile: see ``tests._ports``)."""
+    with RefusedPort() as held:
+        yield held.port
 
 
 @pytest.fixture

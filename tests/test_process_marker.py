@@ -80,3 +80,25 @@ def test_the_survey_lists_spawning_tests_without_failing_them(pytester: pytest.P
         "test_swallows_a_failed_spawn": "1",
         "test_uses_a_spawning_fixture": "1",
     }
+
+
+def test_under_xdist_each_worker_fails_unmarked_spawns_and_the_survey_gets_every_workers_rows(
+    pytester: pytest.Pytester,
+) -> None:
+    """``pytest -n 2`` (CI's command): the watch runs in every worker, and the workers' survey rows (one
+    appended line each, so they cannot interleave) all reach the one file."""
+    result = _run(pytester, "-n", "2", "-rfE")
+    result.assert_outcomes(passed=2, failed=2, errors=1)
+    result.stdout.fnmatch_lines(["*this test spawns a process (in its call) but is not marked `process`*"])
+    report = pytester.path / "survey.tsv"
+    result = _run(pytester, "-n", "2", f"--process-survey={report}")
+    result.assert_outcomes(passed=5)
+    rows = [line.split("\t") for line in report.read_text().splitlines()]
+    assert all(len(row) == 4 for row in rows), rows
+    assert sorted(row[0].split("::")[1] for row in rows if row[3] == "call") == [
+        "test_marked_spawns",
+        "test_quiet",
+        "test_spawns",
+        "test_swallows_a_failed_spawn",
+        "test_uses_a_spawning_fixture",
+    ]

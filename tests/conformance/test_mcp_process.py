@@ -20,8 +20,9 @@ import anyio.abc
 import pytest
 from anyio.streams.text import TextReceiveStream
 
+from tests._ports import child_port
 from tests.conftest import REPO
-from tests.mcp.conftest import FAULT_SERVER, PYTHON, free_port, require_everything, require_time_server
+from tests.mcp.conftest import FAULT_SERVER, PYTHON, require_everything, require_time_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
@@ -233,7 +234,7 @@ def completed_results(updates: Sequence[dict[str, Any]]) -> dict[str, list[str]]
 
 @asynccontextmanager
 async def everything_over_http(everything: Path) -> AsyncGenerator[str]:
-    port = free_port()
+    port = child_port()
     proc = await anyio.open_process(
         ["node", str(everything), "streamableHttp"], env={**os.environ, "PORT": str(port)}
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import shutil
-import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -49,12 +48,6 @@ def require_time_server() -> None:
         importlib.import_module("mcp_server_time")  # untyped, and absent where it is not installed
     except ImportError:
         missing("mcp-server-time is not installed (pip install mcp-server-time)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:

@@ -20,7 +20,8 @@ from harness.mcp import (
     ServerStatus,
 )
 from harness.testing import call_tool
-from tests.mcp.conftest import FAULT_SERVER, MCP_SDK_SSE_LEAK, PYTHON, free_port, wait_until
+from tests._ports import child_port
+from tests.mcp.conftest import FAULT_SERVER, MCP_SDK_SSE_LEAK, PYTHON, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
@@ -303,7 +304,7 @@ async def test_a_slow_server_does_not_block_the_manager_and_its_tools_appear_onc
 
 @MCP_SDK_SSE_LEAK
 async def test_a_lost_http_session_is_an_error_result_and_the_server_reconnects(tmp_path: Path) -> None:
-    port = free_port()
+    port = child_port()
     url = f"http://127.0.0.1:{port}/mcp"
 
     async def start_http() -> Any:

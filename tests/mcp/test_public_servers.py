@@ -10,7 +10,8 @@ import pytest
 
 from harness.mcp import McpManager, McpServer, ServerStatus
 from harness.testing import call_tool
-from tests.mcp.conftest import MCP_SDK_SSE_LEAK, PYTHON, free_port, require_everything, require_time_server
+from tests._ports import child_port
+from tests.mcp.conftest import MCP_SDK_SSE_LEAK, PYTHON, require_everything, require_time_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.process]  # the public servers run as processes
 
@@ -60,7 +61,7 @@ async def test_everything_over_stdio_echoes_reports_progress_and_returns_images(
 @MCP_SDK_SSE_LEAK  # the SDK's Streamable HTTP client, on trio (see its docstring)
 async def test_everything_over_streamable_http_on_loopback() -> None:
     everything = require_everything()
-    port = free_port()
+    port = child_port()
     proc = await anyio.open_process(
         ["node", str(everything), "streamableHttp"], env={**os.environ, "PORT": str(port)}
     )

@@ -408,13 +408,12 @@ def test_plans_and_usage_render() -> None:
 
 
 @pytest.mark.process
-def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(tmp_path: Path) -> None:
-    import socket
+def test_an_unreachable_endpoint_is_one_error_line_and_the_chat_goes_on(
+    tmp_path: Path, refused_port: int
+) -> None:
     import subprocess
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = refused_port
     env = chat_env(tmp_path, [])
     env.update(
         ACP_AGENT_PROVIDER="openai", ACP_AGENT_MODEL="m", ACP_AGENT_BASE_URL=f"http://127.0.0.1:{port}/v1"

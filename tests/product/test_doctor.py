@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -78,12 +77,6 @@ def fake_server() -> Iterator[str]:
         thread.join(5)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def doctor(tmp_path: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACP_AGENT_", "OPENAI_", "ANTHROPIC_"))}
     env.update(ACP_AGENT_HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), **env_extra)
@@ -140,8 +133,8 @@ def test_a_model_the_server_does_not_serve_is_named_with_the_choices(
     assert "one of: tiny" in lines(result)["model endpoint"]
 
 
-def test_an_unreachable_endpoint_fails_with_one_sentence(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"
+def test_an_unreachable_endpoint_fails_with_one_sentence(tmp_path: Path, refused_port: int) -> None:
+    url = f"http://127.0.0.1:{refused_port}/v1"
     result = doctor(tmp_path, "--provider", "openai", "--model", "tiny", "--base-url", url)
     assert result.returncode == 1
     check = lines(result)["model endpoint"]

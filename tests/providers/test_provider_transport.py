@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
@@ -99,10 +98,8 @@ async def test_a_body_ended_by_close_without_final_record_is_a_transport_error(s
     assert isinstance(exc, ModelError) and exc.kind is ErrorKind.TRANSPORT_ERROR
 
 
-async def test_a_refused_connection_says_what_to_check() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nothing listens there
+async def test_a_refused_connection_says_what_to_check(refused_port: int) -> None:
+    port = refused_port
     model = build_model("openai", model="m", base_url=f"http://127.0.0.1:{port}/v1")
     with anyio.fail_after(LIMIT_S):
         _, exc = await drain_until_error(model, prompt())

@@ -14,7 +14,6 @@ Throughout, stdout carries nothing but JSON-RPC (``AgentProcess.violations``).
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import anyio
 import pytest
 
 from acp_conformance.fake_model import Drop, FakeServer, Reply
+from tests._ports import RefusedPort
 from tests.reliability._reliability_support import agent_env, initialized, write_script
 from tests.reliability._tool_agent_support import ToolAgent, is_update, tool_agent
 
@@ -65,20 +65,15 @@ def _good() -> Reply:
 
 
 class _ServerOn(FakeServer):
-    """A ``FakeServer`` on a chosen port (one the agent was pointed at while nothing listened there)."""
+    """A ``FakeServer`` on the port the agent was pointed at while nothing listened there (held all along,
+    so that no other test's server could take it meanwhile)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, held: RefusedPort) -> None:
         super().__init__()
         self._sock.close()
-        self._sock = socket.create_server(("127.0.0.1", port))
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        self._sock = held.listen()
+        self.port = held.port
+        self.url = held.url
 
 
 async def _new_session(agent: ToolAgent, cwd: Path, servers: list[dict[str, Any]] | None = None) -> str:
@@ -215,27 +210,27 @@ async def test_a_provider_fault_fails_the_prompt_with_its_kind_and_the_session_g
 async def test_a_refused_connection_fails_the_prompt_as_a_transport_error_and_the_session_goes_on(
     home: Path, tmp_path: Path
 ) -> None:
-    port = _closed_port()
     revived: list[FakeServer] = []
+    with RefusedPort() as held:
 
-    def recover() -> None:
-        server = _ServerOn(port).start()
-        server.route("POST", CHAT, _good())
-        revived.append(server)
+        def recover() -> None:
+            server = _ServerOn(held).start()
+            server.route("POST", CHAT, _good())
+            revived.append(server)
 
-    try:
-        async with tool_agent(home, agent_env(home), _provider_args(f"http://127.0.0.1:{port}")) as agent:
-            session_id = await _new_session(agent, tmp_path)
-            await _expect_fault_then_recovery(
-                agent,
-                session_id,
-                "transport_error",
-                ("refused the connection", f"127.0.0.1:{port}", "--base-url"),
-                recover,
-            )
-    finally:
-        for server in revived:
-            server.close()
+        try:
+            async with tool_agent(home, agent_env(home), _provider_args(held.url)) as agent:
+                session_id = await _new_session(agent, tmp_path)
+                await _expect_fault_then_recovery(
+                    agent,
+                    session_id,
+                    "transport_error",
+                    ("refused the connection", f"127.0.0.1:{held.port}", "--base-url"),
+                    recover,
+                )
+        finally:
+            for server in revived:
+                server.close()
 
 
 # --- MCP faults ---------------------------------------------------------------------------------

@@ -35,7 +35,12 @@ from tests.reliability._reliability_support import (
     write_script,
 )
 
-pytestmark = [pytest.mark.timeout(36_000 if LONG else 900), pytest.mark.process]
+# One xdist worker takes the whole module (`pytest -n 2 --dist loadgroup`): its tests share one agent.
+pytestmark = [
+    pytest.mark.timeout(36_000 if LONG else 900),
+    pytest.mark.process,
+    pytest.mark.xdist_group("fuzz_stdin"),
+]
 
 TOTAL_EXAMPLES = int(os.environ.get("RELIABILITY_FUZZ_EXAMPLES") or (100_000 if LONG else 2_000))
 # The share of the examples each test gets (sums to TOTAL_EXAMPLES).

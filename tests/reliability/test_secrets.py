@@ -3,7 +3,6 @@ also when the provider fails and the failure is logged and reported."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import anyio
@@ -16,13 +15,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180), pytest.mark.process]
 SECRET = "sk-test-SECRET-1234567890"
 
 
-def _refused_port() -> int:
-    """A local port nothing listens on (bound then released), so connecting is refused."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _files_holding(root: Path, needle: bytes) -> list[str]:
     found: list[str] = []
     for path in root.rglob("*"):
@@ -32,7 +24,7 @@ def _files_holding(root: Path, needle: bytes) -> list[str]:
 
 
 async def test_the_api_key_appears_in_no_file_log_or_stdout_when_the_provider_fails(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, refused_port: int
 ) -> None:
     cwd = tmp_path / "project"
     cwd.mkdir()
@@ -40,7 +32,7 @@ async def test_the_api_key_appears_in_no_file_log_or_stdout_when_the_provider_fa
         home,
         ACP_AGENT_PROVIDER="openai",
         ACP_AGENT_MODEL="gpt-test",
-        ACP_AGENT_BASE_URL=f"http://127.0.0.1:{_refused_port()}/v1",
+        ACP_AGENT_BASE_URL=f"http://127.0.0.1:{refused_port}/v1",
         ACP_AGENT_API_KEY=SECRET,
         ACP_AGENT_LOG_LEVEL="debug",  # the most talkative logs are the likeliest to leak
     )

@@ -42,11 +42,14 @@ def _exchange(a: Path, b: Path) -> bool:
 def flipping(folder: Path, outside: Path) -> Generator[list[int]]:
     """While inside: ``folder`` is a real folder half the time and a symlink to ``outside`` the other half,
     flipped by a thread as fast as it can (atomically where the kernel can exchange two names, so the
-    name never goes missing). Yields a one-item list: the number of flips so far."""
+    name never goes missing). Yields a one-item list: the number of flips so far, once the thread has flipped
+    at least once (a thread started is not yet a thread scheduled: on a busy machine, or beside other test
+    workers, a short loop could otherwise run to its end before the first flip)."""
     link = folder.with_name(folder.name + ".link")
     link.symlink_to(outside, target_is_directory=True)
     parked = folder.with_name(folder.name + ".parked")
     stop = threading.Event()
+    flipped = threading.Event()
     flips = [0]
 
     def run() -> None:
@@ -63,10 +66,13 @@ def flipping(folder: Path, outside: Path) -> Generator[list[int]]:
             except OSError:
                 pass
             flips[0] += 1
+            flipped.set()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
+        if not flipped.wait(timeout=30):
+            raise AssertionError("the flipping thread did not flip once in 30 s")
         yield flips
     finally:
         stop.set()

@@ -26,7 +26,8 @@ from acp_conformance.fake_model.server import Recorded, Reply
 from acp_conformance.validate import MessageValidator, id_key
 from tests.conftest import missing
 
-pytestmark = pytest.mark.process
+# One xdist worker takes the whole module (`pytest -n 2 --dist loadgroup`): one TS client run serves every test.
+pytestmark = [pytest.mark.process, pytest.mark.xdist_group("ts_sdk_client")]
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = Path(__file__).with_name("client.mjs")

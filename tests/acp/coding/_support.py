@@ -20,7 +20,7 @@ from acp_agent.model_setup import ModelSettings
 from acp_agent.session import AcpAgent, serve
 from harness import Model
 from harness.testing import FakeModel, Reply
-from tests.acp_client import AcpClient
+from tests.acp_client import WAIT, AcpClient
 
 __all__ = ["Editor", "calls", "editor_agent", "fake", "last", "tool_updates"]
 
@@ -287,7 +287,9 @@ def text_of(update: dict[str, Any]) -> str:
     return "\n".join(c["content"].get("text", "") for c in contents(update) if c.get("type") == "content")
 
 
-def prompt(editor: Editor, sid: str, text: str, extra: Sequence[dict[str, Any]] = ()) -> Any:
+def prompt(
+    editor: Editor, sid: str, text: str, extra: Sequence[dict[str, Any]] = (), *, wait: float = WAIT
+) -> Any:
     return editor.call(
-        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}, *extra]}
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}, *extra]}, wait=wait
     )

@@ -115,8 +115,8 @@ async def test_an_mcp_form_elicitation_goes_to_the_editor_and_the_answer_back(tm
     async with editor_agent(tmp_path, model, capabilities=caps) as (editor, sid, _):
         editor.permission = select("allow_once")
         editor.elicit = lambda p: {"action": "accept", "content": {"name": "Ada", "age": 36}}
-        with anyio.fail_after(30):
-            await prompt(editor, sid, "ask me")
+        # The turn waits for the fault MCP server (a Python process) to start: 10 s was not enough at load 7.
+        await prompt(editor, sid, "ask me", wait=30)
         (asked,) = editor.requests_of("elicitation/create")
         assert asked["sessionId"] == sid and asked["mode"] == "form"
         assert asked["toolCallId"] == "call_0_mcp__fault__ask"
@@ -132,8 +132,7 @@ async def test_without_elicitation_a_free_form_field_is_declined(tmp_path: Path)
     model = fake(calls(("mcp__fault__ask", {})), Reply(text="ok"))
     async with editor_agent(tmp_path, model) as (editor, sid, _):
         editor.permission = select("allow_once")  # the tool itself is not read-only: allow it
-        with anyio.fail_after(30):
-            await prompt(editor, sid, "ask me")
+        await prompt(editor, sid, "ask me", wait=30)  # waits for the fault MCP server to start, as above
         assert editor.requests_of("elicitation/create") == []
         ended = final(editor, "call_0_mcp__fault__ask")
         assert "decline" in text_of(ended)

@@ -16,13 +16,13 @@ from acp_agent.logs import log_file_path
 from acp_agent.session._mcp import SessionMcp, merge_servers
 from harness.mcp import Elicitation, ElicitationReply, McpError
 from harness.testing import call_tool
+from tests._ports import child_port
 from tests.acp.mcp._session_mcp_support import make_env, running
 from tests.conftest import REPO
 from tests.mcp.conftest import (
     FAULT_SERVER,
     MCP_SDK_SSE_LEAK,
     PYTHON,
-    free_port,
     require_everything,
     require_time_server,
     wait_until,
@@ -303,7 +303,7 @@ async def test_prompts_of_server_everything_become_commands_that_expand_into_the
 @MCP_SDK_SSE_LEAK  # the SDK's Streamable HTTP client, on trio (see tests.mcp.conftest)
 async def test_a_streamable_http_entry_with_headers_connects(tmp_path: Path) -> None:
     everything = require_everything()
-    port = free_port()
+    port = child_port()
     proc = await anyio.open_process(
         ["node", str(everything), "streamableHttp"], env={**os.environ, "PORT": str(port)}
     )
