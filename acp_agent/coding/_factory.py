@@ -56,6 +56,7 @@ from ..trust import TrustStore
 from ._controls import CodingControls, ThoughtLevel
 from ._editor import EditorFileSystem
 from ._elicit import McpElicitor
+from ._later import LateTools
 from ._prepare import Prepared, RuleFiles, load_config_sync, prepare_session
 from ._rename import RENAME_DESCRIPTION, RenameCommand, title_model_of
 from ._terminal import EditorTerminalRunner, EditorTerminals
@@ -246,29 +247,8 @@ class CodingFactory:
             after_open=partial(_after_open, context, config, tell),  # started once answered
         )
         link.bind_controls(controls)
-        explore_model = ExploreModel(lambda: controls, small=config.explore_model == "small")
-        explore = explore_tool(
-            root,
-            fs,
-            explore_model,
-            context_window=window(),
-            system_suffix=_roots_note(env),
-            # The session's rules judge the sub-agent's calls too; what they ask about pauses the
-            # sub-agent and is asked through the session's gate (the explore call's approval).
-            middleware=[secrets, confined, PolicyMiddleware(modes), meter.at(explore_model.price)],
-        )
-        sources: list[Any] = [
-            *files,
-            shell,
-            *plan.tools(),
-            PlanExit(modes, controls),
-            explore,
-            Switched(web_tools(config), web),
-            context,  # the skill tool, when there are skills
-        ]
         if mcp is not None:
-            sources.append(mcp.tools)
-            mcp.elicitation_handler = McpElicitor(gate, link)
+            mcp.elicitation_handler = McpElicitor(gate, link)  # (before the servers start, after the answer)
         if env.spawn is not None:
             env.spawn(context.watch)
 
@@ -279,19 +259,59 @@ class CodingFactory:
                 await mcp.aclose()
 
         loops = LoopGuard(on_stop=tell.message)
-        notes = ModelNotes(
-            controls.facts,
-            tell.message,
-            tell.advise,
-            partial(tell.usage, meter=meter),
-            _user_config_file(self.environ),
-            tell_unknown=is_http(config.provider),
-            recheck=controls.recheck_window,
+        tools = LateTools()
+        setup = SessionSetup(
+            tools=tools,
+            system=context.system,
+            before_prompt=context.before_prompt,
+            ready=context.later.wait,
+            # The window reaches each prompt through ``notes`` (it follows the model); the loop guard stops.
+            options=Options(stop=(*Options().stop, loops.stop)),
+            context=env,
+            aclose=aclose,
+            display=ToolDisplay(marks_running=True),
+            controls=controls,
+            views=views,
+            usage=meter,
+            side_model=side,
+            title_model=title_model_of(side.off_turn, config.titles),
         )
 
-        return SessionSetup(
-            tools=Tools(*sources),
-            middleware=[
+        def compose() -> None:
+            # What only a prompt needs (the tools, the middleware stack): nothing in the answer does, so it
+            # is composed after it, first in the session's ``later`` (which every prompt waits for).
+            explore_model = ExploreModel(lambda: controls, small=config.explore_model == "small")
+            explore = explore_tool(
+                root,
+                fs,
+                explore_model,
+                context_window=window(),
+                system_suffix=_roots_note(env),
+                # The session's rules judge the sub-agent's calls too; what they ask about pauses the
+                # sub-agent and is asked through the session's gate (the explore call's approval).
+                middleware=[secrets, confined, PolicyMiddleware(modes), meter.at(explore_model.price)],
+            )
+            sources: list[Any] = [
+                *files,
+                shell,
+                *plan.tools(),
+                PlanExit(modes, controls),
+                explore,
+                Switched(web_tools(config), web),
+                context,  # the skill tool, when there are skills
+            ]
+            if mcp is not None:
+                sources.append(mcp.tools)
+            notes = ModelNotes(
+                controls.facts,
+                tell.message,
+                tell.advise,
+                partial(tell.usage, meter=meter),
+                _user_config_file(self.environ),
+                tell_unknown=is_http(config.provider),
+                recheck=controls.recheck_window,
+            )
+            setup.middleware = [
                 spill,  # outside the secrets: what it writes to the session's folder is redacted
                 secrets,  # every result leaves the tools redacted (see harness.secrets)
                 loops,  # a repeat too many is not asked about, nor run: the turn stops for the user
@@ -317,21 +337,11 @@ class CodingFactory:
                 TextToolCalls(tell.text_calls),  # a server with no tool-call parser: calls written as text
                 meter,  # every request of the session, counted and priced
                 *_retry(config.provider),
-            ],
-            system=context.system,
-            before_prompt=context.before_prompt,
-            ready=context.later.wait,
-            # The window reaches each prompt through ``notes`` (it follows the model); the loop guard stops.
-            options=Options(stop=(*Options().stop, loops.stop)),
-            context=env,
-            aclose=aclose,
-            display=ToolDisplay(marks_running=True),
-            controls=controls,
-            views=views,
-            usage=meter,
-            side_model=side,
-            title_model=title_model_of(side.off_turn, config.titles),
-        )
+            ]
+            tools.use(Tools(*sources))
+
+        context.later.first(compose)
+        return setup
 
     async def _apply_trusted(
         self,

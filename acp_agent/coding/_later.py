@@ -1,7 +1,8 @@
 """``Later``: the part of a session's set-up that the ``session/new`` answer does not need (the project
 context's files, the compaction checkpoints), done once the answer is written.
 
-It runs in the session's after-open work (``CodingControls.opened``, in the connection's task group), or in
+It starts with the session's composition that only a prompt needs (``first``: the tools, the middleware
+stack, on the event loop), then its own work. It runs in the session's after-open work (``CodingControls.opened``, in the connection's task group), or in
 the first prompt that needs it before that work began. Every prompt waits for it (``wait``: the session's
 ``SessionSetup.ready``), so a prompt sent at once is served with the full set-up; a failure is raised to the
 prompt waiting, as a clear error, and the next prompt tries again. The command list waits for one attempt
@@ -12,13 +13,19 @@ closing) stops an attempt in progress.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
+from harness import HarnessUsageError
+
 from ..protocol.errors import INTERNAL_ERROR, RpcError
 
-__all__ = ["Later"]
+if TYPE_CHECKING:
+    from harness import Tool, ToolSource
+
+__all__ = ["LateTools", "Later"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +42,11 @@ class Later:
         """The last attempt's failure, until a prompt reported it."""
         self._scope: anyio.CancelScope | None = None
         self._closed = False
+        self._first: Callable[[], None] | None = None
+
+    def first(self, step: Callable[[], None]) -> None:
+        """``step`` (on the event loop, no file work) starts every attempt until it succeeded once."""
+        self._first = step
 
     @property
     def done(self) -> bool:
@@ -53,6 +65,11 @@ class Later:
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
+                if self._first is not None:
+                    self._first()
+                    self._first = (
+                        None  # (kept until it succeeded: a failed one is tried again, as the work is)
+                    )
                 await self._work()
                 self._done = True
         except anyio.get_cancelled_exc_class():
@@ -92,3 +109,19 @@ def _as_error(failure: Exception) -> RpcError:
         f"setting up the session failed: {failure}",
         {"errorKind": "configuration_error" if isinstance(failure, OSError) else "internal_error"},
     )
+
+
+class LateTools:
+    """A session's tool source whose tools are composed after the answer (``Later.first``); every prompt
+    waits for that, so a read before it is a bug, raised as one (never an empty tool list)."""
+
+    def __init__(self) -> None:
+        self._source: ToolSource | None = None
+
+    def use(self, source: ToolSource) -> None:
+        self._source = source
+
+    async def tools(self) -> Sequence[Tool]:
+        if self._source is None:
+            raise HarnessUsageError("the session's tools were read before its set-up was completed")
+        return await self._source.tools()

@@ -13,9 +13,13 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_agent.coding import _factory as factory_module
+from acp_agent.coding._factory import CodingFactory
 from acp_agent.coding._later import Later
 from acp_agent.coding.context._context import ProjectContext
 from acp_agent.protocol.jsonvalue import as_object
+from acp_agent.session.plugin import SessionSetup
+from harness import HarnessUsageError
 from harness.testing import FakeModel, Reply
 from tests.acp.coding._support import editor_agent, fake
 from tests.acp_client import WAIT
@@ -123,3 +127,66 @@ async def test_a_failure_of_the_set_up_after_the_answer_is_the_prompts_error_and
         assert second["result"]["stopReason"] == "end_turn"
     [asked] = model.prompts
     assert "make check-all" in (asked.system or "")
+
+
+async def test_the_sessions_tools_and_middleware_are_composed_after_the_answer_and_before_its_first_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finished: list[SessionSetup] = []
+    real_finish = CodingFactory.finish
+
+    async def finish(self: CodingFactory, env: Any, prepared: Any) -> SessionSetup:
+        setup = await real_finish(self, env, prepared)
+        # What the answer is written from: no middleware yet, and tools that refuse to be read.
+        assert setup.middleware == ()
+        assert setup.tools is not None
+        with pytest.raises(HarnessUsageError, match="before its set-up was completed"):
+            await setup.tools.tools()
+        assert setup.controls is not None and setup.controls.modes() is not None
+        finished.append(setup)
+        return setup
+
+    monkeypatch.setattr(CodingFactory, "finish", finish)
+    model = fake(Reply(text="done"))
+    async with editor_agent(tmp_path, model) as (editor, sid, _):
+        answer = await editor.response(
+            await editor.send_request("session/prompt", editor.prompt_params(sid, "check it"))
+        )
+        assert answer["result"]["stopReason"] == "end_turn"
+    [setup] = finished
+    assert setup.tools is not None
+    names = [t.spec().name for t in await setup.tools.tools()]
+    assert {"read_file", "shell", "explore"} <= set(names)
+    assert len(setup.middleware) > 10
+    [asked] = model.prompts
+    assert [t.name for t in asked.tools] == names, "the model saw the composed tools"
+
+
+async def test_a_composition_that_fails_after_the_answer_is_the_first_prompts_error_and_the_next_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures = [RuntimeError("the explore tool cannot be built (injected)")]
+    real_explore = factory_module.explore_tool
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return real_explore(*args, **kwargs)
+
+    monkeypatch.setattr(factory_module, "explore_tool", flaky)
+    model = fake(Reply(text="second try"))
+    async with editor_agent(tmp_path, model) as (editor, sid, _):  # (the answer came: it needs none of it)
+        first = await editor.response(
+            await editor.send_request("session/prompt", editor.prompt_params(sid, "one"))
+        )
+        error = first["error"]
+        assert "setting up the session failed" in error["message"]
+        assert "the explore tool cannot be built (injected)" in error["message"]
+        assert error["data"]["errorKind"] == "internal_error"
+        assert model.prompts == []
+        second = await editor.response(
+            await editor.send_request("session/prompt", editor.prompt_params(sid, "two"))
+        )
+        assert second["result"]["stopReason"] == "end_turn"
+    [asked] = model.prompts
+    assert "explore" in [t.name for t in asked.tools]
