@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.coding import _factory as factory_module
 from acp_agent.coding._factory import CodingFactory
 from acp_agent.coding._later import Later
+from acp_agent.coding._tools import explore_tool
 from acp_agent.coding.context._context import ProjectContext
 from acp_agent.protocol.jsonvalue import as_object
 from acp_agent.session.plugin import SessionSetup
@@ -166,14 +166,13 @@ async def test_a_composition_that_fails_after_the_answer_is_the_first_prompts_er
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     failures = [RuntimeError("the explore tool cannot be built (injected)")]
-    real_explore = factory_module.explore_tool
 
     def flaky(*args: Any, **kwargs: Any) -> Any:
         if failures:
             raise failures.pop()
-        return real_explore(*args, **kwargs)
+        return explore_tool(*args, **kwargs)
 
-    monkeypatch.setattr(factory_module, "explore_tool", flaky)
+    monkeypatch.setattr("acp_agent.coding._factory.explore_tool", flaky)
     model = fake(Reply(text="second try"))
     async with editor_agent(tmp_path, model) as (editor, sid, _):  # (the answer came: it needs none of it)
         first = await editor.response(
