@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,6 +14,7 @@ __all__ = ["ShellParseError", "SimpleCommand", "parse_command"]
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _EXPANSIONS = frozenset({"commandsubstitution", "processsubstitution", "parameter", "tilde"})
+_FD_NAME = re.compile(r"\{[^{}\s]*\}")
 
 
 class ShellParseError(Exception):
@@ -168,6 +170,7 @@ def _command(node: Any, source: str, out: list[SimpleCommand]) -> None:
     dynamic = False
     why = ""
     inner: list[SimpleCommand] = []
+    prev: Any = None
     for part in node.parts:
         k = getattr(part, "kind", "")
         if k == "word":
@@ -184,8 +187,13 @@ def _command(node: Any, source: str, out: list[SimpleCommand]) -> None:
             assigns.append(str(part.word))
         elif k == "redirect":
             why = why or _redirect(part, source, inner, writes) or ""
+            if prev is not None and prev.pos[1] == part.pos[0] and _FD_NAME.fullmatch(words[-1]):
+                # bash reads ``{a[x]}>f`` as "put the descriptor in a[x]" (a subscript it evaluates),
+                # bashlex as a word ``{a[x]}`` then ``>f``.
+                why = why or f"a `{words[-1]}` redirection (bash assigns a descriptor to that name)"
         elif k != "reservedword":
             why = why or f"a `{k}` inside a command"
+        prev = part if k == "word" else None
     why = why or builtin_unsupported(words, expanded) or ""
     start, end = node.pos
     out.append(

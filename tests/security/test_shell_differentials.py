@@ -399,7 +399,7 @@ _shapes = [
     "nice {0}", "timeout 5 {0}", "if {0}; then {1}; fi", "while false; do {1}; done; {0}",
     "bash -c '{0}'", "sh -c \"{0}\"", "{0} $({1})", "{0} `{1}`", "{0} \"$({1})\"", "{0} <({1})",
     "echo \"{0}\" '{1}'", "{0} ${{x:-{w}}}", "{0} &", "{{ {0}; }} > {w}", "( {0} ) < {w}",
-    "for v in a; do {0}; done <<< {w}",
+    "for v in a; do {0}; done <<< {w}", "{0} {{a[x]}}>/dev/null",
 ]  # fmt: skip
 
 

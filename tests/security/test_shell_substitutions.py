@@ -94,6 +94,9 @@ RUNS = [
     "ls | { cat; } > $(rm f)",
     "{ { ls; } > $(rm f); }",
     "f() { ls; } > $(rm f); f",
+    # ``{name}>f`` stores a descriptor in ``name``: bash evaluates a subscript there (bashlex: a word).
+    "ls {a[x]}>/dev/null",
+    "ls {a[$(rm f)]}>/dev/null",
 ]
 
 # Bash starts nothing here (quoted, or not a substitution), yet the checker cannot tell: they ask.
@@ -110,6 +113,8 @@ CONSERVATIVE = [
     "ls ${CDPATH:=/tmp} && cd sub && ls",
     "ls ${CDPATH=/tmp}",
     "ls ${HOME:=/tmp} ~",
+    "ls {fd}>/dev/null",
+    "ls {PATH}>/dev/null",
 ]
 
 # Plain expansions that stay allowed.
@@ -126,6 +131,8 @@ PLAIN = [
     "echo ${#x} ${x^^} ${x@Q}",
     "{ ls; } > /dev/null",
     "( ls ) 2>/dev/null",
+    "ls {x} >/dev/null",
+    "ls 3>/dev/null",
     "cat < ${x:-in}",
 ]
 
