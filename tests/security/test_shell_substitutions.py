@@ -97,6 +97,9 @@ RUNS = [
     # ``{name}>f`` stores a descriptor in ``name``: bash evaluates a subscript there (bashlex: a word).
     "ls {a[x]}>/dev/null",
     "ls {a[$(rm f)]}>/dev/null",
+    # An assignment before a wrapper reaches the command it runs (bash sources BASH_ENV first).
+    "BASH_ENV=<(echo rm f) bash -c ls",
+    "BASH_ENV=<(echo rm f) bash -c 'bash -c ls'",
 ]
 
 # Bash starts nothing here (quoted, or not a substitution), yet the checker cannot tell: they ask.
@@ -176,6 +179,34 @@ def test_a_compound_command_s_redirection_is_judged_like_a_simple_command_s(
         return policy.judge(ToolCall("c", "shell", {"command": command}), SHELL).verdict
 
     assert verdict(compound.format(redirect)) is verdict(f"ls {redirect}"), redirect
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "LD_PRELOAD=/tmp/x.so nice ls",
+        "GIT_DIR=/tmp/evil nice git status",
+        "GIT_DIR=/tmp/evil timeout 5 git status",
+        "PATH=/tmp/evil command ls",
+        "BASH_ENV=/tmp/e bash -c ls",
+        "BASH_ENV=/tmp/e sh -c 'ls; git status'",
+        "GIT_DIR=/x env git status",
+        "env BASH_ENV=/tmp/e nice ls",
+        "LD_PRELOAD=/x xargs ls",
+        "GIT_DIR=/x nice timeout 5 env git status",
+    ],
+)
+def test_an_assignment_before_a_wrapper_is_judged_with_the_command_it_runs(command: str) -> None:
+    policy = Policy([Rule.command(r, A) for r in ("ls", "git status")], Q, cwd="/p")
+    assert policy.judge(ToolCall("c", "shell", {"command": command}), SHELL).verdict is Q, command
+
+
+@pytest.mark.parametrize(
+    "command", ["LC_ALL=C nice ls", "TZ=UTC bash -c 'ls; git status'", "env LC_ALL=C nice ls"]
+)
+def test_a_harmless_assignment_before_a_wrapper_stays_allowed(command: str) -> None:
+    policy = Policy([Rule.command(r, A) for r in ("ls", "git status")], Q, cwd="/p")
+    assert policy.judge(ToolCall("c", "shell", {"command": command}), SHELL).verdict is A, command
 
 
 def test_the_corpora_do_not_overlap() -> None:
