@@ -320,6 +320,9 @@ async def test_hidden_commands_do_not_run_under_an_always_allow_rule(tmp_path: P
         "ls $'\\'' ; touch CANARY5 ; echo $'\\''",
         f"env -C {elsewhere} ls",
         f"cd {elsewhere} && ls",
+        "ls ${x:-<(touch CANARY8)}",
+        "{ ls; } > ${x:-$(touch CANARY9)}",
+        "BASH_ENV=<(echo touch CANARY10) bash -c ls",
     ]
     script = calls(*(("shell", {"command": c}) for c in attacks), ("shell", {"command": "ls -a"}))
     async with victim_agent(project, script, mode="default", fs=False) as agent:
