@@ -27,10 +27,14 @@ __all__ = ["builtin_unsupported", "heredoc_unsupported", "source_unsupported", "
 # literal array index, and the operators that only test, trim, replace or change case, when their operand
 # holds no substitution. Not: ``${!x}`` (the name in x could be ``a[$(cmd)]``), ``${x:1:n}`` and
 # ``${a[i]}`` (arithmetic on a value), ``${x@P}`` (prompt expansion runs ``$(…)`` in the value).
+# The operand is a word bash expands in full: any ``$`` but a plain ``$name``, a backtick, a brace, a
+# bracket, a backslash, or a ``<(``/``>(`` (bash runs a process substitution there, even in a pattern)
+# makes it not plain, whatever quotes surround it (the quoting inside an operand is bash's own, not
+# bashlex's: the conservative reading asks).
 _NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[(?:[0-9]+|[@*])\])?"
 _OPERATOR = r"(?::?[-=+?]|##?|%%?|//?|/#|/%|\^\^?|,,?|@[QEULuaAKk])"
-_OPERAND = r"(?:[^`$\[\]{}\\]|\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]))*"
-_PLAIN_PARAMETER = re.compile(rf"#?{_NAME}|{_NAME}{_OPERATOR}{_OPERAND}", re.S)
+_OPERAND = r"(?:[^`$\[\]{}\\<>]|[<>](?!\()|\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]))*"
+_PLAIN_PARAMETER = re.compile(rf"#?{_NAME}|(?P<name>{_NAME})(?P<operator>{_OPERATOR}){_OPERAND}", re.S)
 _PLAIN_TILDE = re.compile(r"~[A-Za-z0-9._+-]*")
 _ACTIVE_AFTER_DOLLAR = re.compile(r"[A-Za-z0-9_{(@*#?$!\-\[`'\"]")
 _JUDGED_PARTS = frozenset({"commandsubstitution", "processsubstitution"})
@@ -77,7 +81,7 @@ def word_unsupported(node: Any, source: str) -> str | None:
         kind = getattr(part, "kind", "")
         value = getattr(part, "value", None)
         if kind == "parameter":
-            if not isinstance(value, str) or not _PLAIN_PARAMETER.fullmatch(value):
+            if not isinstance(value, str) or not _plain_parameter(value):
                 shown = f"${{{value}}}" if isinstance(value, str) else "$…"
                 return f"the expansion `{_short(shown)}` can run or evaluate code"
         elif kind == "tilde":
@@ -98,7 +102,7 @@ def heredoc_unsupported(body: str) -> str | None:
     and ``${…}`` in it); None when it only names plain variables."""
     for m in re.finditer(r"`|\$(?:\(|\[|\{([^}]*)\})", body):
         inner = m.group(1)
-        if inner is None or not _PLAIN_PARAMETER.fullmatch(inner):
+        if inner is None or not _plain_parameter(inner):
             return f"a here-document that expands `{_short(body[m.start() : m.start() + 20])}`"
     return None
 
@@ -151,6 +155,17 @@ def builtin_unsupported(words: Sequence[str], expanded: Sequence[bool]) -> str |
                 continue
             return f"`{name}` sets `{_short(var)}`, which can change what later commands run"
     return None
+
+
+def _plain_parameter(value: str) -> bool:
+    """Whether ``${value}`` expands without running or evaluating anything, and assigns (``:=``, ``=``)
+    only a shell-local name: ``${CDPATH:=/x}`` or ``${HOME:=/x}`` would change where a later ``cd``
+    goes or what ``~`` is."""
+    m = _PLAIN_PARAMETER.fullmatch(value)
+    if m is None:
+        return False
+    name, operator = m.group("name"), m.group("operator")
+    return not (operator in ("=", ":=") and not _plain_name(str(name)))
 
 
 def _plain_name(name: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,6 +14,7 @@ __all__ = ["ShellParseError", "SimpleCommand", "parse_command"]
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _EXPANSIONS = frozenset({"commandsubstitution", "processsubstitution", "parameter", "tilde"})
+_FD_NAME = re.compile(r"\{[^{}\s]*\}")
 
 
 class ShellParseError(Exception):
@@ -69,7 +71,7 @@ def _heredocs(node: Any, out: list[tuple[int, int]]) -> None:
     """The spans of every here-document body below ``node``."""
     if getattr(node, "kind", "") == "heredoc":
         out.append(tuple(node.pos))
-    for attr in ("parts", "list"):
+    for attr in ("parts", "list", "redirects"):
         for child in getattr(node, attr, None) or ():
             _heredocs(child, out)
     for attr in ("command", "output", "heredoc"):
@@ -93,6 +95,7 @@ def _walk(node: Any, source: str, out: list[SimpleCommand]) -> None:
     elif kind == "function":
         why = "a function definition (it changes what a command name runs)"
         out.append(_opaque(node, source, why))
+    first = len(out)
     for attr in ("parts", "list"):
         for child in getattr(node, attr, None) or ():
             _walk(child, source, out)
@@ -100,6 +103,24 @@ def _walk(node: Any, source: str, out: list[SimpleCommand]) -> None:
         child = getattr(node, attr, None)
         if child is not None and hasattr(child, "kind"):
             _walk(child, source, out)
+    redirects = getattr(node, "redirects", None) or ()
+    if redirects:
+        _compound_redirects(node, redirects, source, out, first)
+
+
+def _compound_redirects(node: Any, redirects: Any, source: str, out: list[SimpleCommand], first: int) -> None:
+    """The redirections of a compound command (``{ …; } > f``, ``( … ) < <(cmd)``, ``for …; done > f``):
+    every command inside writes where they write and is as unreadable as their targets; the commands
+    substituted in the targets are judged on their own."""
+    inner: list[SimpleCommand] = []
+    writes: list[str] = []
+    why = ""
+    for r in redirects:
+        why = why or _redirect(r, source, inner, writes) or ""
+    if first == len(out):  # nothing inside to carry them: the compound itself is the part
+        out.append(_opaque(node, source, why or "a redirection of a compound command"))
+    out[first:] = [replace(c, writes=c.writes + tuple(writes), opaque=c.opaque or why) for c in out[first:]]
+    out.extend(inner)
 
 
 def _opaque(node: Any, source: str, why: str) -> SimpleCommand:
@@ -149,6 +170,7 @@ def _command(node: Any, source: str, out: list[SimpleCommand]) -> None:
     dynamic = False
     why = ""
     inner: list[SimpleCommand] = []
+    prev: Any = None
     for part in node.parts:
         k = getattr(part, "kind", "")
         if k == "word":
@@ -165,8 +187,13 @@ def _command(node: Any, source: str, out: list[SimpleCommand]) -> None:
             assigns.append(str(part.word))
         elif k == "redirect":
             why = why or _redirect(part, source, inner, writes) or ""
+            if prev is not None and prev.pos[1] == part.pos[0] and _FD_NAME.fullmatch(words[-1]):
+                # bash reads ``{a[x]}>f`` as "put the descriptor in a[x]" (a subscript it evaluates),
+                # bashlex as a word ``{a[x]}`` then ``>f``.
+                why = why or f"a `{words[-1]}` redirection (bash assigns a descriptor to that name)"
         elif k != "reservedword":
             why = why or f"a `{k}` inside a command"
+        prev = part if k == "word" else None
     why = why or builtin_unsupported(words, expanded) or ""
     start, end = node.pos
     out.append(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from ._shellparse import ShellParseError, SimpleCommand, parse_command
@@ -141,7 +141,17 @@ _OPAQUE = frozenset({"source", ".", "su", "ssh", "parallel", "strace", "ltrace",
 
 
 def unwrap(cmd: SimpleCommand, depth: int = 0) -> Inner | None:
-    """What ``cmd`` runs when it is a wrapper (see the module docstring); None when it is not one."""
+    """What ``cmd`` runs when it is a wrapper (see the module docstring); None when it is not one. The
+    wrapper's own ``NAME=value`` prefixes reach what it runs (``LD_PRELOAD=x nice ls``, ``BASH_ENV=f
+    bash -c ls``): each inner command carries them, so it is judged with them."""
+    inner = _unwrap(cmd, depth)
+    if inner is None or not cmd.assigns:
+        return inner
+    carried = tuple(replace(c, assigns=(*cmd.assigns, *c.assigns)) for c in inner.commands)
+    return Inner(carried, inner.transparent, inner.via)
+
+
+def _unwrap(cmd: SimpleCommand, depth: int) -> Inner | None:
     if not cmd.words:
         return None
     name = PurePath(cmd.words[0]).name

@@ -320,6 +320,9 @@ async def test_hidden_commands_do_not_run_under_an_always_allow_rule(tmp_path: P
         "ls $'\\'' ; touch CANARY5 ; echo $'\\''",
         f"env -C {elsewhere} ls",
         f"cd {elsewhere} && ls",
+        "ls ${x:-<(touch CANARY8)}",
+        "{ ls; } > ${x:-$(touch CANARY9)}",
+        "BASH_ENV=<(echo touch CANARY10) bash -c ls",
     ]
     script = calls(*(("shell", {"command": c}) for c in attacks), ("shell", {"command": "ls -a"}))
     async with victim_agent(project, script, mode="default", fs=False) as agent:
@@ -376,6 +379,7 @@ _WORDS = [
     "$'\\x41'", '"$(echo $(rm e))"', "<(rm f)", "${x:=`rm g`}", "$((1))", "a[$(rm h)]", "{a,b}", "*",
     "${x/$(rm i)/y}", '"${x[$(rm j)]}"', "\\$(rm k)", "$\"l\"", "${x%.py}", "${x:-$HOME}", "${a[@]}",
     "${x^^}", "${#a[@]}", "${x:0:1}", "${a[x]}", "${x:$x}", "${!x}", "${x@P}", "$x", '"${x#*/}"',
+    "${x:+<(rm m)}", '"${x:-<(rm n)}"', "${x/a/>(rm o)}", "${x:-${y:-<(rm p)}}", "${x:=a<(rm r)}",
 ]  # fmt: skip
 # Run once with nothing set, once with values that turn arithmetic and indirection into commands.
 _PRELUDES = ("", "x='a[$(rm z)]'; a=(1); ")
@@ -397,7 +401,8 @@ _shapes = [
     "{0} # {1}", "{0} \\\n{w}", "x={w} {0}", "{0} > {w}", "declare -i y='{w}'", "printf -v {w} x",
     "nice {0}", "timeout 5 {0}", "if {0}; then {1}; fi", "while false; do {1}; done; {0}",
     "bash -c '{0}'", "sh -c \"{0}\"", "{0} $({1})", "{0} `{1}`", "{0} \"$({1})\"", "{0} <({1})",
-    "echo \"{0}\" '{1}'", "{0} ${{x:-{w}}}", "{0} &",
+    "echo \"{0}\" '{1}'", "{0} ${{x:-{w}}}", "{0} &", "{{ {0}; }} > {w}", "( {0} ) < {w}",
+    "for v in a; do {0}; done <<< {w}", "{0} {{a[x]}}>/dev/null",
 ]  # fmt: skip
 
 
