@@ -26,6 +26,7 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import anyio.lowlevel
 
 from harness.sandbox import wrap_command_line
 from harness.secrets import Secrets
@@ -133,24 +134,32 @@ class EditorTerminalRunner:
         params: dict[str, Any] = {"sessionId": sid, "command": command, "cwd": str(request.cwd)}
         if env_vars:
             params["env"] = env_vars
-        try:
-            created = await conn.request("terminal/create", params, timeout=REQUEST_TIMEOUT_S)
-        except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError
-            raise OSError(f"the editor could not start a terminal: {exc}") from exc
+        # Shielded (bounded by its timeout): the editor starts the command before it answers, so a
+        # cancel that dropped the answer would lose the only id that can kill it, and its escaped
+        # background processes would run on. A cancel that came meanwhile is raised at the next
+        # checkpoint, inside the ``try`` whose ``finally`` kills and releases the terminal.
+        created: Any = None
+        with anyio.CancelScope(shield=True):
+            try:
+                created = await conn.request("terminal/create", params, timeout=REQUEST_TIMEOUT_S)
+            except (RpcError, TimeoutError) as exc:  # ConnectionClosedError is an RpcError
+                raise OSError(f"the editor could not start a terminal: {exc}") from exc
         terminal_id = str(as_object(created).get("terminalId") or "")
         if not terminal_id:
             raise OSError("the editor answered terminal/create without a terminalId")
-        if request.call_id:
-            self._terminals.note(request.call_id, terminal_id)
-            # A wrapped command line would be the terminal's label: the title, sent after the terminal,
-            # relabels it with the command itself (Zed relabels an execute call's terminal by its title).
-            relabel = request.command.strip() if command != request.command else None
-            await self._embed(request.call_id, terminal_id, relabel)
         ids = {"sessionId": sid, "terminalId": terminal_id}
         tracker = OutputTracker()
         exited = False
         status: Any = None
         try:
+            await anyio.lowlevel.checkpoint()  # a cancel during the create ends here: killed below
+            if request.call_id:
+                self._terminals.note(request.call_id, terminal_id)
+                # A wrapped command line would be the terminal's label: the title, sent after the
+                # terminal, relabels it with the command itself (Zed relabels an execute call's terminal
+                # by its title).
+                relabel = request.command.strip() if command != request.command else None
+                await self._embed(request.call_id, terminal_id, relabel)
             async with anyio.create_task_group() as tg:
 
                 async def poll() -> None:

@@ -516,6 +516,35 @@ async def test_cancel_during_an_editor_terminal_kills_then_releases(tmp_path: Pa
 
 
 @pytest.mark.process
+async def test_a_cancel_that_comes_while_the_editor_starts_the_terminal_still_kills_and_releases_it(
+    tmp_path: Path,
+) -> None:
+    # The editor starts the command before it answers terminal/create: a cancel read before the answer
+    # must not lose the terminal's id (its command, and what it left in the background, would run on).
+    model = fake(calls(("shell", {"command": "sleep 60"})), Reply(text="never"))
+    caps = {"terminal": True}
+    async with editor_agent(tmp_path, model, capabilities=caps, mode="accept-edits") as (editor, sid, _):
+        answer = editor.handle
+
+        async def cancel_before_answering(method: str, p: dict[str, Any], /) -> Any:
+            result = await answer(method, p)
+            if method == "terminal/create":
+                await editor.notify("session/cancel", {"sessionId": sid})
+                # An agent that dropped the create ends the turn now; one that waits for the id does not.
+                with anyio.move_on_after(1):
+                    await editor.wait_for(lambda m: "stopReason" in (m.get("result") or {}))
+            return result
+
+        editor.handle = cancel_before_answering
+        with anyio.fail_after(10):
+            assert (await prompt(editor, sid, "run"))["stopReason"] == "cancelled"
+        t = next(iter(editor.terminals.values()))
+        with anyio.fail_after(10):
+            await t["done"].wait()
+        assert t["killed"] and t["released"]
+
+
+@pytest.mark.process
 async def test_cancel_during_a_local_shell_kills_its_process_group(tmp_path: Path) -> None:
     from tests.sandbox.test_namespaces import running, wait_gone
 
