@@ -230,6 +230,8 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
                   check=_sed_check),
     "awk": Unsafe("runs a program file or its commands", "fEil", ("file", "exec", "load", "include"),
                   check=_awk_check),
+    "man": Unsafe("runs a pager, a browser or a configuration file's programs", "PHCX",
+                  ("pager", "html", "config-file", "gxditview")),
     "less": Unsafe("writes a log file", "oO", ("log-file", "LOG-FILE")),
     "curl": Unsafe("writes or uploads files", "oOTKDc",
                    ("output", "remote-name", "remote-name-all", "upload-file", "config", "dump-header",

@@ -1,0 +1,27 @@
+"""The options table audited against what the programs really do: each command below runs code, writes a
+file or leaves the machine though its first words match an allow rule, so the rule must not cover it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.security.test_shell_rules import A, Q, allow, judge
+
+
+@pytest.mark.parametrize(
+    ("rule", "command", "expected"),
+    [
+        # man runs its pager, browser or a config file's pager.
+        ("man", "man ls", A),
+        ("man", "man -P 'touch /tmp/m' ls", Q),
+        ("man", "man --pager='touch /tmp/m' ls", Q),
+        ("man", "man --pag=sh ls", Q),
+        ("man", "man -H'touch /tmp/m' ls", Q),
+        ("man", "man --html=sh ls", Q),
+        ("man", "man -C evil.conf ls", Q),
+    ],
+)
+def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
+    rule: str, command: str, expected: object
+) -> None:
+    assert judge(allow(rule), command) == expected
