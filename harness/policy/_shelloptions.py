@@ -120,8 +120,9 @@ def _skip_fields(script: str, i: int, fields: int) -> int:
 
 
 def _awk_check(args: Sequence[str], given: int) -> str | None:
-    program = next((a for a in args if not a.startswith("-")), None)
-    if program is not None and re.search(r"system|\||>|@load|@include|getline", program):
+    # Every word may be the program (``-v x=1 PROG``, ``-F , PROG``, several ``-e``/``--source``): check all.
+    texts = [a for a in args if not a.startswith("-")] + _values(args, ("-e",), ("--source",))
+    if any(re.search(r"system|\||>|@load|@include|getline", text) for text in texts):
         return "its program runs commands or writes files (system, |, >, getline, @load)"
     return None
 
@@ -228,7 +229,8 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
     "fd": Unsafe("runs a command on each file", "xX", ("exec", "exec-batch")),
     "sed": Unsafe("edits files in place or runs its script's commands", "if", ("in-place", "file"),
                   check=_sed_check),
-    "awk": Unsafe("runs a program file or its commands", "fEil", ("file", "exec", "load", "include"),
+    "awk": Unsafe("runs a program file or its commands", "fEilopdW",
+                  ("file", "exec", "load", "include", "pretty-print", "profile", "dump-variables"),
                   check=_awk_check),
     "man": Unsafe("runs a pager, a browser or a configuration file's programs", "PHCX",
                   ("pager", "html", "config-file", "gxditview")),

@@ -19,6 +19,17 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("man", "man -H'touch /tmp/m' ls", Q),
         ("man", "man --html=sh ls", Q),
         ("man", "man -C evil.conf ls", Q),
+        # awk: the program is found past -v / -F values, in every -e / --source, and profile/dump files.
+        ("awk", "awk -F, '{print $1}' data.csv", A),
+        ("awk", "awk -v x=1 'BEGIN{system(\"touch /tmp/m\")}'", Q),
+        ("awk", "awk -F , 'BEGIN{system(\"touch /tmp/m\")}'", Q),
+        ("awk", "awk -e 'BEGIN{x=1}' -e 'BEGIN{system(\"touch /tmp/m\")}'", Q),
+        ("awk", "awk --source='BEGIN{system(\"touch /tmp/m\")}'", Q),
+        ("awk", "awk -o/tmp/out '{print}' f", Q),
+        ("awk", "awk --pretty-print=/tmp/out '{print}' f", Q),
+        ("awk", "awk --profile=/tmp/out '{print}' f", Q),
+        ("awk", "awk --dump-variables=/tmp/out '{print}' f", Q),
+        ("awk", "awk -W exec=x.awk f", Q),
     ],
 )
 def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
