@@ -40,12 +40,22 @@ class Unsafe:
 
 
 def _sed_check(args: Sequence[str], given: int) -> str | None:
-    scripts = _values(args, ("-e",), ("--expression",))
+    scripts = _values(args, (), ("--expression",)) + _sed_bundled_scripts(args)
     if not scripts:
         scripts = [a for a in args if not a.startswith("-")][:1]
     if any(_sed_script_writes(script) for script in scripts):
         return "its script writes a file or runs a command (w, W, e, s///w, s///e)"
     return None
+
+
+def _sed_bundled_scripts(args: Sequence[str]) -> list[str]:
+    """Scripts given to ``-e`` alone or in a bundle (``-ne S``, ``-nS``... ``-neS``)."""
+    out: list[str] = []
+    for k, a in enumerate(args):
+        if a.startswith("-") and not a.startswith("--") and "e" in a[1:]:
+            rest = a[a.index("e", 1) + 1 :]
+            out.append(rest or (args[k + 1] if k + 1 < len(args) else ""))
+    return out
 
 
 def _sed_script_writes(script: str) -> bool:

@@ -30,6 +30,10 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("awk", "awk --profile=/tmp/out '{print}' f", Q),
         ("awk", "awk --dump-variables=/tmp/out '{print}' f", Q),
         ("awk", "awk -W exec=x.awk f", Q),
+        # sed: a script given after a bundled -e (-ne) is read too.
+        ("sed", "sed -n -e p file", A),
+        ("sed", "sed -n -e p -ne 'w /tmp/m' file", Q),
+        ("sed", "sed -Ee 'w /tmp/m' file", Q),
     ],
 )
 def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
