@@ -192,11 +192,21 @@ def _npm_check(args: Sequence[str], given: int) -> str | None:
 
 def _go_check(args: Sequence[str], given: int) -> str | None:
     for a in args[given:]:
-        if a.startswith("-") and a.lstrip("-").split("=", 1)[0] in ("exec", "toolexec"):
+        name = a.lstrip("-").split("=", 1)[0].removeprefix("test.")
+        if a.startswith("-") and name in _GO_RUNS:
             return f"{a} runs a program"
-    if args[:1] == ["env"] and "-w" in args[given:]:
-        return "go env -w writes the go configuration"
+        if a.startswith("-") and name in _GO_WRITES:
+            return f"{a} writes a file"
+        if "extld" in a:  # -ldflags='-extld=PROG' makes the linker run PROG
+            return f"{a} runs a program as the linker"
+    if args[:1] == ["env"] and {"-w", "-u"} & set(args[given:]):
+        return "go env -w/-u writes the go configuration"
     return None
+
+
+_GO_RUNS = frozenset({"exec", "toolexec", "vettool", "compiler", "gccgoflags"})
+_GO_WRITES = frozenset({"o", "pkgdir", "coverprofile", "cpuprofile", "memprofile", "blockprofile",
+                        "mutexprofile", "trace", "outputdir"})  # fmt: skip
 
 
 def _curl_check(args: Sequence[str], given: int) -> str | None:

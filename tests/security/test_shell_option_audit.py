@@ -34,6 +34,16 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("sed", "sed -n -e p file", A),
         ("sed", "sed -n -e p -ne 'w /tmp/m' file", Q),
         ("sed", "sed -Ee 'w /tmp/m' file", Q),
+        # go: tools it runs on request, and files its flags write.
+        ("go test", "go test ./...", A),
+        ("go vet", "go vet -vettool=/tmp/evil ./...", Q),
+        ("go build", "go build -ldflags='-extld=/tmp/evil' .", Q),
+        ("go build", "go build -o /tmp/out .", Q),
+        ("go test", "go test -coverprofile=/tmp/c.out ./...", Q),
+        ("go test", "go test -cpuprofile /tmp/c.out ./...", Q),
+        ("go env", "go env -u GOFLAGS", Q),
+        ("go test", "go test ./... -args -test.coverprofile=/tmp/c.out", Q),
+        ("go test", "go test -run TestX -count=1 -v ./...", A),
     ],
 )
 def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
