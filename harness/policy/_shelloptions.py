@@ -185,9 +185,13 @@ def _make_check(args: Sequence[str], given: int) -> str | None:
 
 def _npm_check(args: Sequence[str], given: int) -> str | None:
     subs = [(k, a) for k, a in enumerate(args) if not a.startswith("-")]
-    if subs and subs[0][0] >= given and subs[0][1] in ("exec", "x", "dlx", "config", "c"):
-        return f"{subs[0][1]} runs a package or changes the configuration"
+    if subs and subs[0][0] >= given and subs[0][1] in _NPM_UNSAFE:
+        return f"{subs[0][1]} runs a package or a command, or changes the configuration"
     return None
+
+
+# create/init (innit) run a create-* package; explore runs a command; set/edit write or run an editor.
+_NPM_UNSAFE = frozenset({"exec", "x", "dlx", "config", "c", "create", "init", "innit", "explore", "set", "edit"})
 
 
 def _go_check(args: Sequence[str], given: int) -> str | None:
@@ -273,7 +277,7 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
                       "config-file", "confcutdir", "override-ini", "plugins")),
     "npm": Unsafe("runs a package, another shell or another project", "C",
                   ("script-shell", "node-options", "userconfig", "globalconfig", "prefix", "dir", "cwd",
-                   "cache", "registry"), check=_npm_check),
+                   "cache", "registry", "browser", "editor", "shell"), check=_npm_check),
     "uv": Unsafe("runs in another project or with another configuration", long=("directory", "project",
                  "config-file", "with", "with-requirements", "python", "index-url", "extra-index-url")),
     "poetry": Unsafe("runs in another project", "CP", ("directory", "project")),

@@ -44,6 +44,13 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("go env", "go env -u GOFLAGS", Q),
         ("go test", "go test ./... -args -test.coverprofile=/tmp/c.out", Q),
         ("go test", "go test -run TestX -count=1 -v ./...", A),
+        # npm and friends: subcommands that run a package or another command, and the programs it opens.
+        ("npm", "npm create evil", Q),
+        ("npm", "npm init evil", Q),
+        ("npm", "npm explore pkg -- touch /tmp/m", Q),
+        ("npm", "npm set script-shell=/tmp/evil", Q),
+        ("npm", "npm docs pkg --browser=/tmp/evil", Q),
+        ("yarn", "yarn create evil", Q),
     ],
 )
 def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
