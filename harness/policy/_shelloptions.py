@@ -172,6 +172,15 @@ _GIT_SUB_SHORT = {"format-patch": "o", "grep": "O", "rebase": "x", "clone": "uc"
                   "ls-remote": "u", "archive": "o", "difftool": "x"}  # fmt: skip
 
 
+def _tar_check(args: Sequence[str], given: int) -> str | None:
+    # GNU tar opens an archive named HOST:FILE on HOST through rsh/ssh (unless --force-local).
+    if "--force-local" not in args and any(
+        re.match(r"[^/:]+:", a) for a in args[given:] if not a.startswith("-")
+    ):
+        return "an archive named HOST:FILE is read on another machine through rsh"
+    return None
+
+
 def _tee_check(args: Sequence[str], given: int) -> str | None:
     return "it writes the files it is given" if any(not a.startswith("-") for a in args[given:]) else None
 
@@ -245,8 +254,8 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
     "tar": Unsafe("extracts or writes files, or runs a program", "xcruAIFg",
                   ("extract", "get", "create", "append", "update", "catenate", "concatenate", "delete",
                    "to-command", "use-compress-program", "checkpoint-action", "info-script",
-                   "new-volume-script", "rsh-command", "rmt-command", "index-file", "listed-incremental"),
-                  old_style_bundle=True),
+                   "new-volume-script", "rsh-command", "rmt-command", "index-file", "listed-incremental", "volno-file"),
+                  old_style_bundle=True, check=_tar_check),
     "find": Unsafe("deletes, writes files or runs commands",
                    words=("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls")),
     "rg": Unsafe("runs a program on each file", long=("pre", "hostname-bin")),

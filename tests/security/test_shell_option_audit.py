@@ -51,6 +51,12 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("npm", "npm set script-shell=/tmp/evil", Q),
         ("npm", "npm docs pkg --browser=/tmp/evil", Q),
         ("yarn", "yarn create evil", Q),
+        # tar: a file it writes when only listing.
+        ("tar", "tar -tf a.tar", A),
+        ("tar", "tar -tf a.tar --volno-file=/tmp/m", Q),
+        ("tar", "tar -tf host:a.tar", Q),  # opened on host through rsh
+        ("tar", "tar tf host:a.tar", Q),
+        ("tar", "tar -tf host:a.tar --force-local", A),
     ],
 )
 def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
