@@ -283,7 +283,7 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
                  check=_go_check),
     "pytest": Unsafe("deletes a directory, writes files, sends data or loads code from elsewhere", "cpo",
                      ("basetemp", "junitxml", "junit-xml", "pastebin", "log-file", "resultlog", "rootdir",
-                      "config-file", "confcutdir", "override-ini", "plugins")),
+                      "config-file", "confcutdir", "override-ini", "plugins", "pdbcls", "debug")),
     "npm": Unsafe("runs a package, another shell or another project", "C",
                   ("script-shell", "node-options", "userconfig", "globalconfig", "prefix", "dir", "cwd",
                    "cache", "registry", "browser", "editor", "shell"), check=_npm_check),

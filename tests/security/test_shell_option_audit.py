@@ -57,6 +57,10 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("tar", "tar -tf host:a.tar", Q),  # opened on host through rsh
         ("tar", "tar tf host:a.tar", Q),
         ("tar", "tar -tf host:a.tar --force-local", A),
+        # pytest: a debugger class it imports, a debug log it writes.
+        ("pytest", "pytest -q tests", A),
+        ("pytest", "pytest --pdbcls=evil:Pdb --pdb", Q),
+        ("pytest", "pytest --debug=/tmp/log", Q),
     ],
 )
 def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
