@@ -278,7 +278,7 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
     "make": Unsafe("reads recipes from elsewhere or evaluates text", "fCEI",
                    ("file", "makefile", "directory", "eval", "include-dir"), check=_make_check),
     "cargo": Unsafe("runs another project or overrides the configuration (runners, linkers)", "CZ",
-                    ("config", "manifest-path", "target-dir", "config-path")),
+                    ("config", "manifest-path", "target-dir", "config-path", "artifact-dir", "out-dir")),
     "go": Unsafe("runs a program, in another folder, or writes the configuration", "C", ("modfile",),
                  check=_go_check),
     "pytest": Unsafe("deletes a directory, writes files, sends data or loads code from elsewhere", "cpo",

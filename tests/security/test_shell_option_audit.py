@@ -61,6 +61,9 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("pytest", "pytest -q tests", A),
         ("pytest", "pytest --pdbcls=evil:Pdb --pdb", Q),
         ("pytest", "pytest --debug=/tmp/log", Q),
+        # cargo: build outputs copied elsewhere.
+        ("cargo build", "cargo build --artifact-dir /tmp/x", Q),
+        ("cargo build", "cargo build --out-dir=/tmp/x", Q),
     ],
 )
 def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
