@@ -308,6 +308,10 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
     "perl": Unsafe("runs code given on the command line", "eE"),
     "ruby": Unsafe("runs code given on the command line", "e"),
     "php": Unsafe("runs code given on the command line", "r"),
+    # A remote shell or a tester run locally (rsync -e 'sh -c x', zip -TT CMD).
+    "rsync": Unsafe("runs a program as its remote shell or writes a log or batch file", "e",
+                    ("rsh", "rsync-path", "log-file", "write-batch", "only-write-batch")),
+    "zip": Unsafe("runs a program to test the archive", "T", ("unzip-command",)),
     "tee": Unsafe("writes the files it is given", check=_tee_check),
     "dd": Unsafe("writes a file", words=("of=",)),
 }  # fmt: skip

@@ -64,6 +64,14 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         # cargo: build outputs copied elsewhere.
         ("cargo build", "cargo build --artifact-dir /tmp/x", Q),
         ("cargo build", "cargo build --out-dir=/tmp/x", Q),
+        # ssh, rsync and zip run a local command through an option.
+        ("ssh host", "ssh -o ProxyCommand='touch /tmp/m' host", Q),
+        ("ssh", "ssh -oProxyCommand='touch /tmp/m' host", Q),
+        ("ssh", "ssh -F evil.conf host", Q),
+        ("rsync", "rsync -e 'sh -c x' a host:b", Q),
+        ("rsync", "rsync --rsync-path='touch /tmp/m' a host:b", Q),
+        ("zip", "zip -T -TT 'touch /tmp/m' a.zip f", Q),
+        ("zip", "zip --unzip-command='touch /tmp/m' a.zip f", Q),
     ],
 )
 def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
