@@ -200,7 +200,9 @@ def _npm_check(args: Sequence[str], given: int) -> str | None:
 
 
 # create/init (innit) run a create-* package; explore runs a command; set/edit write or run an editor.
-_NPM_UNSAFE = frozenset({"exec", "x", "dlx", "config", "c", "create", "init", "innit", "explore", "set", "edit"})
+_NPM_UNSAFE = frozenset(
+    {"exec", "x", "dlx", "config", "c", "create", "init", "innit", "explore", "set", "edit"}
+)
 
 
 def _go_check(args: Sequence[str], given: int) -> str | None:
@@ -267,7 +269,9 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
                   check=_awk_check),
     "man": Unsafe("runs a pager, a browser or a configuration file's programs", "PHCX",
                   ("pager", "html", "config-file", "gxditview")),
-    "less": Unsafe("writes a log file", "oO", ("log-file", "LOG-FILE")),
+    # A lesskey file's #env section can set LESSOPEN, which less runs even when not on a terminal.
+    "less": Unsafe("writes a log file or reads a lesskey file (its LESSOPEN runs a command)", "oOk",
+                   ("log-file", "LOG-FILE", "lesskey-file", "lesskey-src", "lesskey-content")),
     "curl": Unsafe("writes or uploads files", "oOTKDc",
                    ("output", "remote-name", "remote-name-all", "upload-file", "config", "dump-header",
                     "cookie-jar", "trace", "trace-ascii", "libcurl", "stderr", "output-dir", "etag-save",

@@ -3,6 +3,10 @@ file or leaves the machine though its first words match an allow rule, so the ru
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from tests.security.test_shell_rules import A, Q, allow, judge
@@ -64,6 +68,12 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         # cargo: build outputs copied elsewhere.
         ("cargo build", "cargo build --artifact-dir /tmp/x", Q),
         ("cargo build", "cargo build --out-dir=/tmp/x", Q),
+        # less: a lesskey file sets LESSOPEN, a command less runs on each file (proved below).
+        ("less", "less README.md", A),
+        ("less", "less -k evil.keys README.md", Q),
+        ("less", "less --lesskey-src=evil.keys README.md", Q),
+        ("less", "less --lesskey-content='#env\nLESSOPEN=|sh' README.md", Q),
+        ("less", "LESSOPEN='|touch /tmp/m' less README.md", Q),
         # ssh, rsync and zip run a local command through an option.
         ("ssh host", "ssh -o ProxyCommand='touch /tmp/m' host", Q),
         ("ssh", "ssh -oProxyCommand='touch /tmp/m' host", Q),
@@ -78,3 +88,17 @@ def test_an_allow_rule_does_not_cover_an_option_that_runs_or_writes(
     rule: str, command: str, expected: object
 ) -> None:
     assert judge(allow(rule), command) == expected
+
+
+@pytest.mark.process
+@pytest.mark.skipif(shutil.which("less") is None, reason="less is not installed")
+def test_a_lesskey_file_runs_a_command_even_off_a_terminal_so_a_less_rule_asks(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    (tmp_path / "keys").write_text(f"#env\nLESSOPEN=|touch {marker}; cat %s\n")
+    (tmp_path / "f").write_text("a\n")
+    command = f"less --lesskey-src={tmp_path / 'keys'} {tmp_path / 'f'}"
+    assert judge(allow("less"), command) == Q
+    subprocess.run(
+        ["bash", "-c", command], stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False
+    )
+    assert marker.exists()  # the hole is real: what the rule would have let through runs code
