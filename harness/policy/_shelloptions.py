@@ -306,7 +306,7 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
     "composer": Unsafe("runs another folder's scripts", "d", ("working-dir",)),
     "pip": Unsafe("installs elsewhere or from another index", "ti",
                   ("target", "prefix", "root", "index-url", "extra-index-url", "constraint", "src")),
-    "python": Unsafe("runs code given on the command line", "c"),
+    "python": Unsafe("runs code given on the command line", "c", check=lambda a, g: _python_check(a, g)),
     "node": Unsafe("runs code given on the command line", "epr",
                    ("eval", "print", "require", "import", "loader", "experimental-loader")),
     "perl": Unsafe("runs code given on the command line", "eE"),
@@ -354,6 +354,25 @@ def unsafe_reason(cmd: SimpleCommand, given: int = 1) -> str | None:
             return f"{name} {word}: {row.why}"
     why = row.check(args, given - 1) if row.check is not None else None
     return f"{name}: {why}" if why is not None else None
+
+
+def _python_check(args: Sequence[str], given: int) -> str | None:
+    # ``python -m pytest -p evil`` is pytest with pytest's options: judge them by the module's row.
+    at = next((k for k, a in enumerate(args) if a.startswith("-m")), None)
+    if at is None:
+        return None
+    attached = args[at][2:]
+    module = attached or (args[at + 1] if at + 1 < len(args) else "")
+    rest = args[at + 1 :] if attached else args[at + 2 :]
+    row = _row(module)
+    if row is None or row is UNSAFE_OPTIONS["python"]:
+        return None
+    inner = max(0, given - (len(args) - len(rest)))
+    for word in rest[inner:]:
+        if _option_hit(row, word, bundle=False):
+            return f"-m {module} {word}: {row.why}"
+    why = row.check(rest, inner) if row.check is not None else None
+    return f"-m {module}: {why}" if why is not None else None
 
 
 def _option_hit(row: Unsafe, word: str, *, bundle: bool) -> bool:

@@ -74,6 +74,12 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("less", "less --lesskey-src=evil.keys README.md", Q),
         ("less", "less --lesskey-content='#env\nLESSOPEN=|sh' README.md", Q),
         ("less", "LESSOPEN='|touch /tmp/m' less README.md", Q),
+        # python -m TOOL takes TOOL's options.
+        ("python -m pytest", "python -m pytest -q tests", A),
+        ("python -m pytest", "python -m pytest -p evil_plugin", Q),
+        ("python3 -m pytest", "python3 -m pytest --rootdir=/elsewhere", Q),
+        ("python -m pip", "python -m pip install --target /elsewhere x", Q),
+        ("python", "python -mpytest --pdbcls=evil:P", Q),
         # ssh, rsync and zip run a local command through an option.
         ("ssh host", "ssh -o ProxyCommand='touch /tmp/m' host", Q),
         ("ssh", "ssh -oProxyCommand='touch /tmp/m' host", Q),
