@@ -288,9 +288,10 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
     "pytest": Unsafe("deletes a directory, writes files, sends data or loads code from elsewhere", "cpo",
                      ("basetemp", "junitxml", "junit-xml", "pastebin", "log-file", "resultlog", "rootdir",
                       "config-file", "confcutdir", "override-ini", "plugins", "pdbcls", "debug")),
-    "npm": Unsafe("runs a package, another shell or another project", "C",
+    # -e/--eval: ``bun -e CODE``, ``yarn node -e CODE`` run code given on the command line.
+    "npm": Unsafe("runs a package, code, another shell or another project", "Ce",
                   ("script-shell", "node-options", "userconfig", "globalconfig", "prefix", "dir", "cwd",
-                   "cache", "registry", "browser", "editor", "shell"), check=_npm_check),
+                   "cache", "registry", "browser", "editor", "shell", "eval"), check=_npm_check),
     "uv": Unsafe("runs in another project or with another configuration", long=("directory", "project",
                  "config-file", "with", "with-requirements", "python", "index-url", "extra-index-url")),
     "poetry": Unsafe("runs in another project", "CP", ("directory", "project")),

@@ -55,6 +55,11 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("npm", "npm set script-shell=/tmp/evil", Q),
         ("npm", "npm docs pkg --browser=/tmp/evil", Q),
         ("yarn", "yarn create evil", Q),
+        ("yarn", 'yarn node -e \'require("child_process").execSync("touch /tmp/m")\'', Q),
+        ("bun", 'bun -e \'Bun.spawnSync(["touch", "/tmp/m"])\'', Q),
+        ("bun", "bun --eval='1'", Q),
+        ("npm test", "npm test", A),
+        ("yarn", "yarn build", A),
         # tar: a file it writes when only listing.
         ("tar", "tar -tf a.tar", A),
         ("tar", "tar -tf a.tar --volno-file=/tmp/m", Q),
