@@ -205,6 +205,15 @@ _NPM_UNSAFE = frozenset(
 )
 
 
+def _pytest_check(args: Sequence[str], given: int) -> str | None:
+    # pytest imports a -W filter's category (``ignore::pkg.Warning`` imports pkg), like -p imports a plugin.
+    for value in _values(args[given:], ("-W",), ("--pythonwarnings",)):
+        fields = value.split(":")
+        if len(fields) > 2 and "." in fields[2]:
+            return f"-W {value} imports the module its warning category names"
+    return None
+
+
 def _go_check(args: Sequence[str], given: int) -> str | None:
     for a in args[given:]:
         name = a.lstrip("-").split("=", 1)[0].removeprefix("test.")
@@ -287,7 +296,7 @@ UNSAFE_OPTIONS: dict[str, Unsafe] = {
                  check=_go_check),
     "pytest": Unsafe("deletes a directory, writes files, sends data or loads code from elsewhere", "cpo",
                      ("basetemp", "junitxml", "junit-xml", "pastebin", "log-file", "resultlog", "rootdir",
-                      "config-file", "confcutdir", "override-ini", "plugins", "pdbcls", "debug")),
+                      "config-file", "confcutdir", "override-ini", "plugins", "pdbcls", "debug"), check=_pytest_check),
     # -e/--eval: ``bun -e CODE``, ``yarn node -e CODE`` run code given on the command line.
     "npm": Unsafe("runs a package, code, another shell or another project", "Ce",
                   ("script-shell", "node-options", "userconfig", "globalconfig", "prefix", "dir", "cwd",

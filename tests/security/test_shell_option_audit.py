@@ -70,6 +70,10 @@ from tests.security.test_shell_rules import A, Q, allow, judge
         ("pytest", "pytest -q tests", A),
         ("pytest", "pytest --pdbcls=evil:Pdb --pdb", Q),
         ("pytest", "pytest --debug=/tmp/log", Q),
+        ("pytest", "pytest -W error::DeprecationWarning", A),
+        ("pytest", "pytest -W 'ignore::evilmod.W'", Q),  # imports evilmod
+        ("pytest", "pytest -Wignore::evilmod.W", Q),
+        ("pytest", "pytest --pythonwarnings=ignore::evilmod.W", Q),
         # cargo: build outputs copied elsewhere.
         ("cargo build", "cargo build --artifact-dir /tmp/x", Q),
         ("cargo build", "cargo build --out-dir=/tmp/x", Q),
