@@ -29,7 +29,7 @@ write_all = early._write_all
 def snapshot(fd, data):
     if json.loads(data)["id"] == request_id:
         with open(out, "w", encoding="utf-8") as f:
-            json.dump(sorted(sys.modules), f)
+            json.dump(sorted(n for n, m in sys.modules.items() if m is not None), f)  # None: blocked
     write_all(fd, data)
 
 early._write_all = snapshot
@@ -51,7 +51,7 @@ def patch(module):
     async def watched(self, item):
         if b'"sessionId"' in item and b'"result"' in item:
             with open(out, "w", encoding="utf-8") as f:
-                json.dump(sorted(sys.modules), f)
+                json.dump(sorted(n for n, m in sys.modules.items() if m is not None), f)  # None: blocked
         await send(self, item)
     module.ResponseWatch.send = watched
 

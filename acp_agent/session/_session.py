@@ -1,26 +1,14 @@
 """One ACP session: its harness ``Run``, its prompt turns, cancellation and persistence.
 
 A prompt turn drives ``Run.turn`` and sends each event's updates before asking for the next event, so
-updates are written in order and every update of a turn precedes the prompt's answer. The messages of
-each complete step are appended to the transcript (flushed and fsync'd) in the ``StepEnded`` handler, i.e.
-before the next step begins; a cancelled or failed step is never written (the harness drops it). What a
-step's start adds (the prompt) is written beside the step's model request, not before it
-(``_durable.WriteBehind``), and joined before the session's next write.
-
-The turn's last writes (its messages, what it showed, a new title) are written and flushed before the
-prompt is answered, so a kill of the process right after the answer loses nothing and a ``session/load``
-replays them; their fsync (which guards against a power loss only, and costs milliseconds) comes after the
-answer is on the wire (``sync_writes``), and ``close`` (so the process's exit too) waits for it. A step's
-writes within the turn are flushed the same way and fsync'd in the background (``_durable``): neither
-the model request nor the stream waits for the disk. The metadata's ``updatedAt`` alone is written then
-too (a rename is several journal operations, each of which can wait for another process's fsync): a kill
-in between leaves the previous ``updatedAt``.
+updates are written in order and every update of a turn precedes the prompt's answer. What a turn writes,
+and when (a step's messages as it completes, its last writes before the answer), is ``_turn_writes``'s.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -30,7 +18,6 @@ from ..protocol.models import AgentMessageChunk, SessionInfoUpdate, SessionNotif
 from . import _harness
 from ._children import SubagentSide
 from ._content import prompt_message, title_from_prompt
-from ._durable import Unsynced, WriteBehind
 from ._failures import failure_message
 from ._frontier import ClientFrontier
 from ._inbox import SteeringInbox
@@ -42,6 +29,7 @@ from ._store import SessionMeta, SessionStore
 from ._threads import SubagentThreads
 from ._titles import title_after_exchange
 from ._turn_state import turn_state
+from ._turn_writes import PERSIST_TIMEOUT, TurnWrites
 from ._updates import EventMapper, complete_update
 
 if TYPE_CHECKING:
@@ -55,8 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["Session", "failure_message"]
 
 log = logging.getLogger(__name__)
-
-_PERSIST_TIMEOUT = 30.0
 
 R = TypeVar("R")
 
@@ -78,12 +64,7 @@ class Session(SubagentSide):
         self.env = env
         self.setup = setup
         self._store = store
-        self._transcript: _harness.JsonlTranscript = _harness.JsonlTranscript(store.transcript_path(meta.id))
         self._history: list[Message] = list(history)
-        self._persisted = len(self._history)
-        self._unsynced = Unsynced(meta.id, store, env.spawn)
-        self._behind = WriteBehind(env.spawn)
-        self._saved_title = meta.title
         self._get_model = get_model
         self._conn = connection
         self._run: Run | None = None
@@ -102,6 +83,7 @@ class Session(SubagentSide):
         self._shown = ShownLog()
         self.frontier = frontier = ClientFrontier.of(env)  # the unstable updates the client takes
         self._threads = SubagentThreads(meta.id, announce=frontier.subagents) if frontier.threads else None
+        self._writes = TurnWrites(self, store, env.spawn, self._shown, self._threads, len(self._history))
         if setup.controls is not None:
             setup.controls.bind(self)
 
@@ -313,8 +295,7 @@ class Session(SubagentSide):
                 # The log's filter redacts the process's secrets; the providers scrub their key too.
                 kind = kind_of(run.ended(), "model_error")
                 log.warning("session %s: turn failed (%s): %s", self.id, kind, outcome[1])
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
-                await self._persist(run, final=True)
+            await self._writes.last(run)
         stop = stop_reason(run.ended(), misuse)
         if stop == "end_turn":
             title_after_exchange(self, message, run)
@@ -326,7 +307,7 @@ class Session(SubagentSide):
         if source != "user" and self.meta.title_source == "user":
             return False
         self.meta = self.meta.touched(title=title, title_source=source)
-        self._saved_title = title
+        self._writes.saved_title = title
         await self._store.save_meta(self.meta)
         await self.send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
         return True
@@ -367,7 +348,8 @@ class Session(SubagentSide):
                     if isinstance(event, _harness.StepStarted | _harness.StepEnded) and event.parent is None:
                         if isinstance(event, _harness.StepEnded):
                             self._shown.step_done()
-                        await self._persist(run, final=False, behind=isinstance(event, _harness.StepStarted))
+                        step_started = isinstance(event, _harness.StepStarted)
+                        await self._writes.persist(run, final=False, behind=step_started)
         except _harness.HarnessUsageError as exc:  # re-raised by the run after TurnEnded: a bug
             log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
             misuse = exc
@@ -411,53 +393,10 @@ class Session(SubagentSide):
         )
         return self._run
 
-    async def _persist(self, run: Run, *, final: bool, behind: bool = False) -> None:
-        """Write what the turn added; the ``final`` writes, which the prompt's answer waits for, are
-        flushed and left to ``sync_writes`` to fsync. ``behind``: written while the turn goes on (a step's
-        start: the prompt goes to disk as the model request goes out), joined before the next write."""
-        await self._behind.join()
-        messages = run.messages()
-        new = messages[self._persisted :]
-        self._persisted = len(messages)
-        lines = self._threads.take_lines() if self._threads is not None else {}
-        shown = self._shown.take()
-        if final:
-            self.meta = self.meta.touched()
-            titled = self.meta.title != self._saved_title  # a new title is saved before the answer
-            await self._write(new, lines, shown, self.meta if titled else None, final=True)
-            self._saved_title = self.meta.title
-        elif behind:
-            await self._behind.start(lambda: self._write(new, lines, shown, None))
-        else:
-            await self._write(new, lines, shown, None)
-
-    async def _write(
-        self,
-        new: Sequence[Message],
-        lines: Mapping[str, list[dict[str, Any]]],
-        shown: list[dict[str, Any]],
-        meta: SessionMeta | None,
-        *,
-        final: bool = False,
-    ) -> None:
-        if new:
-            await self._transcript.append(new, sync=False)
-            self._unsynced.add((self._transcript.path,))
-        for thread, thread_lines in lines.items():
-            await self._store.append_thread(self.id, thread, thread_lines)
-        if final:  # the metadata not written here (no new title) is saved by the answer's fsync
-            self._unsynced.meta_unsaved = meta is None
-            self._unsynced.add(await self._store.write_flushed(self.id, shown, meta))
-            return
-        self._unsynced.add(await self._store.write_flushed(self.id, shown))
-        if new:
-            self.meta = self.meta.touched()
-        self._unsynced.soon(lambda: self.meta)
-
     async def sync_writes(self) -> None:
         """Save the metadata's ``updatedAt`` and fsync what the turns wrote without it (after the prompt's
         answer; ``close`` too; ``_durable``)."""
-        await self._unsynced.sync(lambda: self.meta)
+        await self._writes.sync()
 
     def cancel(self, sequence: int | None = None) -> None:
         """``session/cancel``: end the running turn as ``cancelled``. When idle, remember where the cancel
@@ -490,7 +429,7 @@ class Session(SubagentSide):
                 await self.wait_idle()
         finally:
             # Cancelled while waiting (shutdown) or not: the last writes, then MCP servers, sandbox folder.
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_PERSIST_TIMEOUT):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(PERSIST_TIMEOUT):
                 await self.sync_writes()  # (its lock too: a sync under way is bounded alike)
             if self.setup.aclose is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):

@@ -219,14 +219,30 @@ def _read_meta(path: Path) -> SessionMeta | None:
         return None
 
 
+_private_folders: set[Path] = set()
+"""The folders ``_append_lines`` made or tightened (``private_dir``) in this process: each is checked once,
+not at every append (a walk of all its parents, ~10 syscalls); one removed since is made again."""
+
+
 def _append_lines(path: Path, records: list[dict[str, Any]], sync: bool = True) -> None:
-    _harness.private_dir(path.parent)
     data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
-    with os.fdopen(_harness.open_private_append(path), "a", encoding="utf-8") as f:
-        f.write(data)
-        f.flush()
+    folder = path.parent
+    if folder not in _private_folders:
+        _harness.private_dir(folder)
+        _private_folders.add(folder)
+    try:
+        fd = _harness.open_private_append(path)
+    except FileNotFoundError:  # the folder was removed since (a deleted session): made again, as before
+        _harness.private_dir(folder)
+        fd = _harness.open_private_append(path)
+    try:
+        view = memoryview(data.encode("utf-8"))
+        while view:  # (one write for a regular file; O_APPEND keeps each at the end)
+            view = view[os.write(fd, view) :]
         if sync:
-            os.fsync(f.fileno())
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _read_lenient(path: Path, last_too: bool = False) -> list[dict[str, Any]]:

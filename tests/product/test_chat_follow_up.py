@@ -22,7 +22,7 @@ from acp_agent.chat.render import Renderer, Style
 from acp_agent.model_setup import ModelSettings
 from acp_agent.protocol.connection import Connection
 from acp_agent.session import AcpAgent, SessionFactory, default_factory, serve
-from acp_agent.session._session import Session
+from acp_agent.session._turn_writes import TurnWrites
 from harness import Run
 from harness.testing import FakeModel, Reply
 from tests.acp.session.test_queue_and_steering import Gate
@@ -68,15 +68,15 @@ class HeldEnd:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.reached, self.release = anyio.Event(), anyio.Event()
-        persist = Session._persist  # pyright: ignore[reportPrivateUsage]
+        persist = TurnWrites.persist
 
-        async def held(session: Session, run: Run, *, final: bool, behind: bool = False) -> None:
+        async def held(writes: TurnWrites, run: Run, *, final: bool, behind: bool = False) -> None:
             if final and not self.reached.is_set():
                 self.reached.set()
                 await self.release.wait()
-            await persist(session, run, final=final, behind=behind)
+            await persist(writes, run, final=final, behind=behind)
 
-        monkeypatch.setattr(Session, "_persist", held)
+        monkeypatch.setattr(TurnWrites, "persist", held)
 
 
 async def until(condition: Callable[[], bool]) -> None:

@@ -58,7 +58,7 @@ async def test_the_cancelled_answer_does_not_wait_for_the_fsync_and_the_exit_doe
             assert {folder / "shown.jsonl", folder / "meta.json"} <= set(synced[-1])
             held = len(synced)
             session = agent.sessions[sid]
-            lock = session._unsynced.lock  # pyright: ignore[reportPrivateUsage]
+            lock = session._writes.unsynced.lock  # pyright: ignore[reportPrivateUsage]
             await client.close_output()
             # The end of input closes the session, which waits for the fsync under way.
             while lock.statistics().tasks_waiting == 0:

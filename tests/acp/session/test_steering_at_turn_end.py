@@ -14,6 +14,7 @@ import pytest
 
 from acp_agent.session import SessionEnvironment, SessionSetup
 from acp_agent.session._session import Session
+from acp_agent.session._turn_writes import TurnWrites
 from harness import Run
 from harness.testing import FakeModel, Reply
 from tests.acp.session._support import running_agent
@@ -81,16 +82,16 @@ class _HeldEnd:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.reached, self.release = anyio.Event(), anyio.Event()
-        persist = Session._persist  # pyright: ignore[reportPrivateUsage]
+        persist = TurnWrites.persist
 
-        async def held(session: Session, run: Run, *, final: bool, behind: bool = False) -> None:
+        async def held(writes: TurnWrites, run: Run, *, final: bool, behind: bool = False) -> None:
             if final and not self.reached.is_set():
                 assert not run.is_running()
                 self.reached.set()
                 await self.release.wait()
-            await persist(session, run, final=final, behind=behind)
+            await persist(writes, run, final=final, behind=behind)
 
-        monkeypatch.setattr(Session, "_persist", held)
+        monkeypatch.setattr(TurnWrites, "persist", held)
 
 
 async def test_steering_that_arrives_as_the_turn_ends_is_the_next_turn_before_a_queued_prompt(
