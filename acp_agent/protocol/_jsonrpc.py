@@ -24,6 +24,7 @@ __all__ = [
     "encode",
     "error_message",
     "jsonable",
+    "result_line",
     "text_chunk_line",
     "valid_id",
 ]
@@ -118,6 +119,17 @@ def encode(obj: Any) -> bytes:
     except UnicodeEncodeError:
         # Lone surrogates (e.g. from undecodable file names) cannot be UTF-8: escape them instead.
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def result_line(request_id: RequestId, result: Any) -> bytes:
+    """``encode`` of the response ``{"jsonrpc":"2.0","id":request_id,"result":result}``, byte for byte, put
+    together from its two encoded values; raises as ``encode`` does for a result that is not JSON."""
+    try:
+        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        head = json.dumps(request_id, ensure_ascii=False)
+        return f'{{"jsonrpc":"2.0","id":{head},"result":{text}}}\n'.encode()
+    except UnicodeEncodeError:  # lone surrogates: the whole line escaped, as ``encode`` does
+        return encode({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 _TEXT_CHUNK_HEAD: Final = (

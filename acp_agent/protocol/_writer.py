@@ -3,8 +3,10 @@
 Between ``start`` and ``drain``, lines go into a bounded memory stream that one writer task empties:
 everything queued so far (up to ``_BATCH_BYTES``) goes out in one shielded write, so a streamed reply costs
 one write per burst instead of one per line, and a caller waits only while the stream is full. Outside
-that window a line is written at once. Order is the order of the calls. A write that fails or blocks for
-``write_timeout`` marks the output broken: later lines are dropped.
+that window a line is written at once. ``write_at_once`` (a response) is written in the caller's task when
+no line is waiting to go before it, so it does not wait for the writer task's turn behind the work its
+handler started. Order is the order of the calls. A write that fails or blocks for ``write_timeout`` marks
+the output broken: later lines are dropped.
 """
 
 from __future__ import annotations
@@ -79,6 +81,18 @@ class LineWriter:
             await self._done.wait()  # lines queued before this one go first
         return await self._write_now(data)
 
+    async def write_at_once(self, data: bytes) -> bool:
+        """``write``, but in the caller's task when no earlier line is still to be written: the writer task
+        waits for the next line with nothing in hand, nothing is queued, and no write is under way (a line
+        handed to the waiting writer task but not yet taken takes it off the waiting list, so it counts)."""
+        queue, lock = self._queue, self._lock
+        if self._lines is None or queue is None or (lock is not None and lock.locked()):
+            return await self.write(data)
+        stats = queue.statistics()
+        if stats.current_buffer_used or stats.tasks_waiting_send or not stats.tasks_waiting_receive:
+            return await self.write(data)
+        return await self._write_now(data)
+
     async def drain(self) -> None:
         """Stop queueing; wait (bounded by the write timeout) until what was queued is written."""
         lines, self._lines = self._lines, None
@@ -117,7 +131,7 @@ class LineWriter:
         if self._broken:
             return False
         if self._lock is None:
-            self._lock = anyio.Lock()
+            self._lock = anyio.Lock(fast_acquire=True)  # no pass of the event loop when free
         async with self._lock:
             if self._broken:
                 return False

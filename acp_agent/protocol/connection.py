@@ -53,8 +53,10 @@ remaining tasks are cancelled and `serve()` returns normally. Writes after the s
 
 Writes (`_writer`): while serving, lines go into a bounded memory stream that one writer task drains:
 everything queued goes out in one write, so a burst of updates (a streamed reply) costs one write, not one
-per line; a caller waits only while the stream is full (the client reads slower than we write). Lines never
-interleave; each write is shielded from cancellation so a line is never cut, bounded by `write_timeout`
+per line; a caller waits only while the stream is full (the client reads slower than we write). A response
+is written in its request's task when no earlier line is still to be written, so it reaches the wire before
+the work its handler started (a session's after-open work) gets its turn. Lines never interleave, and go out
+in the order they were written; each write is shielded from cancellation so a line is never cut, bounded by `write_timeout`
 (after which the stream counts as broken). JSON is written with `ensure_ascii=False, separators=(",", ":"),
 allow_nan=False`.
 """
@@ -84,6 +86,7 @@ from ._jsonrpc import (
     encode,
     error_message,
     jsonable,
+    result_line,
     text_chunk_line,
     valid_id,
 )
@@ -371,48 +374,50 @@ class Connection:
                 self._idle.set()
 
     async def _run_request(self, ctx: RequestContext, params: Any) -> None:
-        await self._write_message(await self._execute(ctx, params))
+        response, line = await self._execute(ctx, params)
+        if line is not None:
+            await self._write_bytes(line, at_once=True)
+        else:
+            await self._write_message(response, at_once=True)
 
     async def _run_batch(self, ready: list[JsonDict], jobs: list[_Job]) -> None:
         answers: list[JsonDict] = list(ready)
 
         async def run_one(ctx: RequestContext, params: Any) -> None:
-            answers.append(await self._execute(ctx, params))
+            answers.append((await self._execute(ctx, params))[0])
 
         async with anyio.create_task_group() as tg:
             for ctx, params in jobs:
                 tg.start_soon(run_one, ctx, params)
         await self._write_message(answers)
 
-    async def _execute(self, ctx: RequestContext, params: Any) -> JsonDict:
-        """Run the handler; always returns the one response for the request."""
+    async def _execute(self, ctx: RequestContext, params: Any) -> tuple[JsonDict, bytes | None]:
+        """Run the handler; always returns the one response for the request, and its line when a result
+        was encoded already (it is encoded before the answer is chosen: one that is not JSON is -32603)."""
         response: JsonDict | None = None
+        line: bytes | None = None
         try:
             with ctx._scope:  # pyright: ignore[reportPrivateUsage]
                 try:
                     result = await self._handler.handle_request(ctx.method, params, ctx)
-                    response = {"jsonrpc": "2.0", "id": ctx.request_id, "result": self._result_json(result)}
+                    # ACP results are objects: an empty result is `{}`, never `null`
+                    value: Any = {} if result is None else jsonable(result)
+                    line = result_line(ctx.request_id, value)
+                    response = {"jsonrpc": "2.0", "id": ctx.request_id, "result": value}
                 except Exception as exc:
                     response = error_message(ctx.request_id, error_from_exception(exc))
         finally:
             if self._inflight.get(ctx.request_id) is ctx:
                 del self._inflight[ctx.request_id]
         if response is None:  # our own cancel scope was cancelled: $/cancel_request or shutdown
-            response = error_message(ctx.request_id, RpcError.request_cancelled())
-        return response
-
-    @staticmethod
-    def _result_json(result: Any) -> Any:
-        if result is None:
-            return {}  # ACP results are objects: an empty result is `{}`, never `null`
-        value = jsonable(result)
-        encode(value)  # fail here (-> -32603) rather than at write time
-        return value
+            return error_message(ctx.request_id, RpcError.request_cancelled()), None
+        return response, line
 
     # --- writing -----------------------------------------------------------------------------
 
-    async def _write_message(self, message: JsonDict | list[JsonDict]) -> bool:
-        """Write one line; False if the send stream is (or just became) unusable."""
+    async def _write_message(self, message: JsonDict | list[JsonDict], *, at_once: bool = False) -> bool:
+        """Write one line (``at_once``: ``LineWriter.write_at_once``); False if the send stream is (or just
+        became) unusable."""
         try:
             data = encode(message)
         except (TypeError, ValueError) as exc:
@@ -421,12 +426,12 @@ class Connection:
             if request_id is _MISSING or "method" in message:
                 return False
             data = encode(error_message(cast(RequestId, request_id), RpcError.internal_error()))
-        return await self._write_bytes(data)
+        return await self._write_bytes(data, at_once=at_once)
 
-    async def _write_bytes(self, data: bytes) -> bool:
+    async def _write_bytes(self, data: bytes, *, at_once: bool = False) -> bool:
         if not self._out.broken:
             trace_out(data)
-        return await self._out.write(data)
+        return await (self._out.write_at_once(data) if at_once else self._out.write(data))
 
     # --- shutdown ----------------------------------------------------------------------------
 

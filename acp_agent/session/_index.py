@@ -5,8 +5,9 @@ every ``meta.json``.
 The ``meta.json`` files stay the truth; the index is a cache of them that damage only makes slower:
 - SQLite keeps it whole through a ``kill -9`` at any moment and between agent processes sharing the folder
   (WAL, a busy timeout; each catch-up is one write transaction); its files are 0600 in 0700 folders.
-- The store writes it after each ``meta.json`` it writes; a rewrite first marks the row dirty, so a process
-  killed between the two leaves a row the next listing re-reads from its ``meta.json``.
+- The store writes it after each ``meta.json`` it writes (a new session's row after its answer, never over
+  a row written since); a rewrite first marks the row dirty, so a process killed between the two leaves a
+  row the next listing re-reads from its ``meta.json``.
 - Folders added or removed by anyone else (an older agent, a hand copy, ``rm -r``, the early
   ``session/new`` answer) change the sessions folder's ``(mtime, link count)``: the next listing compares
   the folder's entries with the rows. A session folder this process made or removed moves the look by
@@ -99,6 +100,10 @@ class SessionIndex:
             lambda db: db.execute("UPDATE sessions SET dirty = ? WHERE id = ?", (_token(), session_id))
         )
 
+    def exists(self) -> bool:
+        """Whether there is an index to keep (none yet: the first listing builds it from the folders)."""
+        return self.folder.is_dir()
+
     def look(self) -> Look | None:
         """The sessions folder's ``(mtime, links)`` before a write that may add or remove a folder."""
         try:
@@ -115,6 +120,17 @@ class SessionIndex:
 
         self._write(change)
 
+    def created(self, meta: SessionMeta, before: Look | None, after: Look | None) -> None:
+        """A new session's row, written after its answer (``SessionStore.create_sync``): never over a row
+        already there (a later write's, a listing's catch-up); ``before`` and ``after``: the sessions
+        folder's look around the ``mkdir`` of its folder."""
+
+        def change(db: sqlite3.Connection) -> None:
+            db.execute(f"INSERT OR IGNORE INTO sessions VALUES ({_PLACES})", _row(meta))
+            self._own_change(db, before, +1, after)
+
+        self._write(change)
+
     def removed(self, session_id: str, before: Look | None = None) -> None:
         def change(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -122,14 +138,16 @@ class SessionIndex:
 
         self._write(change)
 
-    def _own_change(self, db: sqlite3.Connection, before: Look | None, links: int) -> None:
+    def _own_change(
+        self, db: sqlite3.Connection, before: Look | None, links: int, after: Look | None = None
+    ) -> None:
         """When the folder changed by exactly this write's folder (one link more or less, and the index
         knew the folder as it was before), the index knows it as it is now: no re-read of the folder
         for a session this process made or removed. Anything else changed it too: the next listing
         compares. (A file system whose folders count no links always compares.)"""
         if before is None:
             return
-        after = _look(self.root)
+        after = after or _look(self.root)
         if after != before and after[1] == before[1] + links:
             db.execute(
                 "UPDATE state SET value = ? WHERE key = 'root' AND value = ?", (_pack(after), _pack(before))

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ import anyio
 import anyio.to_thread
 
 from . import _harness
-from ._index import ListQuery, SessionIndex, scanned_page
+from ._index import ListQuery, Look, SessionIndex, scanned_page
 from ._meta import SessionMeta, now_iso, valid_session_id
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ class SessionStore:
         self._private = False
         self.index = SessionIndex(root, _read_meta)
         """What ``session/list`` shows of each session (``_index``); written after each ``meta.json``."""
+        self._unindexed: dict[str, tuple[SessionMeta, Look | None, Look | None]] = {}
+        """New sessions whose index row waits for after their answer (``create_sync``)."""
+        self._indexing = threading.Lock()
 
     def directory(self, session_id: str) -> Path:
         return self.root / session_id
@@ -87,6 +91,7 @@ class SessionStore:
         await anyio.to_thread.run_sync(self._save_meta_sync, meta)
 
     def _save_meta_sync(self, meta: SessionMeta) -> None:
+        self.index_created_sync(meta.id)
         if not self._private:  # once a process: the sessions folder an older version made 0755, tightened
             _harness.private_dir(self.root)
             self._private = True
@@ -101,10 +106,14 @@ class SessionStore:
         lost to a power cut loses nothing, a killed process loses nothing (the page cache keeps the file),
         and its first complete step is fsync'd with the meta again (``save_meta``). Written in place, not
         through a temporary file and a rename: nobody knows the id before this returns, and a kill in the
-        middle leaves an unreadable file in a folder no answer named, which listing skips."""
+        middle leaves an unreadable file in a folder no answer named, which listing skips. Its index row is
+        left for after the answer (``index_created``; any other index work on the session, or a listing,
+        writes it first)."""
         directory = self.directory(meta.id)
-        before = self.index.look()
+        indexed = self.index.exists()
+        before = self.index.look() if indexed else None
         self._new_folder(directory)
+        after = self.index.look() if indexed else None
         data = json.dumps(meta.to_dict(), ensure_ascii=False, indent=1).encode()
         fd = os.open(directory / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
@@ -113,7 +122,27 @@ class SessionStore:
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
-        self.index.wrote(meta, before)  # (a kill before it: the new folder changed the sessions folder)
+        if indexed:  # its row after the answer (a kill before it: the new folder changed the sessions folder)
+            with self._indexing:
+                self._unindexed[meta.id] = (meta, before, after)
+
+    def index_created_sync(self, session_id: str | None = None) -> None:
+        """Write the index rows ``create_sync`` left for after the answer: ``session_id``'s (before any other
+        index work on that session, so a later row is never followed by the older one) or every one."""
+        with self._indexing:
+            if session_id is None:
+                waiting = list(self._unindexed.values())
+                self._unindexed.clear()
+            else:
+                one = self._unindexed.pop(session_id, None)
+                waiting = [one] if one is not None else []
+            for meta, before, after in waiting:
+                self.index.created(meta, before, after)
+
+    async def index_created(self, session_id: str) -> None:
+        """``index_created_sync`` of a new session (after its answer), in a worker thread."""
+        if session_id in self._unindexed:
+            await anyio.to_thread.run_sync(self.index_created_sync, session_id)
 
     def _new_folder(self, directory: Path) -> None:
         """``directory`` made 0700 (a session holds the whole conversation) under the sessions folder,
@@ -142,6 +171,7 @@ class SessionStore:
                 _append_lines(directory / "shown.jsonl", shown, sync=False)
                 written.append(directory / "shown.jsonl")
             if meta is not None:
+                self.index_created_sync(session_id)
                 self.index.will_write(session_id)
                 write_json_atomic(directory / "meta.json", data, sync=False)
                 self.index.wrote(meta)
@@ -180,6 +210,7 @@ class SessionStore:
         ``meta.json`` when there is no usable index. ``live``: the sessions in memory, newer than disk."""
 
         def read() -> list[SessionMeta]:
+            self.index_created_sync()  # (else the listing would catch up by reading the folder)
             got = self.index.page(query, live)
             return got if got is not None else scanned_page(_list_metas(self.root), query, live)
 
@@ -190,6 +221,7 @@ class SessionStore:
             return False
 
         def remove() -> bool:
+            self.index_created_sync(session_id)
             self.index.will_write(session_id)  # a kill mid-removal: its row is re-read (and dropped)
             before = self.index.look()
             removed = _remove_tree(self.directory(session_id))

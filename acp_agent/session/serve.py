@@ -40,11 +40,12 @@ class ResponseWatch(ByteSendStream):
 
     async def send(self, item: bytes) -> None:
         await self._inner.send(item)
-        if self._agent.watching:
+        answered = self._agent.answered
+        if answered.watching:
             # The connection writes queued lines in batches: look at every line of the chunk.
             for line in item.split(b"\n"):
                 for request_id in _response_ids(line):
-                    self._agent.response_written(request_id)
+                    answered.written(request_id)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -5,6 +5,7 @@ from typing import Any, cast
 
 import anyio
 import pytest
+from anyio.abc import ByteSendStream
 
 from acp_agent.protocol import Connection, ConnectionClosedError, RpcError
 from acp_agent.protocol.models import AgentMessageChunk, SessionNotification, TextContent
@@ -465,3 +466,40 @@ async def test_fifty_megabyte_line_is_accepted(anyio_backend: str) -> None:
         await client.send_raw(b"\n")
         message = await client.message()
         assert message == {"jsonrpc": "2.0", "id": 1, "result": {"blocks": 1}}
+
+
+class _Recorded(ByteSendStream):
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    async def send(self, item: bytes) -> None:
+        self.data += item
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_response_is_on_the_wire_before_work_its_handler_started_runs() -> None:
+    out, to_agent = _Recorded(), memory_pipe()
+    seen: list[bytes] = []
+
+    class Opening(ScriptedHandler):
+        async def handle_request(self, method: str, params: Any, ctx: Any) -> Any:
+            async def after() -> None:  # what the handler started: it must find the answer written
+                seen.append(bytes(out.data))
+
+            tg.start_soon(after)
+            return {"opened": True}
+
+    try:
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                conn = Connection(to_agent.receive, out, Opening())
+                tg.start_soon(conn.serve)
+                await to_agent.send.send(b'{"jsonrpc":"2.0","id":1,"method":"open"}\n')
+                while not seen:
+                    await anyio.wait_all_tasks_blocked()
+                await to_agent.send.aclose()
+    finally:
+        to_agent.close()
+    assert seen == [b'{"jsonrpc":"2.0","id":1,"result":{"opened":true}}\n']

@@ -299,7 +299,7 @@ async def test_the_opening_response_releases_the_sessions_updates(tmp_path: Path
         sid = await client.new_session(str(tmp_path))
         with anyio.fail_after(5):
             await agent.sessions[sid].opened.wait()
-        assert not agent.watching
+        assert not agent.answered.watching
 
 
 async def test_mcp_servers_are_kept_and_unknown_kinds_skipped(tmp_path: Path) -> None:
