@@ -1,0 +1,47 @@
+"""``--gc-each-test`` makes a test that leaves something unclosed in a reference cycle fail in its own
+teardown, and only that test; without the option the leak is found wherever the collector next runs."""
+
+from __future__ import annotations
+
+import pytest
+
+INNER = """
+import socket
+
+class Cycle:
+    def __init__(self):
+        self.me = self
+        self.sock = socket.socket()  # never closed: a ResourceWarning when the cycle is collected
+
+def test_leaks():
+    Cycle()
+
+def test_innocent():
+    pass
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(INNER)
+    return pytester.runpytest_inprocess(
+        "-p", "tests._gc_each_test", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "error", *args
+    )
+
+
+def test_with_the_option_the_leaking_test_fails_in_its_own_teardown(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, "--gc-each-test")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*ERROR at teardown of test_leaks*", "*left unclosed*", "*unclosed <socket.socket*"]
+    )
+
+
+def test_without_it_nothing_is_collected_between_tests(pytester: pytest.Pytester) -> None:
+    import gc
+
+    gc.disable()  # (no automatic collection in between either: the leak reaches the end of the run)
+    try:
+        result = _run(pytester)
+    finally:
+        gc.enable()
+    assert "ERROR at teardown of test_leaks" not in result.stdout.str()
