@@ -181,8 +181,9 @@ class AgentProcess:
         with anyio.move_on_after(_DRAIN_S):
             await self.eof.wait()
             await self._stderr_eof.wait()
-        with anyio.move_on_after(_DRAIN_S):
-            await process.aclose()  # it has exited: this closes the pipe transports and returns
+        if process.returncode is not None:  # (one that outlived SIGKILL: aclose would wait for it unbounded)
+            with anyio.move_on_after(_DRAIN_S):
+                await process.aclose()  # it has exited: this closes the pipe transports and returns
 
     def _close_lines(self) -> None:
         """The receiving end of the stdout lines is closed once nothing reads it (else a ResourceWarning)."""
