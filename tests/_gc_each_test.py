@@ -3,10 +3,11 @@ in a reference cycle (a process whose pipes are still open, a socket, a file) fa
 teardown, instead of whichever later test the collector happens to run in.
 
 Off by default: a collection costs about 70 ms once the heap is warm (20 s over ``tests/conformance``'s 283
-tests, an eighth of their time; some 5 minutes of CPU over the whole suite). Turn it on to find the test that leaks when a ResourceWarning fails an
-unrelated one (with ``PYTHONTRACEMALLOC=20`` the failure shows where the object was made). It runs once the
-teardown is done (fixtures finalised, the test's event loop closed) and reports what the collection
-finalised itself: pytest's own check of the phase has run by then.
+tests, an eighth of their time; some 5 minutes of CPU over the whole suite). Turn it on to find the test
+that leaks when a ResourceWarning fails an unrelated one; under ``python -X tracemalloc=20 -m pytest`` the
+failure shows where the object was made (not ``PYTHONTRACEMALLOC``, which every spawned Python inherits and
+crawls under). It runs once the teardown is done (fixtures finalised, the test's event loop closed) and
+reports what the collection finalised itself: pytest's own check of the phase has run by then.
 """
 
 from __future__ import annotations
