@@ -24,6 +24,7 @@ from .validate import MessageValidator
 __all__ = ["AgentProcess", "Line"]
 
 _STDERR_KEEP = 200_000
+_DRAIN_S = 2.0  # after the exit (and the group's kill), the longest to wait for the pipes' end
 
 
 @dataclass
@@ -52,9 +53,12 @@ class AgentProcess:
         self.stderr = bytearray()
         self.lines: MemoryObjectReceiveStream[Line | None] | None = None
         self.eof = anyio.Event()
+        self._stderr_eof = anyio.Event()
         self.start_error: str | None = None
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Start the agent (a restart first ends and releases the last one: ``kill`` then ``start``)."""
+        await self._end()
         try:
             self.process = await anyio.open_process(
                 self.command,
@@ -71,30 +75,33 @@ class AgentProcess:
         self._close_lines()  # a restarted agent gets a fresh stream; the last one is read no more
         send, self.lines = anyio.create_memory_object_stream[Line | None](10_000)
         self.eof = anyio.Event()
+        self._stderr_eof = anyio.Event()
         tg.start_soon(self._read_stdout, self.process, send, self.eof)
-        tg.start_soon(self._read_stderr, self.process)
+        tg.start_soon(self._read_stderr, self.process, self._stderr_eof)
 
     async def _read_stdout(
         self, process: Process, out: MemoryObjectSendStream[Line | None], eof: anyio.Event
     ) -> None:
         assert process.stdout is not None
         buffer = bytearray()
-        async with out:
-            try:
-                async for chunk in process.stdout:
-                    buffer += chunk
-                    while (i := buffer.find(b"\n")) >= 0:
-                        raw = bytes(buffer[:i])
-                        del buffer[: i + 1]
-                        await out.send(self._parse(raw))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
-            if buffer:
-                line = self._parse(bytes(buffer))
-                line.problems.append("the last stdout line has no newline")
-                await out.send(line)
-            await out.send(None)
-        eof.set()
+        try:
+            async with out:
+                try:
+                    async for chunk in process.stdout:
+                        buffer += chunk
+                        while (i := buffer.find(b"\n")) >= 0:
+                            raw = bytes(buffer[:i])
+                            del buffer[: i + 1]
+                            await out.send(self._parse(raw))
+                    if buffer:
+                        line = self._parse(bytes(buffer))
+                        line.problems.append("the last stdout line has no newline")
+                        await out.send(line)
+                    await out.send(None)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass  # the pipe was closed by ``stop`` (``_release``), or no one reads the lines any more
+        finally:
+            eof.set()
 
     def _parse(self, raw: bytes) -> Line:
         line = Line(raw)
@@ -109,7 +116,7 @@ class AgentProcess:
         line.problems += self.validator.check(line.msg, self.sent_methods)
         return line
 
-    async def _read_stderr(self, process: Process) -> None:
+    async def _read_stderr(self, process: Process, eof: anyio.Event) -> None:
         assert process.stderr is not None
         try:
             async for chunk in process.stderr:
@@ -118,6 +125,8 @@ class AgentProcess:
                     del self.stderr[: _STDERR_KEEP // 2]
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
+        finally:
+            eof.set()
 
     @property
     def running(self) -> bool:
@@ -144,19 +153,37 @@ class AgentProcess:
             await process.wait()
 
     async def stop(self) -> None:
-        """Close stdin, give the agent 3 s to exit, then kill it (and its group)."""
+        """Close stdin, give the agent 3 s to exit, then kill it (and its group); its pipes are closed."""
+        await self._end()
+        self._close_lines()
+
+    async def _end(self) -> None:
+        """End the current process, if any, and release it: shielded and bounded, whatever state it is in."""
         if self.process is None:
             return
-        if self.process.returncode is None:
-            try:
-                await self.close_stdin()
-            except Exception:  # a pipe already closed or broken: the kill below still runs
-                pass
-            with anyio.move_on_after(3):
-                await self.process.wait()
-        await self.kill()
-        self._reap_group()
-        self._close_lines()
+        with anyio.CancelScope(shield=True):
+            if self.process.returncode is None:
+                try:
+                    await self.close_stdin()
+                except Exception:  # a pipe already closed or broken: the kill below still runs
+                    pass
+                with anyio.move_on_after(3):
+                    await self.process.wait()
+            await self.kill()
+            self._reap_group()
+            await self._release(self.process)
+
+    async def _release(self, process: Process) -> None:
+        """Close the exited process's pipes, once what it wrote last is read. ``wait()`` returns at the exit,
+        not when its stdout and stderr reach their end (a grandchild may still hold them): a process left
+        so is only finalised by the garbage collector, as an unclosed transport (a ResourceWarning), in
+        whatever later test (or run) happens to collect it, after its event loop has closed."""
+        with anyio.move_on_after(_DRAIN_S):
+            await self.eof.wait()
+            await self._stderr_eof.wait()
+        if process.returncode is not None:  # (one that outlived SIGKILL: aclose would wait for it unbounded)
+            with anyio.move_on_after(_DRAIN_S):
+                await process.aclose()  # it has exited: this closes the pipe transports and returns
 
     def _close_lines(self) -> None:
         """The receiving end of the stdout lines is closed once nothing reads it (else a ResourceWarning)."""

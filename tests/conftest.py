@@ -16,8 +16,9 @@ import pytest
 
 from tests._ports import RefusedPort
 
-pytest_plugins = ("tests._process_marker", "pytester")
-"""A test that spawns a process must be marked ``process`` (the plugin fails it otherwise; ``pytester`` tests it)."""
+pytest_plugins = ("tests._process_marker", "tests._gc_each_test", "pytester")
+"""A test that spawns a process must be marked ``process`` (the plugin fails it otherwise; ``pytester`` tests it);
+``--gc-each-test`` makes a leak fail the test that made it."""
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -221,10 +221,16 @@ class _Pipes:
         self.proc.exited.set()
 
     async def close_streams(self) -> None:
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                with anyio.move_on_after(0.1):
-                    await _close_quietly(stream)
+        if self.process.returncode is not None:
+            # The whole process, pipes included: anyio's wait() returns at the exit, not at the pipes' end, and
+            # a grandchild outside the group may hold them; left open, the garbage collector finalises them.
+            with anyio.move_on_after(0.5):
+                await _close_quietly(self.process)
+        else:  # it outlived SIGKILL (stopped in the kernel): aclose would wait for it
+            for stream in (self.process.stdout, self.process.stderr):
+                if stream is not None:
+                    with anyio.move_on_after(0.1):
+                        await _close_quietly(stream)
         await self.read_recv.aclose()
         await self.write_recv.aclose()
 

@@ -178,10 +178,12 @@ async def agent_process(
                 await process.wait()
             tg.cancel_scope.cancel()
     finally:
-        if process.returncode is None:
-            process.kill()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            if process.returncode is None:
+                process.kill()
                 await process.wait()
+            # wait() returns at the exit, before the pipes' end: close them here, not in the GC
+            await process.aclose()
 
 
 async def open_session(agent: AgentProcess, project: Path, servers: Sequence[Mapping[str, Any]]) -> str:
@@ -250,7 +252,7 @@ async def everything_over_http(everything: Path) -> AsyncGenerator[str]:
     finally:
         proc.kill()
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await proc.wait()
+            await proc.aclose()  # (wait() alone leaves the pipes to the garbage collector)
 
 
 async def test_a_scripted_turn_calls_everything_over_stdio_and_http_and_the_time_server(

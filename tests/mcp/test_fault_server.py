@@ -328,7 +328,7 @@ async def test_a_lost_http_session_is_an_error_result_and_the_server_reconnects(
                 first = await call_tool(await tool(server, "echo"), {"text": "one"})
                 assert first.result.as_text() == "one"
                 proc.kill()
-                await proc.wait()
+                await proc.aclose()
                 proc = await start_http()  # a new process: the old session id is unknown to it
                 lost = await call_tool(await tool(server, "echo"), {"text": "two"})
                 assert lost.result.error
@@ -338,4 +338,4 @@ async def test_a_lost_http_session_is_an_error_result_and_the_server_reconnects(
     finally:
         proc.kill()
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await proc.wait()
+            await proc.aclose()  # (wait() alone leaves the pipes to the garbage collector)

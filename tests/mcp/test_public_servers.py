@@ -83,4 +83,4 @@ async def test_everything_over_streamable_http_on_loopback() -> None:
     finally:
         proc.kill()
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await proc.wait()
+            await proc.aclose()  # (wait() alone leaves the pipes to the garbage collector)

@@ -334,10 +334,13 @@ async def agent_process(
                 with anyio.CancelScope(shield=True):
                     await _shut_down(agent, tg)
     finally:
-        if process.returncode is None:
-            process.kill()
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
                 await process.wait()
+            with anyio.move_on_after(5):
+                # wait() returns at the exit, before the pipes' end: close them here, not in the GC
+                await process.aclose()
 
 
 async def _shut_down(agent: AgentProcess, tg: TaskGroup) -> None:

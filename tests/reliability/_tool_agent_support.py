@@ -87,10 +87,13 @@ async def tool_agent(
                     await _shut_down(agent)
                 tg.cancel_scope.cancel()
     finally:
-        if process.returncode is None:
-            process.kill()
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
                 await process.wait()
+            with anyio.move_on_after(5):
+                # wait() returns at the exit, before the pipes' end: close them here, not in the GC
+                await process.aclose()
 
 
 async def _shut_down(agent: ToolAgent) -> None:

@@ -159,11 +159,17 @@ class Editor(AcpClient):
 
         async def pump() -> None:
             assert process.stdout is not None
-            async for chunk in process.stdout:
-                t["output"] += chunk.decode(errors="replace")
-            code = await process.wait()
-            t["exit"] = {"exitCode": code} if code >= 0 else {"exitCode": None, "signal": "SIGKILL"}
-            t["done"].set()
+            try:
+                async for chunk in process.stdout:
+                    t["output"] += chunk.decode(errors="replace")
+                code = await process.wait()
+                t["exit"] = {"exitCode": code} if code >= 0 else {"exitCode": None, "signal": "SIGKILL"}
+                t["done"].set()
+            finally:  # also when the editor ends first: the process is closed here, not by the GC
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    if process.returncode is None:
+                        _kill_group(process)
+                    await process.aclose()
 
         assert self._tg is not None
         self._tg.start_soon(pump)

@@ -331,7 +331,7 @@ async def test_a_streamable_http_entry_with_headers_connects(tmp_path: Path) -> 
     finally:
         proc.kill()
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await proc.wait()
+            await proc.aclose()  # (wait() alone leaves the pipes to the garbage collector)
 
 
 async def test_without_servers_start_needs_no_spawn_and_nothing_runs(tmp_path: Path) -> None:

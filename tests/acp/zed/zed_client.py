@@ -409,7 +409,10 @@ async def zed(
                 tg.cancel_scope.cancel()
     finally:
         stderr.close()
-        if process.returncode is None:
-            process.kill()
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
                 await process.wait()
+            with anyio.move_on_after(5):
+                # wait() returns at the exit, before the pipes' end: close them here, not in the GC
+                await process.aclose()

@@ -106,13 +106,21 @@ class TerminalHost:
 
         async def pump() -> None:
             assert process.stdout is not None
-            async for chunk in process.stdout:
-                terminal.output += chunk.decode(errors="replace")
-            code = await process.wait()
-            terminal.exit_status = (
-                {"exitCode": code, "signal": None} if code >= 0 else {"exitCode": None, "signal": "SIGKILL"}
-            )
-            terminal.done.set()
+            try:
+                async for chunk in process.stdout:
+                    terminal.output += chunk.decode(errors="replace")
+                code = await process.wait()
+                terminal.exit_status = (
+                    {"exitCode": code, "signal": None}
+                    if code >= 0
+                    else {"exitCode": None, "signal": "SIGKILL"}
+                )
+                terminal.done.set()
+            finally:  # also when the client ends first: the process is closed here, not by the GC
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    if process.returncode is None:
+                        kill(process)
+                    await process.aclose()
 
         self._tg.start_soon(pump)
         return {"terminalId": terminal.id}
