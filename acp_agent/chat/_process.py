@@ -53,6 +53,15 @@ async def run_chat(
     except OSError as exc:
         renderer.error(f"cannot start the agent ({exc.strerror}); check that {sys.executable} still exists.")
         return 1
+    try:
+        return await _converse(app, process, renderer)
+    finally:  # (after the task group: nothing reads its pipes any more)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+            await process.aclose()  # its pipes too: ``wait()`` returns at the exit, before their end
+
+
+async def _converse(app: ChatApp, process: Process, renderer: Renderer) -> int:
+    """The conversation with the agent ``process`` over its stdio; its exit code."""
     code = 1
     async with anyio.create_task_group() as tg:
         await tg.start(app.watch_interrupts)
