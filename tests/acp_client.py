@@ -28,7 +28,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from acp_agent.protocol.jsonvalue import as_object
 from acp_conformance.validate import id_key
 
-__all__ = ["WAIT", "AcpClient", "BytePipe", "RpcFailure", "memory_pipe", "spawned_agent"]
+__all__ = ["WAIT", "AcpClient", "BytePipe", "RecordedBytes", "RpcFailure", "memory_pipe", "spawned_agent"]
 
 WAIT: Final = 10.0
 """Seconds any single wait of a test may take."""
@@ -76,6 +76,19 @@ class BytePipe:
     def close(self) -> None:
         self.send.close()
         self.receive.close()
+
+
+class RecordedBytes(ByteSendStream):
+    """A send stream that keeps what it is sent (``data``): an output for a test to read afterwards."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    async def send(self, item: bytes) -> None:
+        self.data += item
+
+    async def aclose(self) -> None:
+        pass
 
 
 def memory_pipe(buffer: float = math.inf) -> BytePipe:

@@ -7,14 +7,9 @@ stdout and stderr transports are left open is finalised by the garbage collector
 
 from __future__ import annotations
 
-import gc
 import json
 import os
-import signal
 import sys
-import warnings
-from collections.abc import Generator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,35 +18,11 @@ import pytest
 
 from acp_conformance.agent import AgentProcess
 from acp_conformance.validate import MessageValidator
+from tests._leaks import daemon_holding_pipes, kill_all, unraisables
 
 pytestmark = pytest.mark.process
 
-# An agent that starts a daemon (its own session, so the kit's kill of the agent's group misses it) holding
-# the agent's stdout and stderr, says the daemon's pid, and exits 0 at the end of its input.
-_AGENT_WITH_DAEMON = """
-import json, subprocess, sys
-daemon = subprocess.Popen(
-    [sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL, start_new_session=True
-)
-print(json.dumps({"jsonrpc": "2.0", "method": "_daemon", "params": {"pid": daemon.pid}}), flush=True)
-sys.stdin.read()
-"""
-
-
-@contextmanager
-def _unraisables() -> Generator[list[str]]:
-    """What was finalised unclosed (a ResourceWarning raised in a finaliser) inside the block, and by a full
-    garbage collection at its end."""
-    seen: list[str] = []
-    before = sys.unraisablehook
-    sys.unraisablehook = lambda u: seen.append(f"{u.exc_value!r} (in {u.object!r})")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", ResourceWarning)
-            yield seen
-            gc.collect()
-    finally:
-        sys.unraisablehook = before
+_AGENT_WITH_DAEMON = daemon_holding_pipes("_daemon")
 
 
 async def _started(agent: AgentProcess, tg: Any, daemons: list[int]) -> None:
@@ -83,20 +54,19 @@ def _play(tmp_path: Path, *, restart: bool) -> list[int]:
     try:
         anyio.run(main)  # its own event loop, closed before the garbage is collected (as a test's is)
     finally:
-        for pid in daemons:
-            os.kill(pid, signal.SIGKILL)
+        kill_all(daemons)
     return daemons
 
 
 def test_a_stopped_agent_leaves_no_pipe_open_even_while_a_daemon_it_started_holds_them(
     tmp_path: Path,
 ) -> None:
-    with _unraisables() as leaked:
+    with unraisables() as leaked:
         assert len(_play(tmp_path, restart=False)) == 1
     assert not leaked, "\n".join(leaked)
 
 
 def test_an_agent_killed_and_started_again_leaves_the_first_process_closed(tmp_path: Path) -> None:
-    with _unraisables() as leaked:
+    with unraisables() as leaked:
         assert len(_play(tmp_path, restart=True)) == 2
     assert not leaked, "\n".join(leaked)

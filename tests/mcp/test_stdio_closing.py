@@ -5,12 +5,8 @@ transport (a ResourceWarning), in whatever later test happens to collect it."""
 
 from __future__ import annotations
 
-import gc
 import json
-import os
-import signal
 import sys
-import warnings
 from pathlib import Path
 
 import anyio
@@ -18,26 +14,18 @@ import pytest
 
 from harness.mcp import StdioConfig
 from harness.mcp._stdio import StdioProcess, stdio_transport
+from tests._leaks import daemon_holding_pipes, kill_all, unraisables
 
 pytestmark = pytest.mark.process
 
-# Not an MCP server: the transport only moves lines. It starts the daemon, says its pid, and exits 0 at the
-# end of its input, as a server does when its client closes stdin.
-_SERVER_WITH_DAEMON = """
-import json, subprocess, sys
-daemon = subprocess.Popen(
-    [sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL, start_new_session=True
-)
-print(json.dumps({"jsonrpc": "2.0", "method": "daemon", "params": {"pid": daemon.pid}}), flush=True)
-sys.stdin.read()
-"""
+# Not an MCP server: the transport only moves lines.
+_SERVER_WITH_DAEMON = daemon_holding_pipes("daemon")
 
 
 def test_a_closed_server_leaves_no_pipe_open_even_while_a_daemon_it_started_holds_them(
     tmp_path: Path,
 ) -> None:
     daemons: list[int] = []
-    leaked: list[str] = []
 
     async def main() -> None:
         config = StdioConfig("daemonic", sys.executable, ("-c", _SERVER_WITH_DAEMON), cwd=str(tmp_path))
@@ -46,16 +34,10 @@ def test_a_closed_server_leaves_no_pipe_open_even_while_a_daemon_it_started_hold
                 said = await read.receive()
                 daemons.append(int(json.loads(said.message.model_dump_json())["params"]["pid"]))
 
-    before = sys.unraisablehook
-    sys.unraisablehook = lambda u: leaked.append(f"{u.exc_value!r} (in {u.object!r})")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", ResourceWarning)
+        with unraisables() as leaked:
             anyio.run(main)  # its own event loop, closed before the garbage is collected (as a test's is)
-            gc.collect()
     finally:
-        sys.unraisablehook = before
-        for pid in daemons:
-            os.kill(pid, signal.SIGKILL)
+        kill_all(daemons)
     assert len(daemons) == 1
     assert not leaked, "\n".join(leaked)

@@ -5,12 +5,11 @@ from typing import Any, cast
 
 import anyio
 import pytest
-from anyio.abc import ByteSendStream
 
 from acp_agent.protocol import Connection, ConnectionClosedError, RpcError
 from acp_agent.protocol.models import AgentMessageChunk, SessionNotification, TextContent
 from tests.acp.protocol._acp_protocol_support import WAIT, AcpClient, ScriptedHandler, agent_connection
-from tests.acp_client import memory_pipe
+from tests.acp_client import RecordedBytes, memory_pipe
 
 pytestmark = pytest.mark.anyio
 
@@ -468,19 +467,8 @@ async def test_fifty_megabyte_line_is_accepted(anyio_backend: str) -> None:
         assert message == {"jsonrpc": "2.0", "id": 1, "result": {"blocks": 1}}
 
 
-class _Recorded(ByteSendStream):
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    async def send(self, item: bytes) -> None:
-        self.data += item
-
-    async def aclose(self) -> None:
-        pass
-
-
 async def test_a_response_is_on_the_wire_before_work_its_handler_started_runs() -> None:
-    out, to_agent = _Recorded(), memory_pipe()
+    out, to_agent = RecordedBytes(), memory_pipe()
     seen: list[bytes] = []
 
     class Opening(ScriptedHandler):

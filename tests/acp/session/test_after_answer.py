@@ -8,25 +8,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from anyio.abc import ByteSendStream
 
 from acp_agent.session._answered import Answered
 from acp_agent.session.serve import ResponseWatch
 from harness.testing import FakeModel
 from tests.acp.session._support import running_agent
+from tests.acp_client import RecordedBytes
 
 pytestmark = pytest.mark.anyio
-
-
-class _Sink(ByteSendStream):
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    async def send(self, item: bytes) -> None:
-        self.data += item
-
-    async def aclose(self) -> None:
-        pass
 
 
 class _Agent:
@@ -48,7 +37,7 @@ def test_everything_given_for_a_request_runs_once_in_order_when_its_answer_is_wr
 
 
 async def test_the_work_runs_after_the_answers_bytes_are_written_and_only_for_responses() -> None:
-    sink, agent = _Sink(), _Agent()
+    sink, agent = RecordedBytes(), _Agent()
     seen: list[bytes] = []
     agent.answered.then(1, lambda: seen.append(bytes(sink.data)))
     watch = ResponseWatch(sink, agent)  # pyright: ignore[reportArgumentType]
