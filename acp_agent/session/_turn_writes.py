@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._store import SessionMeta, SessionStore
     from ._threads import SubagentThreads
 
-__all__ = ["TurnWrites"]
+__all__ = ["PERSIST_TIMEOUT", "TurnWrites"]
 
 PERSIST_TIMEOUT = 30.0
 

@@ -44,11 +44,13 @@ class ShieldedModel:
 
 
 class SwallowingModel:
-    """Streams one delta, swallows the first cancellation of its wait and streams another, then waits."""
+    """Streams one delta, swallows the first cancellation of its wait and streams ``then`` (when given), then
+    waits forever again."""
 
-    def __init__(self) -> None:
+    def __init__(self, then: str | None = "two") -> None:
         self.waiting = anyio.Event()
         self.swallowed = 0
+        self._then = then
 
     def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
         return self._run()
@@ -60,7 +62,8 @@ class SwallowingModel:
             await anyio.sleep(math.inf)
         except anyio.get_cancelled_exc_class():
             self.swallowed += 1
-        yield TextChunk("two")
+        if self._then is not None:
+            yield TextChunk(self._then)
         await anyio.sleep(math.inf)
 
 
@@ -225,28 +228,8 @@ async def test_a_model_that_swallows_the_stop_is_stopped_at_its_next_delta_and_l
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["one", "two"]
 
 
-class SwallowThenHangModel:
-    """Streams one delta, swallows the first cancellation of its wait, then waits forever again."""
-
-    def __init__(self) -> None:
-        self.waiting = anyio.Event()
-        self.swallowed = 0
-
-    def stream(self, prompt: Prompt) -> AsyncIterator[Delta]:
-        return self._run()
-
-    async def _run(self) -> AsyncIterator[Delta]:
-        yield TextChunk("one")
-        try:
-            self.waiting.set()
-            await anyio.sleep(math.inf)
-        except anyio.get_cancelled_exc_class():
-            self.swallowed += 1
-        await anyio.sleep(math.inf)
-
-
 async def test_a_model_that_swallows_the_stop_and_waits_again_is_stopped_again() -> None:
-    model = SwallowThenHangModel()
+    model = SwallowingModel(then=None)
     run = Run(model, Tools())
     counts: list[int] = []
 

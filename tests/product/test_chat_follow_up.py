@@ -22,9 +22,8 @@ from acp_agent.chat.render import Renderer, Style
 from acp_agent.model_setup import ModelSettings
 from acp_agent.protocol.connection import Connection
 from acp_agent.session import AcpAgent, SessionFactory, default_factory, serve
-from acp_agent.session._turn_writes import TurnWrites
-from harness import Run
 from harness.testing import FakeModel, Reply
+from tests.acp.session._support import HeldEnd
 from tests.acp.session.test_queue_and_steering import Gate
 from tests.acp_client import memory_pipe
 
@@ -60,23 +59,6 @@ class TypedLines:
     async def aclose(self) -> None:
         self._send.close()
         self._receive.close()
-
-
-class HeldEnd:
-    """Holds the first turn at its end (its run's turn over, the session writing its last step): a
-    steering message then is one the turn ends without reading, the session's next turn."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.reached, self.release = anyio.Event(), anyio.Event()
-        persist = TurnWrites.persist
-
-        async def held(writes: TurnWrites, run: Run, *, final: bool, behind: bool = False) -> None:
-            if final and not self.reached.is_set():
-                self.reached.set()
-                await self.release.wait()
-            await persist(writes, run, final=final, behind=behind)
-
-        monkeypatch.setattr(TurnWrites, "persist", held)
 
 
 async def until(condition: Callable[[], bool]) -> None:

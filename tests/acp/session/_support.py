@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from anyio.abc import TaskGroup
 
 from acp_agent._early import EarlyOpened
 from acp_agent.model_setup import ModelSettings
 from acp_agent.session import AcpAgent, SessionFactory, default_factory, serve
-from harness import Model
+from acp_agent.session._turn_writes import TurnWrites
+from harness import Model, Run
 from tests.acp_client import AcpClient, memory_pipe
 
 
@@ -61,3 +63,22 @@ def transcript_lines(home: Path, session_id: str) -> list[dict[str, Any]]:
 
 def kinds(updates: Sequence[dict[str, Any]]) -> list[str]:
     return [u["sessionUpdate"] for u in updates]
+
+
+class HeldEnd:
+    """Holds the first turn at its end: its run's turn is over (``TurnEnded`` seen) and the session is
+    writing its last step, still busy: the window a steering message used to be lost in (a steering message
+    then is one the turn ends without reading, the session's next turn)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reached, self.release = anyio.Event(), anyio.Event()
+        persist = TurnWrites.persist
+
+        async def held(writes: TurnWrites, run: Run, *, final: bool, behind: bool = False) -> None:
+            if final and not self.reached.is_set():
+                assert not run.is_running()
+                self.reached.set()
+                await self.release.wait()
+            await persist(writes, run, final=final, behind=behind)
+
+        monkeypatch.setattr(TurnWrites, "persist", held)

@@ -14,10 +14,8 @@ import pytest
 
 from acp_agent.session import SessionEnvironment, SessionSetup
 from acp_agent.session._session import Session
-from acp_agent.session._turn_writes import TurnWrites
-from harness import Run
 from harness.testing import FakeModel, Reply
-from tests.acp.session._support import running_agent
+from tests.acp.session._support import HeldEnd, running_agent
 from tests.acp.session.test_queue_and_steering import Gate
 from tests.acp_client import AcpClient
 
@@ -76,28 +74,10 @@ def _said(client: AcpClient, sid: str, text: str) -> bool:
     )
 
 
-class _HeldEnd:
-    """Holds the first turn at its end: its run's turn is over (``TurnEnded`` seen) and the session is
-    writing its last step, still busy: the window a steering message used to be lost in."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.reached, self.release = anyio.Event(), anyio.Event()
-        persist = TurnWrites.persist
-
-        async def held(writes: TurnWrites, run: Run, *, final: bool, behind: bool = False) -> None:
-            if final and not self.reached.is_set():
-                assert not run.is_running()
-                self.reached.set()
-                await self.release.wait()
-            await persist(writes, run, final=final, behind=behind)
-
-        monkeypatch.setattr(TurnWrites, "persist", held)
-
-
 async def test_steering_that_arrives_as_the_turn_ends_is_the_next_turn_before_a_queued_prompt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    end = _HeldEnd(monkeypatch)
+    end = HeldEnd(monkeypatch)
     model = FakeModel([Reply(text="one"), Reply(text="steered"), Reply(text="two")])
     with anyio.fail_after(LIMIT_S):
         async with running_agent(tmp_path, model) as (client, _agent, _tg):
@@ -131,7 +111,7 @@ async def test_the_follow_up_turn_streams_only_after_the_answer_of_the_turn_it_f
 ) -> None:
     """A client ends a turn at its prompt's answer: updates before it would land in the ended turn. The
     answer is held back for up to a second: a follow-up started before it would reach the model then."""
-    end = _HeldEnd(monkeypatch)
+    end = HeldEnd(monkeypatch)
     answer_prompt = Session.prompt
 
     async def late_answer(session: Session, blocks: Any, ctx: Any) -> str:
@@ -212,7 +192,7 @@ async def test_steering_a_turn_cancelled_while_it_is_prepared_runs_next(tmp_path
 async def test_closing_the_session_drops_the_steering_it_did_not_land_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    end = _HeldEnd(monkeypatch)
+    end = HeldEnd(monkeypatch)
     model = FakeModel([Reply(text="one"), Reply(text="never")])
     with anyio.fail_after(LIMIT_S):
         async with running_agent(tmp_path, model) as (client, _agent, _tg):
