@@ -6,6 +6,7 @@ the umask. Blocking: call them in a worker thread."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -29,8 +30,16 @@ def private_dir(path: Path) -> Path:
         if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
             path.chmod(stat.S_IMODE(info.st_mode) & PRIVATE_DIR_MODE)
     if not path.is_dir():
+        _raise_if_removed(path)
         raise NotADirectoryError(f"{path} is not a folder")
     return path
+
+
+def _raise_if_removed(folder: Path) -> None:
+    """``FileNotFoundError`` when ``folder`` is gone: removed by someone else while it was being made or
+    written into (a session deleted as it is resumed), which callers handle as such, not as a file in the way."""
+    if not os.path.lexists(folder):
+        raise FileNotFoundError(errno.ENOENT, "removed meanwhile", str(folder))
 
 
 def open_private_append(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
@@ -49,7 +58,11 @@ def write_text_atomic(path: Path, text: str, *, sync: bool = True) -> None:
     then rename it over ``path``; the temporary file is removed if anything fails. ``sync=False`` skips
     the fsync: the rename is still atomic and the data survives a killed process (it is in the page
     cache), only not a power loss (a caller that needs that fsyncs ``path`` and its folder later)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # it was there at the mkdir and is not a folder now: a file, or removed since
+        _raise_if_removed(path.parent)
+        raise
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
