@@ -35,6 +35,12 @@ def floor_echo() -> tuple[list[str], dict[str, str]]:
     return [sys.executable, str(REPO / "bench" / "baselines" / "floor_echo.py")], {}
 
 
+def floor_cancel() -> list[str]:
+    """The stack's floor for a cancel mid-stream (``bench/baselines/floor_cancel.py``); it takes the HTTP
+    agent's environment (``ACP_AGENT_BASE_URL``)."""
+    return [sys.executable, str(REPO / "bench" / "baselines" / "floor_cancel.py")]
+
+
 class Agent:
     """One spawned agent process and its stdio, read line by line."""
 
@@ -101,6 +107,10 @@ class Agent:
         if self.process.returncode is None:
             self.process.kill()
             await self.process.wait()
+        # Its output pipe too: ``wait()`` alone leaves it to the collector. (A stderr pipe, which only a
+        # caller that reads it after the exit asks for, is that caller's to close.)
+        if self.process.stdout is not None:
+            await self.process.stdout.aclose()
         return elapsed
 
     def rss_mb(self) -> float:

@@ -67,6 +67,7 @@ async def _compiled_at_start(env: dict[str, str], cwd: Path) -> tuple[int, str]:
     with anyio.move_on_after(5):
         async for chunk in process.stderr:
             chunks.append(chunk)
+    await process.stderr.aclose()
     err = b"".join(chunks).decode(errors="replace")
     for line in err.splitlines():
         if line.startswith("compiled "):
