@@ -184,9 +184,10 @@ class Session(SubagentSide):
                 self._turns.turn_ended()
 
     async def answered(self) -> None:
-        """The prompt's answer is out: the follow-up its turn left starts, then its last writes are fsync'd."""
+        """The prompt's answer is out: the follow-up its turn left starts, and its last writes are fsync'd
+        in the background (``TurnWrites.after_answer``)."""
         self.start_held()
-        await self.sync_writes()
+        await self._writes.after_answer()
 
     def start_held(self) -> None:  # (closed: the follow-up is dropped, logged)
         follow, self._steering.held = self._steering.held, None
@@ -228,7 +229,7 @@ class Session(SubagentSide):
                 await self.send_update(turn_state("idle", "error", error.message))
             finally:
                 with anyio.CancelScope(shield=True):
-                    await self.sync_writes()
+                    await self._writes.after_answer()  # (as a prompt's answer: grouped)
 
         spawn(background)
         return True
@@ -394,8 +395,8 @@ class Session(SubagentSide):
         return self._run
 
     async def sync_writes(self) -> None:
-        """Save the metadata's ``updatedAt`` and fsync what the turns wrote without it (after the prompt's
-        answer; ``close`` too; ``_durable``)."""
+        """Save the metadata's ``updatedAt`` and fsync what the turns wrote without it, now, not waiting for
+        a grouped sync's delay (``close``; ``_durable``)."""
         await self._writes.sync()
 
     def cancel(self, sequence: int | None = None) -> None:

@@ -7,10 +7,11 @@ joined before the session's next write.
 
 A turn's last writes (its messages, what it showed, a new title) are written and flushed before the prompt
 is answered, so a kill of the process right after the answer loses nothing and a ``session/load`` replays
-them. Their fsync (which guards against a power loss only, and costs milliseconds) comes after the answer
-(``sync``), and ``close`` (so the process's exit too) waits for it. A step's writes within the turn are
-flushed the same way and fsync'd in the background (``_durable``): neither the model request nor the stream
-waits for the disk. The metadata's ``updatedAt`` alone is written then too (a rename is several journal
+them. Their fsync (which guards against a power loss only, and costs milliseconds) comes after the answer,
+in the background and grouped with the writes of the turns that follow at once (``after_answer``,
+``_durable.GROUP_COMMIT_S``), and ``close`` (so the process's exit too) does it without that delay. A step's
+writes within the turn are flushed the same way and fsync'd in the background alike: neither the model
+request nor the stream waits for the disk. The metadata's ``updatedAt`` alone is written then too (a rename is several journal
 operations, each of which can wait for another process's fsync): a kill in between leaves the previous
 ``updatedAt``.
 """
@@ -118,7 +119,13 @@ class TurnWrites:
             self._owner.meta = self._owner.meta.touched()
         self.unsynced.soon(lambda: self._owner.meta)
 
+    async def after_answer(self) -> None:
+        """Once the prompt's answer is out: ``sync`` in the background, grouped (``_durable``); now when
+        the session has no task group to run it in."""
+        if not self.unsynced.soon(lambda: self._owner.meta):
+            await self.sync()
+
     async def sync(self) -> None:
-        """Save the metadata's ``updatedAt`` and fsync what the turns wrote without it (after the prompt's
-        answer; ``close`` too; ``_durable``)."""
+        """Save the metadata's ``updatedAt`` and fsync what the turns wrote without it, now (``close``;
+        ``_durable``)."""
         await self.unsynced.sync(lambda: self._owner.meta)

@@ -1,5 +1,7 @@
 """A turn's last writes are flushed before the prompt is answered and fsync'd after: the answer does not
-wait for the fsync, and the end of input does (the process exits with everything on disk)."""
+wait for the fsync, and the end of input does (the process exits with everything on disk). The fsync after
+an answer waits a moment for the turns that follow (a group commit): turns answered back to back share one,
+and a close does not wait for that moment."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from acp_agent.session import _harness
+from acp_agent.session import _durable, _harness
 from harness.model import Delta, Prompt, TextChunk
+from harness.testing import FakeModel, Reply
 from tests.acp.session._support import running_agent
 
 pytestmark = pytest.mark.anyio
@@ -67,3 +70,31 @@ async def test_the_cancelled_answer_does_not_wait_for_the_fsync_and_the_exit_doe
             release.set()
             await client.remaining_lines()
     assert len(synced) == held  # nothing was left for the close to fsync again
+
+
+async def test_turns_answered_back_to_back_share_one_fsync_which_the_end_of_input_does_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[list[Path]] = []
+
+    def counted_fsync(paths: Iterable[Path]) -> None:
+        synced.append(list(paths))
+
+    monkeypatch.setattr(_harness, "fsync_paths", counted_fsync)
+    # Longer than the test may take: only the close can do the fsync.
+    monkeypatch.setattr(_durable, "GROUP_COMMIT_S", 3600)
+    with anyio.fail_after(LIMIT_S):
+        model = FakeModel([Reply(text="one"), Reply(text="two"), Reply(text="three")])
+        async with running_agent(tmp_path, model) as (client, _agent, _tg):
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            for text in ("a", "b", "c"):
+                answer = await client.call("session/prompt", client.prompt_params(sid, text))
+                assert answer == {"stopReason": "end_turn"}
+            folder = tmp_path / "sessions" / sid
+            assert synced == []  # answered, written and flushed, none fsync'd yet
+            assert "three" in (folder / "messages.jsonl").read_text()
+            await client.close_output()
+            await client.remaining_lines()
+    assert len(synced) == 1, synced
+    assert folder / "messages.jsonl" in synced[0]
