@@ -11,9 +11,9 @@ them. Their fsync (which guards against a power loss only, and costs millisecond
 in the background and grouped with the writes of the turns that follow at once (``after_answer``,
 ``_durable.GROUP_COMMIT_S``), and ``close`` (so the process's exit too) does it without that delay. A step's
 writes within the turn are flushed the same way and fsync'd in the background alike: neither the model
-request nor the stream waits for the disk. The metadata's ``updatedAt`` alone is written then too (a rename is several journal
-operations, each of which can wait for another process's fsync): a kill in between leaves the previous
-``updatedAt``.
+request nor the stream waits for the disk. The metadata's ``updatedAt`` alone is written then too (a rename
+is several journal operations, each of which can wait for another process's fsync): a kill in between
+leaves the previous ``updatedAt``.
 """
 
 from __future__ import annotations
