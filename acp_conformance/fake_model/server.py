@@ -231,7 +231,7 @@ class FakeServer:
                     if self._closing.is_set():
                         return False
                     readable, _, _ = select.select([conn], [], [], 0.02)
-                    if readable and not conn.recv(1, socket.MSG_PEEK):
+                    if readable and _closed_by_client(conn):
                         piece.client_closed.set()
                         return False
                 continue
@@ -249,3 +249,13 @@ class FakeServer:
             conn.sendall(b"0\r\n\r\n")
             return True
         return False
+
+
+def _closed_by_client(conn: socket.socket) -> bool:
+    """Whether a readable connection was closed by the client: its end of the stream, or a reset (a client
+    that closes with our bytes still unread in its socket sends RST, not FIN: the common case of an agent
+    that stops reading mid-stream)."""
+    try:
+        return not conn.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True

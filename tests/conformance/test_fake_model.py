@@ -5,6 +5,8 @@ usage, a stall that ends when the client goes away; side models and metadata rou
 from __future__ import annotations
 
 import json
+import socket
+import struct
 from typing import Any
 
 import anyio
@@ -122,6 +124,32 @@ async def test_a_stalled_turn_holds_the_stream_until_the_client_leaves() -> None
                 tg.cancel_scope.cancel()
             assert await anyio.to_thread.run_sync(fake.stall_closed.wait, LIMIT_S)
     assert not any(isinstance(d, Finish) for d in got)
+
+
+async def test_a_stalled_turn_ends_when_the_client_resets_the_connection() -> None:
+    # A client that closes with the server's bytes unread in its socket sends RST, not FIN (an agent
+    # cancelled mid-stream): that is the client leaving too.
+    with FakeModel([Turn(text="Once upon a time", stall=True)]) as fake:
+        host, port = fake.url.removeprefix("http://").split(":")
+        body = json.dumps(
+            {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        )
+        request = (
+            f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n{body}"
+        ).encode()
+
+        def leave_with_a_reset() -> bool:
+            with socket.create_connection((host, int(port)), timeout=LIMIT_S) as conn:
+                conn.sendall(request)
+                if not fake.stall_reached.wait(LIMIT_S):
+                    return False
+                # Nothing read: the reply's head and text are in the socket; linger 0 makes the RST certain.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return fake.stall_closed.wait(LIMIT_S)
+
+        with anyio.fail_after(2 * LIMIT_S + 5):
+            assert await anyio.to_thread.run_sync(leave_with_a_reset)
 
 
 async def test_metadata_routes_answer_like_the_real_services() -> None:
