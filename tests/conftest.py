@@ -16,9 +16,10 @@ import pytest
 
 from tests._ports import RefusedPort
 
-pytest_plugins = ("tests._process_marker", "tests._gc_each_test", "pytester")
+pytest_plugins = ("tests._process_marker", "tests._gc_each_test", "tests._child_tmpdir", "pytester")
 """A test that spawns a process must be marked ``process`` (the plugin fails it otherwise; ``pytester`` tests it);
-``--gc-each-test`` makes a leak fail the test that made it."""
+``--gc-each-test`` makes a leak fail the test that made it; spawned processes get a temp folder of the run's
+own (``tests._child_tmpdir``)."""
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
