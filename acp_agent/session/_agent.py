@@ -39,12 +39,14 @@ from ._closes import Closes
 from ._closing import close_session, delete_session
 from ._controls_routes import set_config_option, set_mode
 from ._creating import completed, new_session_setup
+from ._deletes import Deletes
 from ._first_run import needs_setup, terminal_auth
 from ._fork import fork_session
 from ._listing import list_sessions
 from ._mcp_acp import McpAcpBridge
 from ._opening import EarlySession, controls_state, kept_servers
 from ._providers import ProviderRoutes, disable_provider, list_providers, set_provider
+from ._reopening import reopen_session
 from ._roots import checked_roots
 from ._session import Session
 from ._setup import SessionEnvironment, SessionFactory, SessionSetup, checked_system_prompt, default_factory
@@ -118,6 +120,7 @@ class AcpAgent:
         self._store: SessionStore | None = None
         self.answered = Answered()  # what waits for a response to be on the wire
         self.closing = Closes()  # every close started here: shutdown waits for them
+        self.deletes = Deletes()  # a delete runs alone on its session (no load, resume or fork beside it)
         self._warm_when_attached = False
         self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self.early = EarlySession()  # a session/new answered before the event loop (acp_agent._early)
@@ -269,44 +272,10 @@ class AcpAgent:
     async def load_session(self, req: m.LoadSessionRequest, ctx: RequestContext) -> dict[str, Any]:
         if self._conn is not None and await replay_thread(self.store, self._conn, req.session_id):
             return {}  # a sub-agent's thread: replayed, read-only
-        return await self._reopen(req, ctx, replay=True)
+        return await reopen_session(self, req, ctx, replay=True)
 
     async def resume_session(self, req: m.ResumeSessionRequest, ctx: RequestContext) -> dict[str, Any]:
-        return await self._reopen(req, ctx, replay=False)
-
-    async def _reopen(
-        self, req: m.LoadSessionRequest | m.ResumeSessionRequest, ctx: RequestContext, *, replay: bool
-    ) -> dict[str, Any]:
-        cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
-        prompt = checked_system_prompt(req.system_prompt)
-        live = self.sessions.get(req.session_id)
-        if live is not None and live.busy:
-            raise RpcError.invalid_request("invalid request: a prompt is running on this session")
-        meta = await self.store.load_meta(req.session_id)
-        if meta is None:
-            raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
-        if live is not None and not replay and prompt == live.env.system_prompt:
-            live.opened.set()
-            return controls_state(live)
-        if live is not None:  # out of the table first: after the close, a newer load's may be there
-            if self.sessions.get(req.session_id) is live:
-                del self.sessions[req.session_id]
-            await self.closing.close(live)
-        servers = kept_servers(req.mcp_servers or [])
-        meta = meta.touched(cwd=cwd, additional_directories=dirs, mcp_servers=servers)
-        history = await self.store.load_messages(meta.id)
-        session = await self.open_session(meta, history, ctx, prompt)
-        try:
-            await self.store.save_meta(meta)
-        except FileNotFoundError:  # deleted meanwhile (a session/delete answered while this opened it)
-            if self.sessions.get(meta.id) is session:
-                self.sessions.pop(meta.id, None)
-            await self.closing.close(session)
-            raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id) from None
-        if replay:
-            await session.replay()
-        log.info("session %s %s (%d messages)", meta.id, "loaded" if replay else "resumed", len(history))
-        return controls_state(session)
+        return await reopen_session(self, req, ctx, replay=False)
 
     async def open_session(
         self,

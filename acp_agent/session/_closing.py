@@ -1,5 +1,6 @@
 """``session/close`` and ``session/delete``: a live session leaves the table, its turn is cancelled and
-its last step written; until then a delete (or load) of the same id waits for it."""
+its last step written; until then a delete (or load) of the same id waits for it. A delete runs alone on its
+session (``_deletes``)."""
 
 from __future__ import annotations
 
@@ -42,9 +43,10 @@ async def closed_fully(agent: SessionRegistry, session_id: str) -> None:
 async def delete_session(
     agent: SessionRegistry, req: m.DeleteSessionRequest, ctx: RequestContext
 ) -> dict[str, Any]:
-    session = agent.sessions.pop(req.session_id, None)
-    if session is not None:
-        await close_live(agent, session)
-    await closed_fully(agent, req.session_id)
-    await agent.store.delete(req.session_id)
+    async with agent.deletes.deleting(req.session_id):  # after the loads and resumes of it under way
+        session = agent.sessions.pop(req.session_id, None)
+        if session is not None:
+            await close_live(agent, session)
+        await closed_fully(agent, req.session_id)
+        await agent.store.delete(req.session_id)
     return {}

@@ -68,22 +68,23 @@ async def fork_session(
 ) -> ForkSessionResponse:
     cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
     prompt = checked_system_prompt(req.system_prompt)
-    source = await agent.store.load_meta(req.session_id)
-    if source is None:
-        raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
-    live = agent.sessions.get(req.session_id)
-    options = live.setup.controls.config_options() if live is not None and live.setup.controls else None
-    now = now_iso()
-    title = f"{source.title} (fork)" if source.title else None
-    meta = SessionMeta(new_session_id(), cwd, now, now, title, dirs, kept_servers(req.mcp_servers))
     store = agent.store
-    at = fork_point(req.field_meta)
-    cut: int | None = None
-    if at is not None:
-        cut = cut_at(await store.load_messages(source.id), at)
-    await anyio.to_thread.run_sync(
-        _copy_files, store.directory(source.id), store.directory(meta.id), cut is not None
-    )
+    async with agent.deletes.reading(req.session_id):  # not copied while a delete removes it
+        source = await store.load_meta(req.session_id)
+        if source is None:
+            raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
+        live = agent.sessions.get(req.session_id)
+        options = live.setup.controls.config_options() if live is not None and live.setup.controls else None
+        now = now_iso()
+        title = f"{source.title} (fork)" if source.title else None
+        meta = SessionMeta(new_session_id(), cwd, now, now, title, dirs, kept_servers(req.mcp_servers))
+        at = fork_point(req.field_meta)
+        cut: int | None = None
+        if at is not None:
+            cut = cut_at(await store.load_messages(source.id), at)
+        await anyio.to_thread.run_sync(
+            _copy_files, store.directory(source.id), store.directory(meta.id), cut is not None
+        )
     if cut is not None:
         await _cut(store, meta.id, cut)
     history = await store.load_messages(meta.id)

@@ -2,7 +2,7 @@
 these, not the agent, so no route module imports ``_agent`` back (the agent imports them all for
 ``ROUTES``; the layering test refuses import cycles).
 
-``SessionRegistry``: the live sessions, the store, the sessions being closed, and opening a session.
+``SessionRegistry``: the live sessions, the store, the sessions being closed or deleted, and opening a session.
 ``ModelOwner``: the configured model's settings and forgetting its key (``logout``, ``auth/status``).
 Two seams stay beside the handlers that take them, as they name their module's own types:
 ``_providers.ProviderOwner`` (the routes) and ``_titles.TitleRegistry`` (sessions as ``_titles.Titled``,
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..model_setup import ModelSettings
     from ..protocol.connection import RequestContext
     from ._closes import Closes
+    from ._deletes import Deletes
     from ._session import Session
     from ._store import SessionMeta, SessionStore
 
@@ -32,6 +33,8 @@ class SessionRegistry(Protocol):
     """The live sessions, by id."""
     closing: Closes
     """The session closes under way (``_closes``)."""
+    deletes: Deletes
+    """The readers and deletes under way, by id (``_deletes``)."""
 
     @property
     def store(self) -> SessionStore: ...
