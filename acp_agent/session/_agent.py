@@ -120,7 +120,7 @@ class AcpAgent:
         self._store: SessionStore | None = None
         self.answered = Answered()  # what waits for a response to be on the wire
         self.closing = Closes()  # every close started here: shutdown waits for them
-        self.deletes = Deletes()  # a delete runs alone on its session (no load, resume or fork beside it)
+        self.deletes = Deletes()  # a delete runs alone on its session (``_deletes``)
         self._warm_when_attached = False
         self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self.early = EarlySession()  # a session/new answered before the event loop (acp_agent._early)

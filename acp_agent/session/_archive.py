@@ -41,13 +41,14 @@ async def unarchive_session(
 
 
 async def _set_archived(agent: SessionRegistry, session_id: str, archived: bool) -> None:
-    await closed_fully(agent, session_id)
-    meta = await _known(agent, session_id)
-    if meta.archived != archived:
-        await agent.store.save_meta(meta.touched(archived=archived))
-    live = agent.sessions.get(session_id)  # unarchived while loaded: the live one keeps its flag right
-    if live is not None:
-        live.meta = live.meta.touched(archived=archived)
+    async with agent.deletes.using(session_id):  # not written back by a delete's side (``_deletes``)
+        await closed_fully(agent, session_id)
+        meta = await _known(agent, session_id)
+        if meta.archived != archived:
+            await agent.store.save_meta(meta.touched(archived=archived))
+        live = agent.sessions.get(session_id)  # unarchived while loaded: the live one keeps its flag right
+        if live is not None:
+            live.meta = live.meta.touched(archived=archived)
 
 
 async def session_status(

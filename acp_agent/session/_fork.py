@@ -69,7 +69,7 @@ async def fork_session(
     cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
     prompt = checked_system_prompt(req.system_prompt)
     store = agent.store
-    async with agent.deletes.reading(req.session_id):  # not copied while a delete removes it
+    async with agent.deletes.using(req.session_id):  # not copied while a delete removes it
         source = await store.load_meta(req.session_id)
         if source is None:
             raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)

@@ -34,7 +34,7 @@ class SessionRegistry(Protocol):
     closing: Closes
     """The session closes under way (``_closes``)."""
     deletes: Deletes
-    """The readers and deletes under way, by id (``_deletes``)."""
+    """The requests using a session and the deletes under way, by id (``_deletes``)."""
 
     @property
     def store(self) -> SessionStore: ...

@@ -31,7 +31,7 @@ async def reopen_session(
 ) -> dict[str, Any]:
     cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
     prompt = checked_system_prompt(req.system_prompt)
-    async with agent.deletes.reading(req.session_id):
+    async with agent.deletes.using(req.session_id):
         live = agent.sessions.get(req.session_id)
         if live is not None and live.busy:
             raise RpcError.invalid_request("invalid request: a prompt is running on this session")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from ..protocol import models as m
     from ..protocol.connection import RequestContext
+    from ._deletes import Deletes
     from ._setup import SessionEnvironment, SessionSetup
     from ._store import SessionMeta, SessionStore
 
@@ -71,6 +72,9 @@ class TitleRegistry(Protocol):
 
     @property
     def store(self) -> SessionStore: ...
+
+    @property
+    def deletes(self) -> Deletes: ...
 
 
 def checked_title(title: str) -> str:
@@ -123,12 +127,13 @@ async def set_session_title(
     """``session/set_title``: the user's title, saved, told to the client (a live session's
     ``session_info_update``), never replaced by the agent's."""
     title = checked_title(req.title)
-    live = agent.sessions.get(req.session_id)
-    if live is not None:
-        await live.set_title(title, source="user")
-        return {"title": title}
-    meta = await agent.store.load_meta(req.session_id)
-    if meta is None:
-        raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
-    await agent.store.save_meta(meta.touched(title=title, title_source="user"))
+    async with agent.deletes.using(req.session_id):  # not written back by a delete's side (``_deletes``)
+        live = agent.sessions.get(req.session_id)
+        if live is not None:
+            await live.set_title(title, source="user")
+            return {"title": title}
+        meta = await agent.store.load_meta(req.session_id)
+        if meta is None:
+            raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
+        await agent.store.save_meta(meta.touched(title=title, title_source="user"))
     return {"title": title}  # as stored (whitespace collapsed): the client shows this one

@@ -1,6 +1,6 @@
-"""A ``session/delete`` racing a ``session/load``, ``session/resume`` or ``session/fork`` of the same session:
-whichever order they run in, the session is gone afterwards (no folder, no live session, not listed), and
-one that comes while the delete runs answers "not found"."""
+"""A ``session/delete`` racing a request that uses the same session (``session/load``, ``resume``, ``fork``,
+``set_title``, ``archive``): whichever order they run in, the session is gone afterwards (no folder, no
+live session, not listed), and one that comes while the delete runs answers "not found"."""
 
 from __future__ import annotations
 
@@ -49,6 +49,11 @@ async def _listed(client: AcpClient) -> set[str]:
 
 
 def _reopen(method: str, session_id: str, cwd: Path) -> tuple[str, dict[str, Any]]:
+    """``method``'s request for ``session_id`` (a load, resume or fork; a title or archive change)."""
+    if method == "session/set_title":
+        return method, {"sessionId": session_id, "title": "renamed"}
+    if method == "session/archive":
+        return method, {"sessionId": session_id}
     return method, {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
 
 
@@ -78,8 +83,10 @@ async def test_a_delete_sent_while_a_reopen_sets_the_session_up_leaves_nothing_b
         assert not (tmp_path / "sessions" / session_id).exists()
 
 
-@pytest.mark.parametrize("method", ["session/resume", "session/load", "session/fork"])
-async def test_a_reopen_or_fork_sent_while_a_delete_runs_answers_not_found(
+@pytest.mark.parametrize(
+    "method", ["session/resume", "session/load", "session/fork", "session/set_title", "session/archive"]
+)
+async def test_a_request_using_the_session_sent_while_a_delete_runs_answers_not_found(
     tmp_path: Path, method: str
 ) -> None:
     async with running_agent(tmp_path, FakeModel([])) as (client, agent, _tg):
@@ -121,4 +128,4 @@ def _delete_waits(agent: AcpAgent, session_id: str) -> bool:
 
 def _reopen_waits(agent: AcpAgent, session_id: str) -> bool:
     deletes = getattr(agent, "deletes", None)
-    return deletes is not None and deletes.read_waits(session_id)
+    return deletes is not None and deletes.use_waits(session_id)
