@@ -91,6 +91,10 @@ class Deletes:
         state = self._ids.get(session_id)
         return state is not None and state.waiting > 0
 
+    def tracked(self) -> int:
+        """How many session ids have a request using them or a delete under way (tests: none once done)."""
+        return len(self._ids)
+
     def _drop_if_unused(self, session_id: str, state: _Id) -> None:
         if (
             not state.users

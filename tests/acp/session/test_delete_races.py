@@ -12,6 +12,7 @@ import pytest
 
 from acp_agent.protocol.jsonvalue import as_object
 from acp_agent.session import AcpAgent, SessionEnvironment, SessionSetup, default_factory
+from acp_agent.session._deletes import Deletes
 from harness.testing import FakeModel
 from tests.acp.session._support import running_agent
 from tests.acp_client import AcpClient
@@ -129,3 +130,37 @@ def _delete_waits(agent: AcpAgent, session_id: str) -> bool:
 def _reopen_waits(agent: AcpAgent, session_id: str) -> bool:
     deletes = getattr(agent, "deletes", None)
     return deletes is not None and deletes.use_waits(session_id)
+
+
+async def test_the_bookkeeping_of_uses_and_deletes_ends_empty_whatever_is_cancelled() -> None:
+    deletes = Deletes()
+    order: list[str] = []
+    held = anyio.Event()
+
+    async def use(name: str, hold: bool = False) -> None:
+        async with deletes.using("s"):
+            order.append(name)
+            if hold:
+                await held.wait()
+
+    async def delete() -> None:
+        async with deletes.deleting("s"):
+            order.append("delete")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(use, "first", True)
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(delete)
+            await anyio.wait_all_tasks_blocked()
+            assert deletes.delete_waits("s")
+            tg.start_soon(use, "second")  # waits for the delete, which waits for the first
+            await anyio.wait_all_tasks_blocked()
+            assert deletes.use_waits("s")
+            async with anyio.create_task_group() as waiting:  # a use that stops waiting for the delete
+                waiting.start_soon(use, "cancelled")
+                await anyio.wait_all_tasks_blocked()
+                waiting.cancel_scope.cancel()
+            held.set()
+    assert order == ["first", "delete", "second"]
+    assert deletes.tracked() == 0
