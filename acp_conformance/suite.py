@@ -92,6 +92,11 @@ def _environment(
     base_env: Mapping[str, str] | None,
 ) -> dict[str, str]:
     env = clean_environment(os.environ if base_env is None else base_env, profile.pass_env)
+    # The agent's temporary files go in the scenario's folder, removed with it: an agent a scenario kills
+    # cannot remove its own, and none carries over to the next scenario. A profile may name another.
+    own_tmp = Path(tmp, "tmp")
+    own_tmp.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(own_tmp)
     env.update(expand(profile.environment(), variables))
     env.update(
         {str(k): str(v) for k, v in expand(dict(data.get("env") or {}), variables).items()}

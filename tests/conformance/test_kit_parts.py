@@ -105,6 +105,16 @@ def test_a_setup_scenario_runs_only_where_the_profile_has_that_setup_and_gets_it
     assert '"verdict": "ask"' in rules.read_text(encoding="utf-8")
 
 
+def test_the_agent_gets_the_scenarios_own_temp_folder_unless_its_profile_names_one(tmp_path: Path) -> None:
+    variables = {"project": str(tmp_path / "project"), "home": str(tmp_path / "home")}
+    host = {"PATH": "/usr/bin", "TMPDIR": "/var/tmp"}
+    env = _environment({}, load_profile("acp-agent"), dict(variables), str(tmp_path), host)
+    assert env["TMPDIR"] == str(tmp_path / "tmp") and (tmp_path / "tmp").is_dir()
+    (tmp_path / "p.toml").write_text('name = "p"\ncommand = "x"\n[env]\nTMPDIR = "/elsewhere"\n')
+    named = _environment({}, load_profile(str(tmp_path / "p.toml")), dict(variables), str(tmp_path), host)
+    assert named["TMPDIR"] == "/elsewhere"
+
+
 def test_capability_gaps_are_not_advertised_and_profile_gaps_not_applicable() -> None:
     delete = next(s for s in KIT if s.main.id == "session-delete.deletes")
     bare = load_profile(None)
