@@ -54,6 +54,7 @@ from ._steering import steer_session
 from ._store import SessionMeta, SessionStore
 from ._threads import parent_of_thread, replay_thread
 from ._titles import set_session_title
+from ._turn_writes import SessionGone
 from ._warm import WarmsUp, warm_imports
 
 if TYPE_CHECKING:
@@ -351,6 +352,19 @@ class AcpAgent:
         session = self.live_session(req.session_id)
         try:
             stop = await session.prompt(req.prompt, ctx)
+        except SessionGone:  # another process deleted it: it leaves the table, written no more
+            if self.sessions.get(session.id) is session:
+                del self.sessions[session.id]
+                close = self.closing.begin(session)
+                if self._spawn is not None:
+                    self._spawn(close)
+                else:
+                    await close()
+            raise RpcError.not_found(
+                f"session not found: {session.id}: its folder was removed outside this agent "
+                "(deleted by another process while it was open here)",
+                uri=session.id,
+            ) from None
         finally:
             # Once the answer is out: the turn's follow-up, then its last writes fsync'd (only flushed yet).
             self.after_response(ctx, session.answered)

@@ -48,6 +48,9 @@ class Unsynced:
         self._paths: set[Path] = set()
         self.meta_unsaved = False
         """The metadata changed (``updatedAt`` only) and is saved at the next ``sync``."""
+        self.gone = False
+        """The session's folder was removed outside this agent (``_turn_writes.SessionGone``): nothing is
+        saved or fsync'd any more (a save would make the folder again)."""
         self._scheduled = False
         self._waiting: anyio.CancelScope | None = None  # the scheduled sync's wait for more writes
         self._lock = anyio.Lock()
@@ -92,7 +95,7 @@ class Unsynced:
         async with self._lock:
             paths, self._paths = sorted(self._paths), set()
             save, self.meta_unsaved = self.meta_unsaved, False
-            if not paths and not save:
+            if self.gone or (not paths and not save):
                 return
             with anyio.CancelScope(shield=True), anyio.move_on_after(_SYNC_TIMEOUT) as scope:
                 if save:

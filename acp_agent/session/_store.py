@@ -7,6 +7,7 @@ work runs in worker threads."""
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -58,7 +59,13 @@ class SessionStore:
 
     async def append_thread(self, session_id: str, thread_id: str, lines: list[dict[str, Any]]) -> None:
         if lines:
-            await anyio.to_thread.run_sync(_append_lines, self.thread_path(session_id, thread_id), lines)
+            directory = self.directory(session_id)
+
+            def append() -> None:
+                _require(directory)
+                _append_lines(self.thread_path(session_id, thread_id), lines)
+
+            await anyio.to_thread.run_sync(append)
 
     async def load_thread(self, session_id: str, thread_id: str) -> list[dict[str, Any]] | None:
         """The thread's lines that parse, in order; None when there is no such thread."""
@@ -166,6 +173,7 @@ class SessionStore:
         data = meta.to_dict() if meta is not None else None
 
         def write() -> list[Path]:
+            _require(directory)
             written: list[Path] = []
             if shown:
                 _append_lines(directory / "shown.jsonl", shown, sync=False)
@@ -262,11 +270,7 @@ def _append_lines(path: Path, records: list[dict[str, Any]], sync: bool = True) 
     if folder not in _private_folders:
         _harness.private_dir(folder)
         _private_folders.add(folder)
-    try:
-        fd = _harness.open_private_append(path)
-    except FileNotFoundError:  # the folder was removed since (a deleted session): made again, as before
-        _harness.private_dir(folder)
-        fd = _harness.open_private_append(path)
+    fd = _harness.open_private_append(path)  # (a folder removed since is not made again: FileNotFoundError)
     try:
         view = memoryview(data.encode("utf-8"))
         while view:  # (one write for a regular file; O_APPEND keeps each at the end)
@@ -275,6 +279,13 @@ def _append_lines(path: Path, records: list[dict[str, Any]], sync: bool = True) 
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _require(directory: Path) -> None:
+    """``FileNotFoundError`` when the session's folder is gone (removed by another process): a write then
+    must not make it again."""
+    if not directory.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "the session's folder is gone", str(directory))
 
 
 def _read_lenient(path: Path, last_too: bool = False) -> list[dict[str, Any]]:

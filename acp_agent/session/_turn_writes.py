@@ -33,9 +33,18 @@ if TYPE_CHECKING:
     from ._store import SessionMeta, SessionStore
     from ._threads import SubagentThreads
 
-__all__ = ["PERSIST_TIMEOUT", "TurnWrites"]
+__all__ = ["PERSIST_TIMEOUT", "SessionGone", "TurnWrites"]
 
 PERSIST_TIMEOUT = 30.0
+
+
+class SessionGone(Exception):
+    """The session's folder was removed outside this agent while it was live (another process deleted the
+    session): its writes stop, none of it is written again."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id}: its folder was removed outside this agent")
+        self.session_id = session_id
 
 
 class _Owner(Protocol):
@@ -103,6 +112,26 @@ class TurnWrites:
         meta: SessionMeta | None,
         *,
         final: bool = False,
+    ) -> None:
+        session_id = self._owner.meta.id
+        if self.unsynced.gone:
+            raise SessionGone(session_id)
+        try:
+            await self._write_now(new, lines, shown, meta, final=final)
+        except FileNotFoundError:
+            if await anyio.Path(self._store.directory(session_id)).is_dir():
+                raise
+            self.unsynced.gone = True  # (no write made it again: each needs the folder)
+            raise SessionGone(session_id) from None
+
+    async def _write_now(
+        self,
+        new: Sequence[Message],
+        lines: Mapping[str, list[dict[str, Any]]],
+        shown: list[dict[str, Any]],
+        meta: SessionMeta | None,
+        *,
+        final: bool,
     ) -> None:
         session_id = self._owner.meta.id
         if new:
