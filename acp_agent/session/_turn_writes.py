@@ -117,33 +117,21 @@ class TurnWrites:
         if self.unsynced.gone:
             raise SessionGone(session_id)
         try:
-            await self._write_now(new, lines, shown, meta, final=final)
+            if new:
+                await self._transcript.append(new, sync=False)
+                self.unsynced.add((self._transcript.path,))
+            for thread, thread_lines in lines.items():
+                await self._store.append_thread(session_id, thread, thread_lines)
+            if final:  # the metadata not written here (no new title) is saved by the answer's fsync
+                self.unsynced.meta_unsaved = meta is None
+                self.unsynced.add(await self._store.write_flushed(session_id, shown, meta))
+                return
+            self.unsynced.add(await self._store.write_flushed(session_id, shown))
         except FileNotFoundError:
             if await anyio.Path(self._store.directory(session_id)).is_dir():
                 raise
             self.unsynced.gone = True  # (no write made it again: each needs the folder)
             raise SessionGone(session_id) from None
-
-    async def _write_now(
-        self,
-        new: Sequence[Message],
-        lines: Mapping[str, list[dict[str, Any]]],
-        shown: list[dict[str, Any]],
-        meta: SessionMeta | None,
-        *,
-        final: bool,
-    ) -> None:
-        session_id = self._owner.meta.id
-        if new:
-            await self._transcript.append(new, sync=False)
-            self.unsynced.add((self._transcript.path,))
-        for thread, thread_lines in lines.items():
-            await self._store.append_thread(session_id, thread, thread_lines)
-        if final:  # the metadata not written here (no new title) is saved by the answer's fsync
-            self.unsynced.meta_unsaved = meta is None
-            self.unsynced.add(await self._store.write_flushed(session_id, shown, meta))
-            return
-        self.unsynced.add(await self._store.write_flushed(session_id, shown))
         if new:
             self._owner.meta = self._owner.meta.touched()
         self.unsynced.soon(lambda: self._owner.meta)
