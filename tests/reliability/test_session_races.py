@@ -104,3 +104,30 @@ async def test_two_loads_of_one_session_at_once_leave_one_live_session_and_nothi
                 )  # not an internal error
     assert agent.process.returncode == 0
     assert list(temp.glob(f"acp-agent-sandbox-{pid}-*")) == []  # noqa: ASYNC240 (a test)
+
+
+async def test_a_session_deleted_by_a_second_agent_sharing_the_home_ends_not_found_and_stays_deleted(
+    home: Path, tmp_path: Path
+) -> None:
+    """Two editors on one home: the session open in the first is deleted through the second. The first's
+    next prompt answers "not found", saying why, and neither its close nor its exit writes the session back."""
+    script = write_script(tmp_path / "script.json", [{"text": "ok"}] * 4)
+    folder: Path | None = None
+    async with agent_process(home, agent_env(home, script)) as first:
+        with anyio.fail_after(60):
+            await initialized(first)
+            sid = (await first.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+            await first.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+            folder = home / "sessions" / sid
+            async with agent_process(home, agent_env(home, script)) as second:
+                await initialized(second)
+                assert await second.call("session/delete", {"sessionId": sid}) == {}
+            assert not folder.exists()
+            prompt = await first.request(
+                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "again"}]}
+            )
+            error = (await first.response(prompt))["error"]
+            assert error["code"] == -32002 and "removed outside this agent" in error["message"], error
+        assert not first.violations, first.violations
+    assert first.process.returncode == 0
+    assert folder is not None and not folder.exists()
