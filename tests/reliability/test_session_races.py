@@ -112,13 +112,13 @@ async def test_a_session_deleted_by_a_second_agent_sharing_the_home_ends_not_fou
     """Two editors on one home: the session open in the first is deleted through the second. The first's
     next prompt answers "not found", saying why, and neither its close nor its exit writes the session back."""
     script = write_script(tmp_path / "script.json", [{"text": "ok"}] * 4)
-    folder: Path | None = None
+    sessions = home / "sessions"
     async with agent_process(home, agent_env(home, script)) as first:
         with anyio.fail_after(60):
             await initialized(first)
             sid = (await first.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
             await first.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
-            folder = home / "sessions" / sid
+            folder = sessions / sid
             async with agent_process(home, agent_env(home, script)) as second:
                 await initialized(second)
                 assert await second.call("session/delete", {"sessionId": sid}) == {}
@@ -130,4 +130,4 @@ async def test_a_session_deleted_by_a_second_agent_sharing_the_home_ends_not_fou
             assert error["code"] == -32002 and "removed outside this agent" in error["message"], error
         assert not first.violations, first.violations
     assert first.process.returncode == 0
-    assert folder is not None and not folder.exists()
+    assert not (sessions / sid).exists()
