@@ -34,6 +34,7 @@ from ._guard import Absent
 from ._launch import confine_and_run
 from ._policy import DEFAULT_PROTECTED, MODES, SandboxMode, SandboxPolicy, compile_spec, explain_denial
 from ._seatbelt import SANDBOX_EXEC, seatbelt_argv, seatbelt_profile
+from ._specs import SandboxUnavailable, spec_folder, write_once
 
 __all__ = [
     "DEFAULT_PROTECTED",
@@ -53,6 +54,7 @@ __all__ = [
     "seatbelt_profile",
     "spec_environ",
     "spawns_in_this_thread",
+    "spec_folder",
     "unavailable",
     "wrap_command_line",
     "write_runner",
@@ -63,10 +65,6 @@ spec_environ = _landlock.spec_environ  # the environment a spec gives its comman
 
 LAUNCHER: Final = Path(__file__).with_name("_start.py")
 """The launcher's entry script (``_launch`` does the work; see ``_start`` for why two)."""
-
-
-class SandboxUnavailable(OSError):
-    """A sandbox was asked for where none can be enforced; the command was not started."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,38 +148,25 @@ def probe() -> Support:
 def write_spec(spec: Mapping[str, Any], directory: Path) -> Path:
     """Write a compiled spec into ``directory`` (named by its digest, so unchanged specs are reused).
 
-    The directory must not be writable by the sandbox (a command could widen the next one)."""
+    The directory must not be writable by the sandbox (a command could widen the next one), nor by anyone
+    but the user: it is checked at each write (``_specs``)."""
     text = _landlock.format_spec(dict(spec))
-    return _write_once(directory, f"spec-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt", text)
-
-
-def _write_once(directory: Path, name: str, text: str) -> Path:
-    """``directory/name`` holding ``text``: reused when it holds it already, else written atomically."""
-    path = directory / name
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):
-        pass
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f"{name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_once(directory, f"spec-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt", text)
 
 
 def sandbox_argv(
     policy: SandboxPolicy,
     argv: Sequence[str],
     *,
-    spec_dir: Path,
+    spec_dir: Path | None = None,
     support: Support | None = None,
     tied: bool = False,
 ) -> list[str]:
     """``argv`` wrapped so that it runs under ``policy`` whoever starts it (blocking: lists folders and
     writes the spec). ``tied``: it dies with the process that starts it (only from a thread that lives
-    as long as that process: the kernel ties it to the thread). Raises ``SandboxUnavailable`` where
-    there is no sandbox."""
+    as long as that process: the kernel ties it to the thread). ``spec_dir``: where the spec is written
+    (``spec_folder(policy)`` unless given). Raises ``SandboxUnavailable`` where there is no sandbox, or no
+    folder of the user's own to write the spec to."""
     found = support or probe()
     if found.mechanism == "seatbelt":  # no launcher: env(1) drops the unset variables
         unset = [f"-u{name}" for name in policy.unset_env if name.isidentifier()]
@@ -189,12 +174,8 @@ def sandbox_argv(
     if found.mechanism != "landlock":
         raise SandboxUnavailable(f"no sandbox here: {found.reason}")
     spec = compile_spec(policy, found.abi, netns=found.netns)
-    path = write_spec(spec, spec_dir)
+    path = write_spec(spec, spec_folder(policy) if spec_dir is None else spec_dir)
     return [sys.executable, "-I", "-S", str(LAUNCHER), str(path), *(["--tied"] if tied else []), "--", *argv]
-
-
-def _spec_dir(policy: SandboxPolicy) -> Path:
-    return policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
 
 
 _SH: Final = "/bin/sh"
@@ -208,11 +189,11 @@ def write_runner(policy: SandboxPolicy, *, support: Support | None = None) -> Pa
     """A ``sh`` script that runs its first argument as a bash command line under ``policy``: the
     launcher's whole command line (``sandbox_argv``), written beside the specs (which the sandbox cannot
     write, so no command can change what the next one runs under), named by its digest. Blocking."""
-    spec_dir = _spec_dir(policy)
+    spec_dir = spec_folder(policy)
     argv = sandbox_argv(policy, ["bash", "-c", _COMMAND], spec_dir=spec_dir, support=support)
     line = " ".join('"$1"' if arg == _COMMAND else shlex.quote(arg) for arg in argv)
     text = f"#!/bin/sh\n# The agent's sandbox: runs its argument with bash, confined.\nexec {line}\n"
-    return _write_once(spec_dir, f"run-{hashlib.sha256(text.encode()).hexdigest()[:12]}", text)
+    return write_once(spec_dir, f"run-{hashlib.sha256(text.encode()).hexdigest()[:12]}", text)
 
 
 def wrap_command_line(command: str, policy: SandboxPolicy | None, *, support: Support | None = None) -> str:
@@ -259,9 +240,7 @@ async def open_process(
     found = support or await anyio.to_thread.run_sync(probe)
     if found.mechanism == "landlock":
         tied = spawns_in_this_thread()
-        wrapped = await anyio.to_thread.run_sync(
-            lambda: sandbox_argv(policy, argv, spec_dir=_spec_dir(policy), support=found, tied=tied)
-        )
+        wrapped = await anyio.to_thread.run_sync(lambda: sandbox_argv(policy, argv, support=found, tied=tied))
         return await anyio.open_process(
             wrapped,
             cwd=cwd,

@@ -141,6 +141,18 @@ def _probe() -> int:
     return 0 if status == 0 else 1
 
 
+def _read_spec(path: str) -> str:
+    """The spec's text, from a file the user owns and only they can write (not through a link): what it
+    says confines the command and sets its variables, so a spec someone else could have written is not
+    applied (the agent writes its specs so; ``harness.sandbox._specs``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with open(fd, encoding="utf-8") as f:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+            raise ValueError(f"the spec {path} is not the user's own file (others could have changed it)")
+        return f.read()
+
+
 def main(argv: list[str]) -> int:
     if argv == ["--probe"]:
         return _probe()
@@ -150,8 +162,7 @@ def main(argv: list[str]) -> int:
         print(_USAGE, file=sys.stderr)
         return 2
     try:
-        with open(argv[0], encoding="utf-8") as f:
-            spec = _landlock.parse_spec(f.read())
+        spec = _landlock.parse_spec(_read_spec(argv[0]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _say(f"cannot apply the sandbox, not running the command: {exc}")
         return 126

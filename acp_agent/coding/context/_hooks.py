@@ -30,9 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -248,9 +246,8 @@ class Hooks:
             return argv
 
         tied = spawns_in_this_thread()  # (here, on the event loop's thread)
-        spec_dir = policy.state_dir or Path(tempfile.gettempdir()) / f"acp-agent-sandbox-{os.getuid()}"
         return await anyio.to_thread.run_sync(
-            lambda: sandbox_argv(policy, argv, spec_dir=spec_dir, support=self._support, tied=tied)
+            lambda: sandbox_argv(policy, argv, support=self._support, tied=tied)
         )
 
     async def _failed(self, outcome: HookOutcome) -> None:
