@@ -352,24 +352,31 @@ class AcpAgent:
         session = self.live_session(req.session_id)
         try:
             stop = await session.prompt(req.prompt, ctx)
-        except SessionGone:  # another process deleted it: it leaves the table, written no more
-            if self.sessions.get(session.id) is session:
-                del self.sessions[session.id]
-                close = self.closing.begin(session)
-                if self._spawn is not None:
-                    self._spawn(close)
-                else:
-                    await close()
-            raise RpcError.not_found(
-                f"session not found: {session.id}: its folder was removed outside this agent "
-                "(deleted by another process while it was open here)",
-                uri=session.id,
-            ) from None
+        except SessionGone:
+            raise await self.session_gone(session.id, session) from None
         finally:
             # Once the answer is out: the turn's follow-up, then its last writes fsync'd (only flushed yet).
             self.after_response(ctx, session.answered)
         usage = m.Usage.model_validate(u) if (u := session.turn_usage()) is not None else None
         return m.PromptResponse(stop_reason=stop, usage=usage)  # pyright: ignore[reportArgumentType]
+
+    async def session_gone(self, session_id: str, live: object) -> RpcError:
+        """``live``, the session ``session_id`` whose folder another process removed (``SessionGone``): out
+        of the table (unless a newer load replaced it there), closed (in the background where there is a
+        task group), written no more; the error to answer its request with."""
+        session = self.sessions.get(session_id)
+        if session is not None and session is live:
+            del self.sessions[session_id]
+            close = self.closing.begin(session)
+            if self._spawn is not None:
+                self._spawn(close)
+            else:
+                await close()
+        return RpcError.not_found(
+            f"session not found: {session_id}: its folder was removed outside this agent "
+            "(deleted by another process while it was open here)",
+            uri=session_id,
+        )
 
     def after_response(self, ctx: RequestContext, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work`` once the response to ``ctx``'s request is on the wire (in the background)."""

@@ -45,7 +45,10 @@ async def _set_archived(agent: SessionRegistry, session_id: str, archived: bool)
         await closed_fully(agent, session_id)
         meta = await _known(agent, session_id)
         if meta.archived != archived:
-            await agent.store.save_meta(meta.touched(archived=archived))
+            try:
+                await agent.store.save_meta(meta.touched(archived=archived))
+            except FileNotFoundError:  # removed since it was read, by another process: not made again
+                raise _not_found(session_id) from None
         live = agent.sessions.get(session_id)  # unarchived while loaded: the live one keeps its flag right
         if live is not None:
             live.meta = live.meta.touched(archived=archived)
@@ -63,7 +66,9 @@ async def session_status(
 async def _known(agent: SessionRegistry, session_id: str) -> SessionMeta:
     meta = await agent.store.load_meta(session_id)
     if meta is None:
-        raise RpcError(
-            -32002, f"session not found: {session_id}", {"sessionId": session_id, "uri": session_id}
-        )
+        raise _not_found(session_id)
     return meta
+
+
+def _not_found(session_id: str) -> RpcError:
+    return RpcError(-32002, f"session not found: {session_id}", {"sessionId": session_id, "uri": session_id})

@@ -92,7 +92,7 @@ async def fork_session(
     controls = session.setup.controls
     if options and isinstance(controls, AdoptsOptions):
         controls.adopt(options)
-    await store.save_meta(meta)
+    await store.save_meta(meta, new=True)
     log.info("session %s forked from %s (%d messages)", meta.id, source.id, len(history))
     return ForkSessionResponse.model_validate({"sessionId": meta.id, **controls_state(session)})
 

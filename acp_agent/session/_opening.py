@@ -115,7 +115,7 @@ class EarlySession:
         try:
             meta = await _meta(opened)
             session = await agent.open_session(meta, [], None)
-            await agent.store.save_meta(meta)
+            await agent.store.save_meta(meta, new=True)  # (a new session: its record may not exist)
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from ..model_setup import ModelSettings
     from ..protocol.connection import RequestContext
+    from ..protocol.errors import RpcError
     from ._closes import Closes
     from ._deletes import Deletes
     from ._session import Session
@@ -55,6 +56,10 @@ class SessionRegistry(Protocol):
 
     def after_response(self, ctx: RequestContext, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work`` once the response to ``ctx``'s request is on the wire."""
+        ...
+
+    async def session_gone(self, session_id: str, live: object) -> RpcError:
+        """``live``, whose folder another process removed: out of the table, closed; the error to answer."""
         ...
 
 

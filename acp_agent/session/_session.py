@@ -248,7 +248,8 @@ class Session(SubagentSide):
                     if outcome.reply:  # empty: the command showed its outcome otherwise (a compaction)
                         await self.send_update(AgentMessageChunk(content=TextContent(text=outcome.reply)))
                         self._shown.command(len(self.messages()), text, outcome.reply)  # replayed by a load
-                    await self._store.append_shown(self.id, self._shown.take())  # (and a compaction's record)
+                    shown = self._shown.take()  # (and a compaction's record)
+                    await self._writes.outside_turn(lambda: self._store.append_shown(self.id, shown))
                     return "end_turn"
                 if outcome is not None and outcome.prompt is not None:
                     message = replace_text(message, outcome.prompt)
@@ -309,7 +310,8 @@ class Session(SubagentSide):
             return False
         self.meta = self.meta.touched(title=title, title_source=source)
         self._writes.saved_title = title
-        await self._store.save_meta(self.meta)
+        meta = self.meta
+        await self._writes.outside_turn(lambda: self._store.save_meta(meta))
         await self.send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
         return True
 

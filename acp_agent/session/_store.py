@@ -81,7 +81,13 @@ class SessionStore:
     async def append_shown(self, session_id: str, records: list[dict[str, Any]]) -> None:
         """Append what the client was shown (see the module docstring); a no-op for no records."""
         if records:
-            await anyio.to_thread.run_sync(_append_lines, self.shown_path(session_id), records)
+            directory = self.directory(session_id)
+
+            def append() -> None:
+                _require(directory)
+                _append_lines(directory / "shown.jsonl", records)
+
+            await anyio.to_thread.run_sync(append)
 
     async def load_shown(self, session_id: str) -> list[dict[str, Any]]:
         """The records of ``shown.jsonl`` that parse (a torn last line is skipped), in order."""
@@ -94,10 +100,14 @@ class SessionStore:
             log.warning("session %s: cannot read %s (%s); replaying without it", session_id, path, exc)
             return []
 
-    async def save_meta(self, meta: SessionMeta) -> None:
-        await anyio.to_thread.run_sync(self._save_meta_sync, meta)
+    async def save_meta(self, meta: SessionMeta, *, new: bool = False) -> None:
+        """Replace the session's ``meta.json`` (fsync'd). ``new``: the session's folder may be made (a
+        fork's); otherwise ``FileNotFoundError`` when it is gone (removed by another process), not made again."""
+        await anyio.to_thread.run_sync(self._save_meta_sync, meta, new)
 
-    def _save_meta_sync(self, meta: SessionMeta) -> None:
+    def _save_meta_sync(self, meta: SessionMeta, new: bool) -> None:
+        if not new:
+            _require(self.directory(meta.id))
         self.index_created_sync(meta.id)
         if not self._private:  # once a process: the sessions folder an older version made 0755, tightened
             _harness.private_dir(self.root)

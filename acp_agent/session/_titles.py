@@ -11,12 +11,14 @@ never replaced.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
 import anyio
 
 from ..protocol.errors import RpcError
 from . import _harness
+from ._turn_writes import SessionGone
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -39,6 +41,8 @@ __all__ = [
     "title_after_exchange",
     "title_model",
 ]
+
+log = logging.getLogger(__name__)
 
 TitleSource: TypeAlias = Literal["prompt", "model", "user"]
 
@@ -76,6 +80,10 @@ class TitleRegistry(Protocol):
     @property
     def deletes(self) -> Deletes: ...
 
+    async def session_gone(self, session_id: str, live: object) -> RpcError:
+        """``live``, whose folder another process removed: out of the table, closed; the error to answer."""
+        ...
+
 
 def checked_title(title: str) -> str:
     """A title the user gave, its whitespace collapsed; ``RpcError`` (invalid params) when it is empty or
@@ -110,7 +118,10 @@ def title_after_exchange(session: Titled, message: Message, run: Run) -> None:
                 return
             title = await _harness.ask_title(title_model(model), message.text, replies[-1])
             if title is not None:
-                await session.set_title(title, source="model")
+                try:
+                    await session.set_title(title, source="model")
+                except SessionGone:  # its next request says so; nothing to write here
+                    log.info("session %s: removed outside this agent, its title not saved", session.meta.id)
 
     spawn(write)
 
@@ -130,10 +141,16 @@ async def set_session_title(
     async with agent.deletes.using(req.session_id):  # not written back by a delete's side (``_deletes``)
         live = agent.sessions.get(req.session_id)
         if live is not None:
-            await live.set_title(title, source="user")
+            try:
+                await live.set_title(title, source="user")
+            except SessionGone:
+                raise await agent.session_gone(req.session_id, live) from None
             return {"title": title}
         meta = await agent.store.load_meta(req.session_id)
-        if meta is None:
-            raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id)
-        await agent.store.save_meta(meta.touched(title=title, title_source="user"))
+        try:
+            if meta is None:
+                raise FileNotFoundError(req.session_id)
+            await agent.store.save_meta(meta.touched(title=title, title_source="user"))
+        except FileNotFoundError:  # (or removed since it was read, by another process)
+            raise RpcError.not_found(f"session not found: {req.session_id}", uri=req.session_id) from None
     return {"title": title}  # as stored (whitespace collapsed): the client shows this one

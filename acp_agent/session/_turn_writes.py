@@ -18,7 +18,8 @@ leaves the previous ``updatedAt``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -113,10 +114,7 @@ class TurnWrites:
         *,
         final: bool = False,
     ) -> None:
-        session_id = self._owner.meta.id
-        if self.unsynced.gone:
-            raise SessionGone(session_id)
-        try:
+        async with self._in_folder() as session_id:
             if new:
                 await self._transcript.append(new, sync=False)
                 self.unsynced.add((self._transcript.path,))
@@ -127,14 +125,30 @@ class TurnWrites:
                 self.unsynced.add(await self._store.write_flushed(session_id, shown, meta))
                 return
             self.unsynced.add(await self._store.write_flushed(session_id, shown))
-        except FileNotFoundError:
-            if await anyio.Path(self._store.directory(session_id)).is_dir():
-                raise
-            self.unsynced.gone = True  # (no write made it again: each needs the folder)
-            raise SessionGone(session_id) from None
         if new:
             self._owner.meta = self._owner.meta.touched()
         self.unsynced.soon(lambda: self._owner.meta)
+
+    async def outside_turn(self, write: Callable[[], Awaitable[None]]) -> None:
+        """A write of the session's between turns (a slash command's reply, the user's title), under the
+        same rule as a turn's (``_in_folder``)."""
+        async with self._in_folder():
+            await write()
+
+    @contextlib.asynccontextmanager
+    async def _in_folder(self) -> AsyncGenerator[str]:
+        """Around a write into the session's folder (yields the session's id): ``SessionGone`` once the
+        folder was removed outside this agent, then or before (no write makes it again: each needs it)."""
+        session_id = self._owner.meta.id
+        if self.unsynced.gone:
+            raise SessionGone(session_id)
+        try:
+            yield session_id
+        except FileNotFoundError:
+            if await anyio.Path(self._store.directory(session_id)).is_dir():
+                raise
+            self.unsynced.gone = True
+            raise SessionGone(session_id) from None
 
     async def after_answer(self) -> None:
         """Once the prompt's answer is out: ``sync`` in the background, grouped (``_durable``); now when

@@ -3,6 +3,7 @@ where they happened among the prompts: they never reach the model, so the conver
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +54,22 @@ async def test_session_load_replays_a_slash_command_and_its_answer_where_it_happ
         ("user", "and now?"),
         ("agent", "Second answer."),
     ]
+
+
+async def test_a_slash_command_in_a_session_deleted_by_another_process_answers_not_found_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """The command's reply is written to what a load replays (``shown.jsonl``): that write used to make the
+    removed folder again, for a session with no turn yet."""
+    async with editor_agent(tmp_path, fake(Reply(text="unused"))) as (editor, sid, _project):
+        folder = tmp_path / "home" / "sessions" / sid
+        shutil.rmtree(folder)  # as another process's delete does
+        for command in ("/mode accept-edits", "/rename Kept?"):
+            answer = await editor.response(
+                await editor.send_request(
+                    "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": command}]}
+                )
+            )
+            assert answer["error"]["code"] == -32002, answer
+        assert not folder.exists()
+    assert not folder.exists()

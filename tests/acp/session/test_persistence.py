@@ -50,7 +50,7 @@ async def test_a_new_agent_loads_the_session_and_continues_the_conversation(tmp_
 async def test_a_torn_last_line_is_ignored_on_load_and_repaired_on_append(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "sessions")
     meta = SessionMeta("sess_torn", str(tmp_path), "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "t")
-    await store.save_meta(meta)
+    await store.save_meta(meta, new=True)
     path = store.transcript_path("sess_torn")
     good = [Message.user("hello").to_dict(), Message.assistant("hi there").to_dict()]
     path.write_text("".join(json.dumps(d) + "\n" for d in good) + '{"role": "user", "cont')

@@ -200,7 +200,7 @@ async def test_two_processes_writing_one_store_at_once_lose_no_row(tmp_path: Pat
         for i in range(40):
             meta = SessionMeta(f"{name}{i}", "/p", OLD, now_iso(), f"{name} {i}")
             store.create_sync(meta)
-            store._save_meta_sync(meta.touched(title=f"{name} {i} renamed"))  # pyright: ignore[reportPrivateUsage]
+            store._save_meta_sync(meta.touched(title=f"{name} {i} renamed"), False)  # pyright: ignore[reportPrivateUsage]
             if i % 3 == 0:
                 _all(store.index)
 
