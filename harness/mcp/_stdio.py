@@ -7,6 +7,7 @@ and on close ends the whole process group, grandchildren included, within about 
 
 from __future__ import annotations
 
+import errno
 import importlib
 import logging
 import os
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from ..programs import NOT_SEARCHED, find_program
 from ._config import StdioConfig, safe_env
 
 if TYPE_CHECKING:
@@ -80,11 +82,16 @@ async def stdio_transport(
     # The SDK's message types load before the spawn, so that failing to load them leaves no process.
     importlib.import_module("mcp.shared.message")
 
+    env = safe_env(config.env)
+    # The command by its path, found where the project it runs in cannot supply it (``harness.programs``).
+    where = (config.cwd or os.getcwd(),)
+    command = await anyio.to_thread.run_sync(find_program, config.command, env.get("PATH"), where)
+    if command is None:
+        raise FileNotFoundError(
+            errno.ENOENT, f"{config.command} was not found on PATH ({NOT_SEARCHED})", config.command
+        )
     process = await anyio.open_process(
-        [config.command, *config.args],
-        env=safe_env(config.env),
-        cwd=config.cwd,
-        start_new_session=True,
+        [command, *config.args], env=env, cwd=config.cwd, start_new_session=True
     )
     proc.pid = process.pid
     pipes = _Pipes(config.name, process, proc, on_exit)

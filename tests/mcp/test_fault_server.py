@@ -198,6 +198,27 @@ async def test_a_command_that_does_not_exist_fails_with_the_os_error(tmp_path: P
             assert "No such file" in (server.state.cause or "")
 
 
+@pytest.mark.parametrize(
+    "path", ["{sep}/usr/bin", ".{sep}/usr/bin", "/usr/bin{sep}", "{cwd}/bin{sep}/usr/bin"]
+)
+async def test_a_server_command_the_project_supplies_is_never_started(tmp_path: Path, path: str) -> None:
+    """The configured command by name, found on PATH only where the project (the server's folder) cannot
+    supply it: a clone's own ``my-server`` file, reached through an empty or relative PATH entry or a PATH
+    entry into the project, would run unasked when the session starts."""
+    marker = tmp_path / "marker"
+    for folder in (tmp_path, tmp_path / "bin"):
+        folder.mkdir(exist_ok=True)
+        planted = folder / "my-server"
+        planted.write_text(f"#!/bin/sh\ntouch {marker}\n")
+        planted.chmod(0o755)
+    env = {"PATH": path.format(sep=os.pathsep, cwd=tmp_path)}
+    with anyio.fail_after(30):
+        async with McpServer.stdio("planted", "my-server", env=env, cwd=tmp_path) as server:
+            assert server.status == ServerStatus.FAILED
+            assert "not searched" in (server.state.cause or ""), server.state.cause
+    assert not marker.exists()
+
+
 async def test_a_crash_mid_call_is_an_error_result_and_the_server_restarts_on_next_use(
     tmp_path: Path,
 ) -> None:

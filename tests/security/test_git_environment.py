@@ -367,6 +367,62 @@ async def test_a_setting_the_overrides_missed_still_cannot_write_in_the_sandbox(
     assert state.describe().startswith(f"a git repository (root {repo}), branch main")
 
 
+def _planted(folder: Path, name: str, marker: Path) -> None:
+    """A program named ``name`` in ``folder`` that leaves ``marker`` and then acts as the real one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    real = shutil.which(name)
+    path = folder / name
+    path.write_text(f'#!/bin/sh\ntouch {marker}\nexec {real} "$@"\n')
+    path.chmod(0o755)
+
+
+_SYSTEM_PATH = os.pathsep.join(
+    dict.fromkeys([str(Path(shutil.which("git") or "/usr/bin/git").parent), "/usr/bin", "/bin"])
+)
+_PLANTED_PATHS = {  # how the user's PATH reaches the repository's ``git`` (cwd: the repository's root)
+    "an empty entry first": f"{os.pathsep}{_SYSTEM_PATH}",
+    "a dot": f".{os.pathsep}{_SYSTEM_PATH}",
+    "a relative folder": f"bin{os.pathsep}{_SYSTEM_PATH}",
+    "the repository's own folder by its absolute path (direnv's PATH_add)": f"{{repo}}/bin{os.pathsep}{_SYSTEM_PATH}",
+}
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("support", _supports(), ids=lambda s: s.mechanism)
+@pytest.mark.parametrize("how", list(_PLANTED_PATHS))
+async def test_a_git_program_inside_the_repository_never_runs_whatever_the_path_says(
+    tmp_path: Path, how: str, support: Support
+) -> None:
+    """A clone may ship a ``git`` file (and a sandboxed command may write one in the project): the agent's
+    own git, which runs its configuration listing outside the sandbox, must never be that file."""
+    marker = tmp_path / "marker"
+    repo = committed_repo(tmp_path / "repo")
+    _planted(repo, "git", marker)
+    _planted(repo / "bin", "git", marker)
+    env = {**_environ(tmp_path), "PATH": _PLANTED_PATHS[how].format(repo=repo)}
+    plain_git_status(repo, env)  # the control: a plain lookup with that PATH runs the planted git
+    assert marker.exists(), f"the control did not fire: {how}"
+    marker.unlink()
+    state = await _state(repo, env, support)
+    assert not marker.exists()
+    assert state.describe().startswith(f"a git repository (root {repo}), branch main"), state.describe()
+
+
+@pytest.mark.process
+async def test_a_git_found_only_inside_the_session_folders_is_not_run(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    repo = committed_repo(tmp_path / "repo")
+    tools = tmp_path / "session-folder" / "bin"
+    _planted(tools, "git", marker)
+    env = {**_environ(tmp_path), "PATH": f"{tools}{os.pathsep}/nowhere"}
+    found = await anyio.to_thread.run_sync(find_repository, repo)
+    assert found is not None
+    with anyio.fail_after(30):
+        state = await git_state(found, env, support=NO_SANDBOX, fenced=[tmp_path / "session-folder"])
+    assert not marker.exists()
+    assert state.dirty is None and state.describe().startswith(f"a git repository (root {repo}), branch main")
+
+
 @pytest.mark.process
 async def test_a_clean_repository_still_reads_clean_and_a_change_reads_dirty(tmp_path: Path) -> None:
     repo = tmp_path / "repo"

@@ -81,11 +81,18 @@ async def git_state(
     environ: Mapping[str, str],
     secrets: Secrets | None = None,
     support: Support | None = None,
+    fenced: Sequence[Path] = (),
 ) -> GitState:
     """``repo``'s state (``find_repository(directory)``): the branch from ``HEAD``, a bounded ``git status``
-    for the rest."""
+    for the rest. ``fenced``: the session's folders (see ``run_git``)."""
     done = await run_git(
-        repo, _STATUS_ARGS, environ, secrets=secrets, support=support, timeout_s=GIT_TIMEOUT_S
+        repo,
+        _STATUS_ARGS,
+        environ,
+        secrets=secrets,
+        support=support,
+        timeout_s=GIT_TIMEOUT_S,
+        fenced=fenced,
     )
     if done.code == 0 or (done.cut and done.stdout.startswith("## ")):
         branch, dirty = _parse_status(done.stdout)
@@ -124,7 +131,7 @@ async def environment_section(
     async def one(i: int, root: Path) -> None:
         repo = repos[i]
         if repo is not None:  # outside a repository there is nothing to run
-            states[i] = await git_state(repo, environ, secrets, support)
+            states[i] = await git_state(repo, environ, secrets, support, fenced=roots)
 
     async with anyio.create_task_group() as tg:
         for i, root in enumerate(roots):

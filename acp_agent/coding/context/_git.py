@@ -19,7 +19,11 @@ hooks, external diff and textconv drivers, credential helpers, a pager. So:
 - in an environment of a few named variables (no credential, no ``GIT_*`` of the user's that could redirect
   git, ``GIT_CONFIG_NOSYSTEM``), without optional locks, submodules ignored;
 - and, where this machine has a sandbox, inside it, as a shell command is: read-only (no write anywhere), no
-  network at all (its own network namespace), its processes ending with it (see ``run_git``).
+  network at all (its own network namespace), its processes ending with it (see ``run_git``);
+- the ``git`` program itself found where the project cannot supply one (``harness.programs``): never through
+  an empty or relative ``PATH`` entry (they name folders of the project, where git runs), nor in the
+  repository's or the session's folders (a file a clone ships, or a sandboxed command wrote, run outside the
+  sandbox at the next turn).
 
 A setting git added after this list (a new program-starting key) is the residual risk the sandbox covers.
 """
@@ -37,6 +41,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.to_thread
 
+from harness.programs import NOT_SEARCHED, find_program
 from harness.sandbox import SandboxPolicy, open_process, probe
 
 from ._process import Completed, run_bounded
@@ -170,9 +175,9 @@ def _env(
     return env
 
 
-def _pinned(repo: Repository, args: Sequence[str]) -> list[str]:
+def _pinned(git: str, repo: Repository, args: Sequence[str]) -> list[str]:
     return [
-        "git",
+        git,
         "--no-pager",
         "--no-optional-locks",
         f"--git-dir={repo.git_dir}",
@@ -230,13 +235,19 @@ async def run_git(
     support: Support | None = None,
     timeout_s: float,
     limit: int = 16 * 1024,
+    fenced: Sequence[Path] = (),
 ) -> Completed:
     """``git <args>`` in ``repo`` as described in the module docstring; two processes (the listing of the
     configuration's driver names, then the command), both within ``timeout_s``. Only the command is
-    sandboxed: listing the configuration runs nothing."""
+    sandboxed: listing the configuration runs nothing. ``fenced``: folders besides the repository's where
+    no ``git`` is taken from (the session's)."""
     found = support or await anyio.to_thread.run_sync(probe)
+    outside = tuple(str(folder) for folder in (repo.work_tree, repo.git_dir, *fenced))
+    git = await anyio.to_thread.run_sync(find_program, "git", environ.get("PATH"), outside)
+    if git is None:
+        return Completed(None, error=f"git was not found on PATH ({NOT_SEARCHED})")
     with anyio.move_on_after(timeout_s) as scope:
-        listing = _pinned(repo, ["config", "-z", "--list", "--includes"])
+        listing = _pinned(git, repo, ["config", "-z", "--list", "--includes"])
         env = _env(environ, secrets, list(_FIXED))
         listed = await run_bounded(
             listing, cwd=repo.work_tree, env=env, timeout_s=timeout_s, limit=256 * 1024
@@ -244,7 +255,7 @@ async def run_git(
         if listed.code != 0 or listed.cut:  # a configuration git cannot read, or too big to list whole
             return Completed(listed.code, stderr=listed.stderr, error="git config cannot be listed")
         env = _env(environ, secrets, git_overrides(listed.stdout))
-        command = _pinned(repo, args)
+        command = _pinned(git, repo, args)
         if found.available:
             # The launcher's namespaces map the user's own uid (files keep their owner, so git does not
             # re-hash the tree) and give git no network at all, UDP included.

@@ -27,10 +27,8 @@ would not. Project hooks run only in a trusted project; the user's always.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import shutil
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
 
+from harness.programs import find_program
 from harness.sandbox import sandbox_argv, spawns_in_this_thread
 
 from ...config import HookEntry
@@ -130,12 +129,14 @@ def interpret(entry: HookEntry, done: Completed) -> HookOutcome:
     return HookOutcome(entry, context=context)
 
 
-@functools.cache
-def hook_shell(path: str | None) -> tuple[str, ...]:
-    """``bash -c`` where ``PATH`` has a bash, else ``sh -c``: looked up once a process per ``PATH`` (a
-    lookup is a dozen ``stat``s, paid by every ``session/new`` before; a bash installed or removed while
-    the agent runs is seen at its next start, and a hook that cannot start is shown, not fatal)."""
-    return ("bash", "-c") if shutil.which("bash", path=path) else ("sh", "-c")
+def hook_shell(path: str | None, fenced: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """``bash -c`` where ``PATH`` has a bash, else ``sh -c``, found outside ``fenced`` (the session's folder,
+    where the hook runs) and never through an empty or relative ``PATH`` entry (``harness.programs``: a
+    project's own ``bash`` file would run every hook). Looked up once a process per ``PATH`` and folder
+    (a lookup is a dozen ``stat``s; a bash installed or removed while the agent runs is seen at its next
+    start, and a hook that cannot start is shown, not fatal)."""
+    bash = find_program("bash", path, fenced)
+    return (bash, "-c") if bash is not None else (find_program("sh", path, fenced) or "/bin/sh", "-c")
 
 
 class Hooks:
@@ -163,7 +164,7 @@ class Hooks:
         self._secrets = secrets
         self._show = show
         self._mode = mode
-        self._shell = hook_shell(environ.get("PATH"))
+        self._shell = hook_shell(environ.get("PATH"), (str(cwd),))
         self._failures_shown: set[tuple[str, str]] = set()
         self._sandbox = sandbox
         self._support = support

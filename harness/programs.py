@@ -1,0 +1,48 @@
+"""Finding a program the agent starts by name on its own account (its own ``git``, a hook's shell, an MCP
+server's command) where the project cannot supply it.
+
+A name is looked up on ``PATH``, entry by entry. An empty entry (``PATH=/usr/bin:``, a common slip) or a
+relative one (``.``, ``node_modules/.bin``) names a folder relative to where the program starts, and the
+agent starts these in the project: a ``git`` file a cloned repository ships, or one a sandboxed command
+wrote there (it may write files in the project), would run outside the sandbox, unasked, at the next turn.
+So those entries are skipped, and so are absolute entries inside the folders the caller names (the
+project's), for the same reason, unless such a folder holds the user's home folder (a project opened at
+``~`` or ``/``): the user's own tool folders (``~/.local/bin``, ``~/.cargo/bin``) are not the project's for
+that. A name holding a ``/`` is a path the user wrote and is taken as given.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+__all__ = ["NOT_SEARCHED", "find_program"]
+
+NOT_SEARCHED = "an empty or relative PATH entry and the project's folders are not searched"
+"""What to tell a user whose program was not found (a program only such an entry supplies)."""
+
+
+@functools.lru_cache(maxsize=64)
+def find_program(name: str, path: str | None, outside: tuple[str, ...] = ()) -> str | None:
+    """The path of the program ``name`` on ``path`` (a ``PATH`` value; None: the system's default), found
+    in its absolute entries that are not within ``outside`` (real paths); None when there is none.
+    Blocking (a few ``stat``s), cached per arguments: a program installed or removed while the agent runs
+    is seen at its next start."""
+    if "/" in name:
+        return name
+    home = os.path.realpath(os.path.expanduser("~"))
+    fenced = [f for f in map(os.path.realpath, outside) if not _within(home, f)]
+    for entry in (os.defpath if path is None else path).split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        real = os.path.realpath(entry)
+        if any(_within(real, folder) for folder in fenced):
+            continue
+        candidate = os.path.join(entry, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
