@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 
-__all__ = ["NOT_SEARCHED", "find_program"]
+__all__ = ["NOT_SEARCHED", "absolute_path", "find_program"]
 
 NOT_SEARCHED = "an empty or relative PATH entry and the project's folders are not searched"
 """What to tell a user whose program was not found (a program only such an entry supplies)."""
@@ -42,6 +42,15 @@ def find_program(name: str, path: str | None, outside: tuple[str, ...] = ()) -> 
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+def absolute_path(path: str | None) -> str | None:
+    """``path`` (a ``PATH`` value) without its empty and relative entries: what a child the agent starts gets,
+    so that the programs *it* starts by name are not the project's either (``git`` in an allowed
+    ``git status``, ``node`` under ``npx``)."""
+    if path is None:
+        return None
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
 
 
 def _within(path: str, folder: str) -> bool:

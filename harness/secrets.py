@@ -2,7 +2,8 @@
 
 The child environment (one function for every process the application starts: the local shell, MCP stdio
 servers, hooks, the sandbox): ``child_env(base)`` is ``base`` without the secret variables and without any
-variable whose value holds a secret value (a key copied under another name). A terminal the editor starts
+variable whose value holds a secret value (a key copied under another name), its ``PATH`` without the
+empty and relative entries that would make the child's own lookups find the project's programs. A terminal the editor starts
 cannot be given an environment without a variable, only values on top of its own: ``masked_env()`` sets
 every secret variable this process holds to the empty string there, and a sandboxed command there removes
 ``hidden_names()`` itself (``harness.sandbox.SandboxPolicy.unset_env``, applied by the launcher).
@@ -30,6 +31,7 @@ from ._call import Call
 from ._messages import Text, ToolCall
 from ._tools import Result
 from .middleware import NextTool
+from .programs import absolute_path
 from .providers import registry
 
 __all__ = ["REDACTED", "Secrets", "StreamRedactor", "encoded_forms"]
@@ -88,14 +90,18 @@ class Secrets:
         self, base: Mapping[str, str] | None = None, *, keep: Iterable[str] | None = None
     ) -> dict[str, str]:
         """``base`` (default: this process's environment) for a child: no secret variable, no variable
-        holding a secret value; ``keep``: only these names (a minimal environment)."""
+        holding a secret value, a ``PATH`` of absolute entries only; ``keep``: only these names (a minimal
+        environment)."""
         source = os.environ if base is None else base
         allowed = None if keep is None else frozenset(keep)
-        return {
+        env = {
             k: v
             for k, v in source.items()
             if (allowed is None or k in allowed) and k not in self._names and not self._holds_secret(v)
         }
+        if "PATH" in env:  # its empty and relative entries name the project's folders (``harness.programs``)
+            env["PATH"] = absolute_path(env["PATH"]) or ""
+        return env
 
     def hidden_names(self, base: Mapping[str, str] | None = None) -> frozenset[str]:
         """The names ``child_env`` drops from ``base`` (default: this process's environment), and every

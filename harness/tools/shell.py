@@ -29,6 +29,7 @@ the result is redacted by the ``Secrets`` middleware (see ``harness.secrets``).
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import signal
 import subprocess
@@ -39,10 +40,12 @@ from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
 import anyio
+import anyio.to_thread
 from anyio.abc import Process
 
 from .._call import Call
 from .._tools import Hints, Result, ToolSpec
+from ..programs import NOT_SEARCHED, find_program
 from ..protected import PROTECTED, Protected, root_paths
 from ..sandbox import Absent, SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
@@ -99,7 +102,13 @@ class LocalCommandRunner:
     async def run(self, request: CommandRequest, output: OutputSink) -> int | None:
         extra = {k: v for k, v in request.env.items() if k not in self.secrets.names}
         env = {**self.secrets.child_env(os.environ), **_NONINTERACTIVE, **extra}
-        proc = await _start(["bash", "-c", request.command], request, env)
+        # bash by its path, never one the project supplies (``harness.programs``): a command the user
+        # allowed to run unsandboxed must not run through a ``bash`` file a clone ships.
+        fence = (str(request.cwd), *(str(r) for r in (request.sandbox.roots if request.sandbox else ())))
+        bash = await anyio.to_thread.run_sync(find_program, "bash", env.get("PATH"), fence)
+        if bash is None:
+            raise FileNotFoundError(errno.ENOENT, f"bash was not found on PATH ({NOT_SEARCHED})", "bash")
+        proc = await _start([bash, "-c", request.command], request, env)
         code: int | None = None
         try:
             pumped = anyio.Event()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.programs import find_program
+from harness.programs import absolute_path, find_program
 
 
 @pytest.fixture(autouse=True)
@@ -86,3 +86,16 @@ def test_a_fence_that_holds_the_home_folder_leaves_the_users_tool_folders_usable
         assert find_program("tool", str(home / ".local" / "bin"), (str(fence),)) == str(tool)
         assert find_program("tool", ".", (str(fence),)) is None
     assert find_program("tool", str(home / ".local" / "bin"), (str(home / ".local"),)) is None
+
+
+def test_a_childs_path_keeps_only_its_absolute_entries() -> None:
+    """What the agent's children get (``Secrets.child_env``): their own lookups (``git`` in an allowed ``git
+    status``, ``node`` under ``npx``) cannot reach the project's folders either."""
+    from harness.secrets import Secrets
+
+    path = os.pathsep.join(["", ".", "/usr/local/bin", "node_modules/.bin", "/usr/bin", ""])
+    assert absolute_path(path) == os.pathsep.join(["/usr/local/bin", "/usr/bin"])
+    assert Secrets().child_env({"PATH": path, "HOME": "/h"}) == {
+        "PATH": os.pathsep.join(["/usr/local/bin", "/usr/bin"]),
+        "HOME": "/h",
+    }

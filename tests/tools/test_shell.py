@@ -209,3 +209,39 @@ async def test_a_runner_that_cannot_start_gives_an_error_result(tmp_path: Path) 
 def test_shell_hints() -> None:
     h = Shell(Root([Path("/")])).spec().hints
     assert not h.read_only and h.open_world
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("entry", ["", ".", "bin"])
+async def test_a_bash_the_project_supplies_never_runs_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    """An empty or relative PATH entry names a folder of the project (the command's cwd): a ``bash`` file a
+    clone ships there must not be what runs a command the user allowed (unsandboxed, here)."""
+    marker = tmp_path / "marker"
+    for folder in (tmp_path, tmp_path / "bin"):
+        folder.mkdir(exist_ok=True)
+        (folder / "bash").write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (folder / "bash").chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([entry, "/usr/bin", "/bin"]))
+    with anyio.fail_after(30):
+        out = await call_tool(Shell(Root([tmp_path])), {"command": "echo from-the-real-bash"})
+    assert "from-the-real-bash" in out.result.as_text()
+    assert not marker.exists()
+
+
+@pytest.mark.process
+async def test_a_program_the_command_names_is_not_taken_from_the_project_either(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git status`` under an allow rule must run the system's git, not a ``git`` file in the project that
+    a relative PATH entry would reach from the command's own lookup."""
+    marker = tmp_path / "marker"
+    (tmp_path / "git").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (tmp_path / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([".", "/usr/bin", "/bin"]))
+    with anyio.fail_after(30):
+        out = await call_tool(Shell(Root([tmp_path])), {"command": "git --version; echo PATH=$PATH"})
+    text = out.result.as_text()
+    assert "git version" in text and "PATH=/usr/bin:/bin\n" in text, text
+    assert not marker.exists()

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.to_thread
 
-from harness.programs import NOT_SEARCHED, find_program
+from harness.programs import NOT_SEARCHED, absolute_path, find_program
 from harness.sandbox import SandboxPolicy, open_process, probe
 
 from ._process import Completed, run_bounded
@@ -156,7 +156,7 @@ def _env(
     base = (
         secrets.child_env(environ, keep=_KEPT_ENV)
         if secrets is not None
-        else {k: v for k, v in environ.items() if k in _KEPT_ENV}
+        else {k: (absolute_path(v) or "") if k == "PATH" else v for k, v in environ.items() if k in _KEPT_ENV}
     )
     env = {
         **base,
