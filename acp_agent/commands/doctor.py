@@ -86,6 +86,9 @@ async def run_checks(
         report(check)
     for server in config.mcp_servers:
         report(await _check_mcp(server, cwd))
+    path = _check_path(env.get("PATH"), cwd)
+    if path is not None:
+        report(path)
     report(await anyio.to_thread.run_sync(_check_home, config.home))
     report(await anyio.to_thread.run_sync(_check_log, config.home, env))
     from ..coding.reports import sandbox_status
@@ -300,6 +303,24 @@ async def _check_mcp(entry: McpServerEntry, cwd: Path) -> Check:
             "url in that file, or remove the server.",
         )
     return Check(label, True, f"started, {tools} tools")
+
+
+def _check_path(path: str | None, cwd: Path) -> Check | None:
+    """A warning when ``PATH`` has entries the agent never searches for the programs it starts by name
+    (``harness.programs``): empty or relative ones, or folders inside the project; None when it has none."""
+    entries = (path or "").split(os.pathsep)
+    skipped = [repr(e) if e else "an empty entry" for e in entries if not os.path.isabs(e)]
+    project = cwd.resolve()
+    skipped += [e for e in entries if os.path.isabs(e) and Path(e).resolve().is_relative_to(project)]
+    if not skipped or project == Path.home().resolve() or project == Path(project.anchor):
+        return None
+    return Check(
+        "PATH",
+        None,
+        f"{', '.join(dict.fromkeys(skipped))} not searched: git, the hooks' and the shell tool's bash and MCP "
+        "servers' commands are never taken from the project (its children get PATH without them too); "
+        "give a command there by its full path.",
+    )
 
 
 # --- home and log file ----------------------------------------------------------------------------

@@ -236,3 +236,13 @@ def test_a_project_config_that_is_no_regular_file_inside_is_named_and_not_read(
     assert any(line.strip().lower().startswith(("fail", "warn")) and "config.toml" in line and said in line
                for line in result.stdout.splitlines()), result.stdout  # fmt: skip
     assert "LINKED-MODEL" not in result.stdout
+
+
+def test_path_entries_the_agent_never_searches_are_named_as_a_warning(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    system = os.environ["PATH"]
+    result = doctor(tmp_path, PATH=os.pathsep.join(["", ".", f"{project}/bin", system]))
+    warning = lines(result)["PATH"]
+    assert warning.startswith("warn") and "an empty entry, '.', " in warning and f"{project}/bin" in warning
+    assert "full path" in warning
+    assert "PATH" not in lines(doctor(tmp_path, PATH=system))
