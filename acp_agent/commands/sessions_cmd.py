@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chat.render import as_objs
+from ..session import SessionInUse, exclusively
 
 __all__ = ["add_arguments", "main"]
 
@@ -54,7 +55,12 @@ def main(args: argparse.Namespace, config: Any = None) -> int:
         return 1
     if action == "show":
         return _show(root / session_id, out)
-    shutil.rmtree(root / session_id)
+    try:
+        with exclusively(root / session_id, session_id):  # not while an agent has it open (``_holds``)
+            shutil.rmtree(root / session_id)
+    except SessionInUse as exc:
+        print(f"acp-harness-agent sessions: {exc}; nothing was deleted.", file=sys.stderr)
+        return 1
     out(f"deleted {session_id}")
     return 0
 

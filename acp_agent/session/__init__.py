@@ -8,6 +8,7 @@ once ``initialize`` is answered, or on first use (``tests/test_layering.py`` che
 from __future__ import annotations
 
 from ._agent import PROTOCOL_VERSION, AcpAgent
+from ._holds import SessionInUse, exclusively
 from ._setup import SessionEnvironment, SessionFactory, SessionSetup, default_factory
 from ._store import SessionMeta, SessionStore
 from .serve import serve, serve_stdio
@@ -17,10 +18,12 @@ __all__ = [
     "AcpAgent",
     "SessionEnvironment",
     "SessionFactory",
+    "SessionInUse",
     "SessionMeta",
     "SessionSetup",
     "SessionStore",
     "default_factory",
+    "exclusively",
     "serve",
     "serve_stdio",
 ]

@@ -289,7 +289,13 @@ class AcpAgent:
         ``session/new``; a plain ``session/new`` has its own one-hop path, ``_creating``). Its whole set-up
         is done before the answer: a replay shows its tools, and a set-up failure is the request's error."""
         env = self._environment(meta, system_prompt)
-        setup = await completed(await self._factory(env))
+        if not await self.store.hold(meta.id):  # removed since it was read, or another process deletes it
+            raise RpcError.not_found(f"session not found: {meta.id}", uri=meta.id)
+        try:
+            setup = await completed(await self._factory(env))
+        except BaseException:
+            self.store.release(meta.id)
+            raise
         return self._opened(meta, env, setup, history, ctx)
 
     def _environment(

@@ -1,12 +1,13 @@
 """``session/close`` and ``session/delete``: a live session leaves the table, its turn is cancelled and
 its last step written; until then a delete (or load) of the same id waits for it. A delete runs alone on its
-session (``_deletes``)."""
+session (``_deletes``), and is refused while another agent process has the session open (``_holds``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import RpcError
+from ..protocol.errors import INTERNAL_ERROR, RpcError
+from ._holds import SessionInUse
 
 if TYPE_CHECKING:
     from ..protocol import models as m
@@ -48,5 +49,10 @@ async def delete_session(
         if session is not None:
             await close_live(agent, session)
         await closed_fully(agent, req.session_id)
-        await agent.store.delete(req.session_id)
+        try:
+            await agent.store.delete(req.session_id)
+        except SessionInUse as exc:  # open in another agent process: nothing removed (``_holds``)
+            raise RpcError(
+                INTERNAL_ERROR, str(exc), {"errorKind": "session_in_use", "sessionId": req.session_id}
+            ) from None
     return {}

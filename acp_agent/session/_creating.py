@@ -4,7 +4,7 @@
 ``session/new`` does its blocking file work in one hop: the roots' check, the factory's own file work (a
 ``PreparingFactory``'s ``prepare``: the configuration, the rule files, the sandbox, the base prompt...), and
 the new session's meta, written before the answer (a ``session/load`` may follow at once) without an
-fsync (``SessionStore.create_sync``). The factory then finishes on the event loop, with no file work; what
+fsync (``SessionStore.create_sync``), and its folder held against other processes' deletes (``_holds``). The factory then finishes on the event loop, with no file work; what
 only a prompt needs it leaves for after the answer (``SessionSetup.ready``).
 """
 
@@ -52,7 +52,12 @@ async def new_session_setup(
 
     meta, env = await anyio.to_thread.run_sync(on_disk)
     setup = await factory(env)
-    await anyio.to_thread.run_sync(store.create_sync, meta)
+
+    def create() -> None:
+        store.create_sync(meta)
+        store.hold_sync(meta.id)  # (released by the session's close)
+
+    await anyio.to_thread.run_sync(create)
     return meta, env, setup
 
 
@@ -68,10 +73,15 @@ async def _in_two_halves(
         env = environment(meta)
         prepared = factory.prepare(env)
         store.create_sync(meta)  # after the factory's work: a session that fails is not stored
+        store.hold_sync(meta.id)  # (released by the session's close)
         return meta, env, prepared
 
     meta, env, prepared = await anyio.to_thread.run_sync(on_disk)
-    return meta, env, await factory.finish(env, prepared)
+    try:
+        return meta, env, await factory.finish(env, prepared)
+    except BaseException:
+        store.release(meta.id)
+        raise
 
 
 def _new_meta(req: m.NewSessionRequest, servers: tuple[dict[str, Any], ...]) -> SessionMeta:

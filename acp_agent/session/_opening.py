@@ -13,6 +13,7 @@ reason, which its first prompt gets as the error.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ import anyio
 
 from ..protocol import models as m
 from ..protocol.jsonvalue import as_object
+from ._holds import SessionInUse
 from ._roots import checked_roots
 from ._store import SessionMeta, now_iso
 
@@ -114,14 +116,15 @@ class EarlySession:
     async def _build(self, agent: SessionRegistry, opened: EarlyOpened) -> None:
         try:
             meta = await _meta(opened)
-            session = await agent.open_session(meta, [], None)
             await agent.store.save_meta(meta, new=True)  # (a new session: its record may not exist)
+            session = await agent.open_session(meta, [], None)
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             log.exception("session %s (answered at start-up) could not be set up", opened.session_id)
             self._failed[opened.session_id] = str(exc) or type(exc).__name__
-            await agent.store.delete(opened.session_id)  # the record written at the answer: not a session
+            with contextlib.suppress(SessionInUse):
+                await agent.store.delete(opened.session_id)  # the record written at the answer: not a session
             return
         session.opened.set()  # its answer is long on the wire
         log.info("session %s created in %s (answered at start-up)", session.id, session.meta.cwd)

@@ -79,6 +79,7 @@ class Session(SubagentSide):
         self._cancel_sequence = 0
         self._preparing: anyio.CancelScope | None = None
         self._closed = False
+        self._released = False  # its hold on the folder (``_holds``), let go at the end of ``close``
         self._mapper: EventMapper | None = None
         self._shown = ShownLog()
         self.frontier = frontier = ClientFrontier.of(env)  # the unstable updates the client takes
@@ -420,7 +421,8 @@ class Session(SubagentSide):
         await self._turns.wait_idle()
 
     async def close(self) -> None:
-        """Cancel the running turn, wait for its answer, free the factory's resources."""
+        """Cancel the running turn, wait for its answer, free the factory's resources, let go of the
+        session's folder (``_holds``)."""
         self._closed = True
         self.start_held()  # a follow-up held for an answer that may never be written
         self._turns.leave_all()
@@ -440,3 +442,6 @@ class Session(SubagentSide):
                         await self.setup.aclose()
                     except Exception:
                         log.exception("session %s: closing its resources failed", self.id)
+            if not self._released:  # (once: another live session of this id may hold the folder too)
+                self._released = True
+                self._store.release(self.id)

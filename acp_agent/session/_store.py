@@ -21,6 +21,7 @@ import anyio
 import anyio.to_thread
 
 from . import _harness
+from ._holds import Holds, exclusively
 from ._index import ListQuery, Look, SessionIndex, scanned_page
 from ._meta import SessionMeta, now_iso, valid_session_id
 
@@ -43,6 +44,8 @@ class SessionStore:
         self._unindexed: dict[str, tuple[SessionMeta, Look | None, Look | None]] = {}
         """New sessions whose index row waits for after their answer (``create_sync``)."""
         self._indexing = threading.Lock()
+        self.holds = Holds()
+        """The sessions live in this process, held against other processes' deletes (``_holds``)."""
 
     def directory(self, session_id: str) -> Path:
         return self.root / session_id
@@ -234,17 +237,33 @@ class SessionStore:
 
         return await anyio.to_thread.run_sync(read)
 
+    def hold_sync(self, session_id: str) -> bool:
+        """Hold the session's folder while it is live here (``_holds``); False when it is gone or another
+        process is deleting it. Blocking."""
+        return self.holds.take(self.directory(session_id))
+
+    async def hold(self, session_id: str) -> bool:
+        return await anyio.to_thread.run_sync(self.hold_sync, session_id)
+
+    def release(self, session_id: str) -> None:
+        """A live session of ``session_id`` closed (one ``close``: no file work)."""
+        self.holds.release(self.directory(session_id))
+
     async def delete(self, session_id: str) -> bool:
+        """Remove the session; ``SessionInUse`` when another process has it open (nothing removed)."""
         if not valid_session_id(session_id):
             return False
+        directory = self.directory(session_id)
 
         def remove() -> bool:
-            self.index_created_sync(session_id)
-            self.index.will_write(session_id)  # a kill mid-removal: its row is re-read (and dropped)
-            before = self.index.look()
-            removed = _remove_tree(self.directory(session_id))
-            self.index.removed(session_id, before)
-            return removed
+            self.holds.drop(directory)  # (this process deletes it: its own holds go first)
+            with exclusively(directory, session_id):
+                self.index_created_sync(session_id)
+                self.index.will_write(session_id)  # a kill mid-removal: its row is re-read (and dropped)
+                before = self.index.look()
+                removed = _remove_tree(directory)
+                self.index.removed(session_id, before)
+                return removed
 
         return await anyio.to_thread.run_sync(remove)
 

@@ -1,0 +1,109 @@
+"""An open session is held against a delete from another process (a second agent sharing the home, or
+``acp-harness-agent sessions delete``).
+
+Each session live in a process holds a shared ``flock`` on its folder; a delete takes it exclusively,
+without waiting, and refuses (``SessionInUse``) while another process holds it. The kernel drops a lock with
+the descriptor, so a killed agent holds nothing (no stale lock file to clean up), and nothing is written
+into the folder for it. Within one process a delete runs alone on its session (``_deletes``) and closes the
+live one first; what this process still holds of a session it deletes (a session being set up) is let go
+first. Blocking, all of it: run in worker threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Holds", "SessionInUse", "exclusively"]
+
+_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+
+
+class SessionInUse(Exception):
+    """The session is open in another agent process: it was not deleted."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id} is open in another agent process (another editor window sharing this "
+            "home, say): close it there first"
+        )
+        self.session_id = session_id
+
+
+@dataclass(slots=True)
+class _Hold:
+    fd: int
+    count: int
+
+
+class Holds:
+    """This process's holds, one per session folder however many live sessions share it (two loads of
+    one session at once)."""
+
+    def __init__(self) -> None:
+        self._held: dict[Path, _Hold] = {}
+        self._lock = threading.Lock()
+
+    def take(self, folder: Path) -> bool:
+        """Hold ``folder``; False when it is gone or another process is deleting it."""
+        with self._lock:
+            held = self._held.get(folder)
+            if held is not None:
+                held.count += 1
+                return True
+            try:
+                fd = os.open(folder, _FLAGS)
+            except OSError:
+                return False
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return False
+            self._held[folder] = _Hold(fd, 1)
+            return True
+
+    def release(self, folder: Path) -> None:
+        """One live session of ``folder`` let go (the last one drops the lock)."""
+        with self._lock:
+            held = self._held.get(folder)
+            if held is None:
+                return
+            held.count -= 1
+            if held.count <= 0:
+                del self._held[folder]
+                os.close(held.fd)
+
+    def drop(self, folder: Path) -> None:
+        """Every hold on ``folder`` let go (this process deletes it)."""
+        with self._lock:
+            held = self._held.pop(folder, None)
+        if held is not None:
+            os.close(held.fd)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+@contextlib.contextmanager
+def exclusively(folder: Path, session_id: str) -> Generator[bool]:
+    """``folder`` held exclusively while the body runs (yields False when it does not exist);
+    ``SessionInUse`` at once when another process holds it."""
+    try:
+        fd = os.open(folder, _FLAGS)
+    except FileNotFoundError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SessionInUse(session_id) from None
+        yield True
+    finally:
+        os.close(fd)
