@@ -4,7 +4,8 @@
 Each session live in a process holds a shared ``flock`` on its folder; a delete takes it exclusively,
 without waiting, and refuses (``SessionInUse``) while another process holds it. The kernel drops a lock with
 the descriptor, so a killed agent holds nothing (no stale lock file to clean up), and nothing is written
-into the folder for it. Within one process a delete runs alone on its session (``_deletes``) and closes the
+into the folder for it. On a file system without ``flock`` (some network mounts) sessions open and are
+deleted unheld, as before. Within one process a delete runs alone on its session (``_deletes``) and closes the
 live one first; what this process still holds of a session it deletes (a session being set up) is let go
 first. Blocking, all of it: run in worker threads.
 """
@@ -62,9 +63,12 @@ class Holds:
                 return False
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except OSError:
+            except BlockingIOError:  # being deleted
                 os.close(fd)
                 return False
+            except OSError:  # a file system without locks: the session opens, unheld
+                os.close(fd)
+                return True
             self._held[folder] = _Hold(fd, 1)
             return True
 
@@ -104,6 +108,8 @@ def exclusively(folder: Path, session_id: str) -> Generator[bool]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise SessionInUse(session_id) from None
+        except OSError:  # a file system without locks: deleted as before there were holds
+            pass
         yield True
     finally:
         os.close(fd)

@@ -4,6 +4,7 @@ another, in one process as in two."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -117,3 +118,16 @@ async def test_session_delete_through_a_second_agent_is_refused_while_the_first_
             await first.call("session/close", {"sessionId": sid})
             assert await second.call("session/delete", {"sessionId": sid}) == {}
         assert not (tmp_path / "sessions" / sid).exists()
+
+
+def test_on_a_file_system_without_locks_sessions_open_and_are_deleted_unheld(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_locks(_fd: int, _op: int) -> None:
+        raise OSError(errno.ENOLCK, "no locks available")
+
+    here = _store_with(tmp_path)
+    monkeypatch.setattr("acp_agent.session._holds.fcntl.flock", no_locks)
+    assert here.hold_sync("sess_a") and len(here.holds) == 0
+    with exclusively(here.directory("sess_a"), "sess_a") as found:
+        assert found
