@@ -1,7 +1,9 @@
 """Start-up as an editor meets it: spawn -> ``initialize`` answered, spawn -> first ``session/new`` answered
 (``initialize`` and ``session/new`` sent at once, as Zed does), a later ``session/new``, RSS after it, and
 stdin EOF -> exit; with the agent configured for an HTTP provider (``--provider openai`` at a local fake
-server: the row a user meets) and with the ``script`` provider (a second row, labelled).
+server: the row a user meets) and with the ``script`` provider (a second row, labelled). And a one-shot
+client's (``acpx exec``, a script): spawn, ``initialize`` and ``session/new`` at once, ``session/prompt`` as
+soon as the session is answered -> the model request at the server (no baseline: the echo agents call no model).
 
 Baselines, spawned the same way in the same run, interleaved: the official SDK's echo agent and a bare
 Python echo loop (the floor).
@@ -18,7 +20,7 @@ from typing import Any
 
 from acp_conformance.fake_model import Recorded, Reply
 from bench._rpc import INIT, REPO, Agent, figure, floor_echo, median, our_agent, sdk_echo, settled
-from bench._wire import http_agent, provider_server, stream_for
+from bench._wire import Arrivals, http_agent, provider_server, stream_for
 
 BENCH = "cold_start"
 
@@ -125,13 +127,37 @@ async def _eof_after_new(cmd: list[str], env: dict[str, str], cwd: Path) -> floa
     return await agent.close() * 1000
 
 
+async def _first_prompt(
+    cmd: list[str], env: dict[str, str], cwd: Path, arrivals: Arrivals
+) -> dict[str, float]:
+    """A one-shot client: the prompt written as soon as the first session is answered; ms from the spawn,
+    and from the prompt's write, to the model request at the server."""
+    agent = await Agent.spawn(cmd, env)
+    try:
+        init_id = await agent.request("initialize", INIT)
+        new_id = await agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+        await agent.until_response(init_id)
+        answer, _ = await agent.until_response(new_id)
+        if "error" in answer:
+            raise RuntimeError(f"session/new failed: {answer['error']}")
+        params = {"sessionId": answer["result"]["sessionId"], "prompt": [{"type": "text", "text": "hi"}]}
+        written = time.perf_counter()
+        await agent.until_response(await agent.request("session/prompt", params))
+        arrived = arrivals.since(written)
+        if arrived is None:
+            raise RuntimeError("the first prompt reached no model")
+    finally:
+        await agent.close()
+    return {"spawn": (written + arrived - agent.spawned_at) * 1000, "prompt": arrived * 1000}
+
+
 def _med(results: list[dict[str, float]], key: str) -> float:
     return median([r[key] for r in results])
 
 
 async def run(quick: bool) -> list[dict[str, Any]]:
     n = 5 if quick else 15
-    with tempfile.TemporaryDirectory() as tmp, provider_server(_reply) as (server, _):
+    with tempfile.TemporaryDirectory() as tmp, provider_server(_reply) as (server, arrivals):
         home = Path(tmp)
         (home / "project").mkdir()
         cwd = home / "project"
@@ -142,6 +168,7 @@ async def run(quick: bool) -> list[dict[str, Any]]:
         sdk_cmd, sdk_env = sdk_echo()
         floor_cmd, floor_env = floor_echo()
         runs: dict[str, list[dict[str, float]]] = {"http": [], "script": [], "sdk": [], "floor": []}
+        first_prompts: list[dict[str, float]] = []
         for _ in range(n):  # interleaved, so load changes hit every row alike
             runs["http"].append(await _once(script_cmd, http_env, cwd))
             runs["script"].append(await _once(script_cmd, script_env, cwd))
@@ -151,6 +178,11 @@ async def run(quick: bool) -> list[dict[str, Any]]:
             runs["script"][-1]["eof_new"] = await _eof_after_new(script_cmd, script_env, cwd)
             runs["sdk"][-1]["eof_new"] = await _eof_after_new(sdk_cmd, sdk_env, cwd)
             runs["floor"][-1]["eof_new"] = await _eof_after_new(floor_cmd, floor_env, cwd)
+            first_prompts.append(
+                await _first_prompt(
+                    script_cmd, http_agent(home / "one-shot", "openai", server.url), cwd, arrivals
+                )
+            )
         compiled, names = await _compiled_at_start(http_env, cwd)
     sdk, floor = runs["sdk"], runs["floor"]
 
@@ -182,6 +214,25 @@ async def run(quick: bool) -> list[dict[str, Any]]:
             "eof_new",
             round(0.5 * _med(sdk, "eof_new"), 1),
             note="stdin EOF as soon as the first session/new is answered; target: 0.5 x the SDK echo's",
+        ),
+    ]
+    rows += [
+        figure(
+            BENCH,
+            "first_prompt_request_ms",
+            _med(first_prompts, "spawn"),
+            None,
+            samples=n,
+            note="one-shot client: spawn -> the first prompt's model request at the server (prompt written "
+            "as soon as the first session/new is answered)",
+        ),
+        figure(
+            BENCH,
+            "first_prompt_wait_ms",
+            _med(first_prompts, "prompt"),
+            None,
+            samples=n,
+            note="of which: that prompt written -> its model request (the start-up work the prompt waits for)",
         ),
     ]
     compiled_row = figure(
