@@ -110,17 +110,24 @@ async def _once(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, flo
     }
 
 
+async def _first_session(agent: Agent, cwd: Path) -> str:
+    """``initialize`` and ``session/new`` written at once, as an editor opening a thread does; the
+    session's id once both are answered."""
+    init_id = await agent.request("initialize", INIT)
+    new_id = await agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+    await agent.until_response(init_id)
+    answer, _ = await agent.until_response(new_id)
+    if "error" in answer:
+        raise RuntimeError(f"session/new failed: {answer['error']}")
+    return answer["result"]["sessionId"]
+
+
 async def _eof_after_new(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
     """Spawn, ``initialize`` and ``session/new`` at once, and stdin EOF as soon as the session is
     answered (an editor closing a thread it just opened): ms from EOF to exit."""
     agent = await Agent.spawn(cmd, env)
     try:
-        init_id = await agent.request("initialize", INIT)
-        new_id = await agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
-        await agent.until_response(init_id)
-        answer, _ = await agent.until_response(new_id)
-        if "error" in answer:
-            raise RuntimeError(f"session/new failed: {answer['error']}")
+        await _first_session(agent, cwd)
     except BaseException:
         await agent.close()
         raise
@@ -134,13 +141,7 @@ async def _first_prompt(
     and from the prompt's write, to the model request at the server."""
     agent = await Agent.spawn(cmd, env)
     try:
-        init_id = await agent.request("initialize", INIT)
-        new_id = await agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
-        await agent.until_response(init_id)
-        answer, _ = await agent.until_response(new_id)
-        if "error" in answer:
-            raise RuntimeError(f"session/new failed: {answer['error']}")
-        params = {"sessionId": answer["result"]["sessionId"], "prompt": [{"type": "text", "text": "hi"}]}
+        params = {"sessionId": await _first_session(agent, cwd), "prompt": [{"type": "text", "text": "hi"}]}
         written = time.perf_counter()
         await agent.until_response(await agent.request("session/prompt", params))
         arrived = arrivals.since(written)
