@@ -110,16 +110,16 @@ async def _once(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, flo
     }
 
 
-async def _first_session(agent: Agent, cwd: Path) -> str:
+async def _first_session(agent: Agent, cwd: Path) -> dict[str, Any]:
     """``initialize`` and ``session/new`` written at once, as an editor opening a thread does; the
-    session's id once both are answered."""
+    ``session/new`` result once both are answered (the floor's echo loop answers no ``sessionId``)."""
     init_id = await agent.request("initialize", INIT)
     new_id = await agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
     await agent.until_response(init_id)
     answer, _ = await agent.until_response(new_id)
     if "error" in answer:
         raise RuntimeError(f"session/new failed: {answer['error']}")
-    return answer["result"]["sessionId"]
+    return answer["result"]
 
 
 async def _eof_after_new(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -141,7 +141,8 @@ async def _first_prompt(
     and from the prompt's write, to the model request at the server."""
     agent = await Agent.spawn(cmd, env)
     try:
-        params = {"sessionId": await _first_session(agent, cwd), "prompt": [{"type": "text", "text": "hi"}]}
+        session = (await _first_session(agent, cwd))["sessionId"]
+        params = {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}
         written = time.perf_counter()
         await agent.until_response(await agent.request("session/prompt", params))
         arrived = arrivals.since(written)
