@@ -13,13 +13,11 @@ that. A name holding a ``/`` is a path the user wrote and is taken as given.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 
-__all__ = ["NOT_SEARCHED", "absolute_path", "find_program"]
-
-NOT_SEARCHED = "an empty or relative PATH entry and the project's folders are not searched"
-"""What to tell a user whose program was not found (a program only such an entry supplies)."""
+__all__ = ["absolute_path", "find_program", "require_program"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -42,6 +40,20 @@ def find_program(name: str, path: str | None, outside: tuple[str, ...] = ()) -> 
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+def require_program(name: str, path: str | None, outside: tuple[str, ...] = ()) -> str:
+    """``find_program``'s path; ``FileNotFoundError`` saying what was not searched when there is none (a
+    program only such an entry supplies). Blocking."""
+    found = find_program(name, path, outside)
+    if found is None:
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"{name} was not found on PATH (an empty or relative PATH entry and the project's folders are "
+            "not searched)",
+            name,
+        )
+    return found
 
 
 def absolute_path(path: str | None) -> str | None:

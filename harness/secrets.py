@@ -3,8 +3,8 @@
 The child environment (one function for every process the application starts: the local shell, MCP stdio
 servers, hooks, the sandbox): ``child_env(base)`` is ``base`` without the secret variables and without any
 variable whose value holds a secret value (a key copied under another name), its ``PATH`` without the
-empty and relative entries that would make the child's own lookups find the project's programs. A terminal the editor starts
-cannot be given an environment without a variable, only values on top of its own: ``masked_env()`` sets
+empty and relative entries that would make the child's own lookups find the project's programs. A terminal
+the editor starts cannot be given an environment without a variable, only values on top of its own: ``masked_env()`` sets
 every secret variable this process holds to the empty string there, and a sandboxed command there removes
 ``hidden_names()`` itself (``harness.sandbox.SandboxPolicy.unset_env``, applied by the launcher).
 

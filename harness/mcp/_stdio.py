@@ -7,7 +7,6 @@ and on close ends the whole process group, grandchildren included, within about 
 
 from __future__ import annotations
 
-import errno
 import importlib
 import logging
 import os
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from ..programs import NOT_SEARCHED, find_program
+from ..programs import require_program
 from ._config import StdioConfig, safe_env
 
 if TYPE_CHECKING:
@@ -85,11 +84,7 @@ async def stdio_transport(
     env = safe_env(config.env)
     # The command by its path, found where the project it runs in cannot supply it (``harness.programs``).
     where = (config.cwd or os.getcwd(),)
-    command = await anyio.to_thread.run_sync(find_program, config.command, env.get("PATH"), where)
-    if command is None:
-        raise FileNotFoundError(
-            errno.ENOENT, f"{config.command} was not found on PATH ({NOT_SEARCHED})", config.command
-        )
+    command = await anyio.to_thread.run_sync(require_program, config.command, env.get("PATH"), where)
     process = await anyio.open_process(
         [command, *config.args], env=env, cwd=config.cwd, start_new_session=True
     )

@@ -29,7 +29,6 @@ the result is redacted by the ``Secrets`` middleware (see ``harness.secrets``).
 from __future__ import annotations
 
 import codecs
-import errno
 import os
 import signal
 import subprocess
@@ -45,7 +44,7 @@ from anyio.abc import Process
 
 from .._call import Call
 from .._tools import Hints, Result, ToolSpec
-from ..programs import NOT_SEARCHED, find_program
+from ..programs import require_program
 from ..protected import PROTECTED, Protected, root_paths
 from ..sandbox import Absent, SandboxPolicy, explain_denial
 from ..sandbox import open_process as open_sandboxed
@@ -105,9 +104,7 @@ class LocalCommandRunner:
         # bash by its path, never one the project supplies (``harness.programs``): a command the user
         # allowed to run unsandboxed must not run through a ``bash`` file a clone ships.
         fence = (str(request.cwd), *(str(r) for r in (request.sandbox.roots if request.sandbox else ())))
-        bash = await anyio.to_thread.run_sync(find_program, "bash", env.get("PATH"), fence)
-        if bash is None:
-            raise FileNotFoundError(errno.ENOENT, f"bash was not found on PATH ({NOT_SEARCHED})", "bash")
+        bash = await anyio.to_thread.run_sync(require_program, "bash", env.get("PATH"), fence)
         proc = await _start([bash, "-c", request.command], request, env)
         code: int | None = None
         try:

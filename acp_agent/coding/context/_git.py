@@ -41,14 +41,14 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.to_thread
 
-from harness.programs import NOT_SEARCHED, absolute_path, find_program
+from harness.programs import require_program
 from harness.sandbox import SandboxPolicy, open_process, probe
+from harness.secrets import Secrets
 
 from ._process import Completed, run_bounded
 
 if TYPE_CHECKING:
     from harness.sandbox import SandboxPolicy, Support
-    from harness.secrets import Secrets
 
 __all__ = ["Repository", "find_repository", "git_overrides", "head_branch", "run_git"]
 
@@ -153,13 +153,8 @@ def git_overrides(config_list: str) -> list[tuple[str, str]]:
 def _env(
     environ: Mapping[str, str], secrets: Secrets | None, overrides: Sequence[tuple[str, str]]
 ) -> dict[str, str]:
-    base = (
-        secrets.child_env(environ, keep=_KEPT_ENV)
-        if secrets is not None
-        else {k: (absolute_path(v) or "") if k == "PATH" else v for k, v in environ.items() if k in _KEPT_ENV}
-    )
     env = {
-        **base,
+        **(secrets or Secrets()).child_env(environ, keep=_KEPT_ENV),
         "LC_ALL": "C",
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_ATTR_NOSYSTEM": "1",
@@ -243,9 +238,10 @@ async def run_git(
     no ``git`` is taken from (the session's)."""
     found = support or await anyio.to_thread.run_sync(probe)
     outside = tuple(str(folder) for folder in (repo.work_tree, repo.git_dir, *fenced))
-    git = await anyio.to_thread.run_sync(find_program, "git", environ.get("PATH"), outside)
-    if git is None:
-        return Completed(None, error=f"git was not found on PATH ({NOT_SEARCHED})")
+    try:
+        git = await anyio.to_thread.run_sync(require_program, "git", environ.get("PATH"), outside)
+    except FileNotFoundError as exc:
+        return Completed(None, error=str(exc.strerror))
     with anyio.move_on_after(timeout_s) as scope:
         listing = _pinned(git, repo, ["config", "-z", "--list", "--includes"])
         env = _env(environ, secrets, list(_FIXED))
