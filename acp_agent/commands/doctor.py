@@ -86,7 +86,7 @@ async def run_checks(
         report(check)
     for server in config.mcp_servers:
         report(await _check_mcp(server, cwd))
-    path = _check_path(env.get("PATH"), cwd)
+    path = await anyio.to_thread.run_sync(_check_path, env.get("PATH"), cwd)  # (it resolves paths)
     if path is not None:
         report(path)
     report(await anyio.to_thread.run_sync(_check_home, config.home))
