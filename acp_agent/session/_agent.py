@@ -36,12 +36,13 @@ from ._answered import Answered
 from ._archive import archive_session, session_status, unarchive_session
 from ._auth import auth_status, logout
 from ._closes import Closes
-from ._closing import close_session, delete_session
+from ._closing import close_session, delete_session, in_use_error
 from ._controls_routes import set_config_option, set_mode
 from ._creating import completed, new_session_setup
 from ._deletes import Deletes
 from ._first_run import needs_setup, terminal_auth
 from ._fork import fork_session
+from ._holds import SessionInUse
 from ._listing import list_sessions
 from ._mcp_acp import McpAcpBridge
 from ._opening import EarlySession, controls_state, kept_servers
@@ -289,7 +290,11 @@ class AcpAgent:
         ``session/new``; a plain ``session/new`` has its own one-hop path, ``_creating``). Its whole set-up
         is done before the answer: a replay shows its tools, and a set-up failure is the request's error."""
         env = self._environment(meta, system_prompt)
-        if not await self.store.hold(meta.id):  # removed since it was read, or another process deletes it
+        try:
+            held = await self.store.hold(meta.id)
+        except SessionInUse as exc:  # open in another agent process, or being deleted there (``_holds``)
+            raise in_use_error(exc) from None
+        if not held:  # removed since it was read
             raise RpcError.not_found(f"session not found: {meta.id}", uri=meta.id)
         try:
             setup = await completed(await self._factory(env))

@@ -15,7 +15,12 @@ if TYPE_CHECKING:
     from ._registry import SessionRegistry
     from ._session import Session
 
-__all__ = ["close_live", "close_session", "closed_fully", "delete_session"]
+__all__ = ["close_live", "close_session", "closed_fully", "delete_session", "in_use_error"]
+
+
+def in_use_error(exc: SessionInUse) -> RpcError:
+    """A load, resume or delete refused because another agent process has the session open (``_holds``)."""
+    return RpcError(INTERNAL_ERROR, str(exc), {"errorKind": "session_in_use", "sessionId": exc.session_id})
 
 
 async def close_session(
@@ -52,7 +57,5 @@ async def delete_session(
         try:
             await agent.store.delete(req.session_id)
         except SessionInUse as exc:  # open in another agent process: nothing removed (``_holds``)
-            raise RpcError(
-                INTERNAL_ERROR, str(exc), {"errorKind": "session_in_use", "sessionId": req.session_id}
-            ) from None
+            raise in_use_error(exc) from None
     return {}

@@ -4,7 +4,7 @@
 ``session/new`` does its blocking file work in one hop: the roots' check, the factory's own file work (a
 ``PreparingFactory``'s ``prepare``: the configuration, the rule files, the sandbox, the base prompt...), and
 the new session's meta, written before the answer (a ``session/load`` may follow at once) without an
-fsync (``SessionStore.create_sync``), and its folder held against other processes' deletes (``_holds``).
+fsync (``SessionStore.create_sync``), and its folder held against other processes (``_holds``).
 The factory then finishes on the event loop, with no file work; what only a prompt needs it leaves for after
 the answer (``SessionSetup.ready``).
 """

@@ -1,8 +1,11 @@
-"""An open session is held against a delete from another process (a second agent sharing the home, or
-``acp-harness-agent sessions delete``).
+"""An open session is held against other processes (a second agent sharing the home, such as another editor
+window's, or ``acp-harness-agent sessions delete``): one process at a time has it open, and none deletes it
+meanwhile.
 
-Each session live in a process holds a shared ``flock`` on its folder; a delete takes it exclusively,
-without waiting, and refuses (``SessionInUse``) while another process holds it. The kernel drops a lock with
+Each session live in a process holds an exclusive ``flock`` on its folder, taken without waiting: a load or
+resume of it in another process is refused (``SessionInUse``), since two processes writing one session would
+interleave two conversations that never saw each other's turns in one transcript, and the metadata each saves
+would undo the other's; a delete takes the lock the same way and is refused alike. The kernel drops a lock with
 the descriptor, so a killed agent holds nothing (no stale lock file to clean up), and nothing is written
 into the folder for it. On a file system without ``flock`` (some network mounts) sessions open and are
 deleted unheld, as before. Within one process a delete runs alone on its session (``_deletes``) and closes the
@@ -26,7 +29,8 @@ _FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 
 class SessionInUse(Exception):
-    """The session is open in another agent process: it was not deleted."""
+    """The session is open in another agent process (or another process is deleting it): it was not opened
+    or deleted here."""
 
     def __init__(self, session_id: str) -> None:
         super().__init__(
@@ -50,8 +54,9 @@ class Holds:
         self._held: dict[Path, _Hold] = {}
         self._lock = threading.Lock()
 
-    def take(self, folder: Path) -> bool:
-        """Hold ``folder``; False when it is gone or another process is deleting it."""
+    def take(self, folder: Path, session_id: str) -> bool:
+        """Hold ``folder``; False when it is gone, ``SessionInUse`` when another process holds it (has the
+        session open, or deletes it)."""
         with self._lock:
             held = self._held.get(folder)
             if held is not None:
@@ -62,10 +67,10 @@ class Holds:
             except OSError:
                 return False
             try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:  # being deleted
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
                 os.close(fd)
-                return False
+                raise SessionInUse(session_id) from None
             except OSError:  # a file system without locks: the session opens, unheld
                 os.close(fd)
                 return True

@@ -238,9 +238,9 @@ class SessionStore:
         return await anyio.to_thread.run_sync(read)
 
     def hold_sync(self, session_id: str) -> bool:
-        """Hold the session's folder while it is live here (``_holds``); False when it is gone or another
-        process is deleting it. Blocking."""
-        return self.holds.take(self.directory(session_id))
+        """Hold the session's folder while it is live here (``_holds``); False when it is gone,
+        ``SessionInUse`` when another process has it open or deletes it. Blocking."""
+        return self.holds.take(self.directory(session_id), session_id)
 
     async def hold(self, session_id: str) -> bool:
         return await anyio.to_thread.run_sync(self.hold_sync, session_id)

@@ -140,6 +140,37 @@ async def test_a_session_open_in_one_agent_is_not_deleted_through_a_second_or_th
     assert not folder[0].exists()
 
 
+async def test_a_session_open_in_one_agent_is_loaded_by_a_second_only_once_the_first_lets_go(
+    home: Path, tmp_path: Path
+) -> None:
+    """Two editor windows on one home, as real processes: the second window's load is refused while the
+    first has the session open, then allowed once the first closes it, and again once a first that had it
+    open again is killed (the kernel drops its hold with it)."""
+    script = write_script(tmp_path / "script.json", [{"text": "ok"}] * 6)
+    env = agent_env(home, script)
+    async with agent_process(home, env) as first, agent_process(home, env) as second:
+        with anyio.fail_after(60):
+            await initialized(first)
+            await initialized(second)
+            sid = (await first.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+            await first.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+            opening: dict[str, Any] = {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}
+            answer = await second.response(await second.request("session/load", opening))
+            assert answer["error"]["data"]["errorKind"] == "session_in_use", answer
+            await first.call("session/close", {"sessionId": sid})
+            await second.call("session/load", opening)
+            await second.call(
+                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "two"}]}
+            )
+            await second.call("session/close", {"sessionId": sid})
+            await first.call("session/load", opening)
+            first.kill_hard()
+            with anyio.fail_after(30):
+                await first.process.wait()
+            await second.call("session/load", opening)
+        assert not second.violations, second.violations
+
+
 async def test_a_session_removed_outside_any_agent_ends_not_found_and_stays_deleted(
     home: Path, tmp_path: Path
 ) -> None:
