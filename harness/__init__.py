@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._run import Ended, Resume, Run
     from ._tools import FunctionTool, Hints, Result, Tool, Tools, ToolSource, ToolSpec, tool
     from ._usage import Usage
+    from ._validate import load_validation
     from .middleware import ModelMiddleware, ToolMiddleware
     from .model import Model, Prompt
 
@@ -43,6 +44,7 @@ __getattr__ = lazy_exports(
         ".middleware": ("ModelMiddleware", "ToolMiddleware"),
         "._options": ("Options", "StopContext", "StopPredicate", "max_steps"),
         "._usage": ("Usage",),
+        "._validate": ("load_validation",),
     },
 )
 
@@ -92,6 +94,7 @@ __all__ = [
     "Tools",
     "Usage",
     "UnsupportedOptionError",
+    "load_validation",
     "max_steps",
     "tool",
 ]

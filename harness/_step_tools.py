@@ -26,6 +26,7 @@ from ._pause import Answer, Approval, Decision, Need, Pending, Question
 from ._repair import checked_input
 from ._state import Fatal, Stop, TurnState
 from ._tools import Result, Tool
+from ._validate import load_validation, validation_loaded
 from .events import Event, ToolDecided, ToolEnded, ToolProgress
 from .middleware import NextTool, ToolMiddleware
 
@@ -238,6 +239,8 @@ class CallTools:
             return Result.failure(f"unknown tool {call.name!r}; the tools are: {names}"), None
         spec = context.spec = tool.spec()
         if problem is None:
+            if not validation_loaded():  # the process's first call: its import off the event loop
+                await anyio.to_thread.run_sync(load_validation, abandon_on_cancel=True)
             call, problem = checked_input(call, spec.schema)
             context.tool_call = call  # the coerced input, for the middleware and the tool
         if problem is not None:

@@ -22,7 +22,7 @@ import anyio
 from ..protocol import models as m
 from ..protocol.jsonvalue import as_object
 from ._holds import SessionInUse
-from ._roots import checked_roots
+from ._roots import checked_roots_sync
 from ._store import SessionMeta, now_iso
 
 if TYPE_CHECKING:
@@ -133,9 +133,14 @@ class EarlySession:
 
 async def _meta(opened: EarlyOpened) -> SessionMeta:
     """The early session's meta, as ``session/new`` would store it (its folders checked, its MCP servers
-    as kept)."""
-    req = m.NewSessionRequest.model_validate(opened.params)
-    cwd, dirs = await checked_roots(req.cwd, req.additional_directories)
+    as kept). In a worker thread: the request model's first validation builds its schema (and imports
+    pydantic's plugin loader), tens of milliseconds this early in the process."""
+
+    def checked() -> tuple[m.NewSessionRequest, str, tuple[str, ...]]:
+        req = m.NewSessionRequest.model_validate(opened.params)
+        return req, *checked_roots_sync(req.cwd, tuple(req.additional_directories or ()))
+
+    req, cwd, dirs = await anyio.to_thread.run_sync(checked)
     now = now_iso()
     return SessionMeta(opened.session_id, cwd, now, now, None, dirs, kept_servers(req.mcp_servers))
 

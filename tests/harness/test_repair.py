@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -114,3 +115,29 @@ async def test_a_missing_required_field_is_named_with_its_type() -> None:
     text, error = await _result("read_file", '{"limit": 2}')
     assert error and text.startswith("read_file: invalid input at path: 'path' is a required property")
     assert "'path' is required and must be string" in text and '"required": ["path"]' in text
+
+
+async def test_the_first_call_imports_the_schema_engine_in_a_worker_thread_not_on_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """jsonschema's import takes tens of milliseconds: on the event loop it would stall every stream and
+    cancel of the process at its first tool call."""
+    import harness._step_tools as step_tools
+    import harness._validate as validate
+
+    monkeypatch.setattr(validate, "_engine", [])
+    on_loop: list[bool] = []
+    load = validate.load_validation
+
+    def recording() -> None:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        load()
+
+    monkeypatch.setattr(step_tools, "load_validation", recording)
+    assert await _result("read_file", '{"path": "a.py", "limit": "2"}') == (
+        "read a.py limit=2 whole=False",
+        False,
+    )
+    assert on_loop == [False] and validate.validation_loaded()
+    assert await _result("read_file", '{"path": "b.py"}') == ("read b.py limit=10 whole=False", False)
+    assert on_loop == [False]  # loaded once: no hop for the calls after
