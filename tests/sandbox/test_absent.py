@@ -83,6 +83,11 @@ def test_a_root_that_cannot_be_listed_has_every_protected_path_looked_up(
 ) -> None:
     gone = tmp_path / "gone"  # (a root that vanished: the listing fails, each path is looked up alone)
     looked: list[str] = []
-    monkeypatch.setattr(os.path, "lexists", lambda p: looked.append(os.fspath(p)) or False)
+
+    def absent(path: str | os.PathLike[str]) -> bool:
+        looked.append(os.fspath(path))
+        return False
+
+    monkeypatch.setattr(os.path, "lexists", absent)
     Absent.note(_policy(gone))
     assert len(looked) == len(_policy(gone).protected)
