@@ -32,7 +32,43 @@ _log = logging.getLogger(__name__)
 
 _STDIN_GRACE = 0.4  # after stdin closes, before SIGTERM
 _TERM_GRACE = 0.6  # after SIGTERM, before SIGKILL
-_POLL = 0.05
+_POLL = 0.05  # where a process's end cannot be waited for as an event
+_BACKSTOP_S = 1.0  # the event's backstop: the pid may have been reaped (and reused) before it was opened
+_REAPED_POLL = 0.002  # once it ended, until the event loop's child watcher has recorded its status
+_REAPED_POLLS = 50
+
+
+def pidfd_of(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` ends (Linux 5.3 and later); None elsewhere."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+async def until_exited(process: anyio.abc.Process) -> None:
+    """Until ``process.returncode`` is set (the event loop's child watcher sets it once it reaped the
+    process). Where the system has pidfds the end is an event, with a poll each ``_BACKSTOP_S`` behind it;
+    elsewhere it is polled each ``_POLL``: an idle server costs no wake-ups (three polled servers kept an
+    idle agent at 0.9 % of a CPU)."""
+    pidfd = pidfd_of(process.pid) if process.returncode is None else None
+    polls_left = 0  # fast polls once the process is known to have ended
+    try:
+        while process.returncode is None:
+            if pidfd is not None:
+                with anyio.move_on_after(_BACKSTOP_S):
+                    await anyio.wait_readable(pidfd)
+                    os.close(pidfd)
+                    pidfd, polls_left = None, _REAPED_POLLS
+                continue
+            if polls_left:
+                polls_left -= 1
+                await anyio.sleep(_REAPED_POLL)
+            else:
+                await anyio.sleep(_POLL)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 class StdioProcess:
@@ -187,10 +223,9 @@ class _Pipes:
             await self.read_send.aclose()
 
     async def watch_exit(self) -> None:
-        # Polled: a grandchild holding the pipes would keep wait() (and EOF) from ever coming.
+        # Not ``wait()``: a grandchild holding the pipes would keep it (and EOF) from ever coming.
         process, proc = self.process, self.proc
-        while process.returncode is None:  # noqa: ASYNC110 (a child's exit has no event to wait on)
-            await anyio.sleep(_POLL)
+        await until_exited(process)
         proc.returncode = process.returncode
         proc.exited.set()
         if not self.closing:
@@ -200,8 +235,7 @@ class _Pipes:
 
     async def _wait_exit(self, timeout: float) -> bool:
         with anyio.move_on_after(timeout):
-            while self.process.returncode is None:  # noqa: ASYNC110
-                await anyio.sleep(_POLL)
+            await until_exited(self.process)
         return self.process.returncode is not None
 
     async def end_process(self) -> None:
