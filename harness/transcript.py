@@ -171,7 +171,9 @@ class JsonlTranscript:
         await self._file.append_dicts((m.to_dict() for m in items), sync=sync)
 
     async def read(self) -> list[Message]:
-        return [Message.from_dict(d) for d in await self._file.read_dicts()]
+        # Decoded in the worker thread too: a long session's messages (some 4 us each) would hold the
+        # event loop for tens of milliseconds, every other session's stream with it.
+        return await anyio.to_thread.run_sync(lambda: [Message.from_dict(d) for d in _read(self.path)])
 
 
 class JsonlEvents:
@@ -189,4 +191,5 @@ class JsonlEvents:
         await self._file.append_dicts(e.to_dict() for e in items)
 
     async def read(self) -> list[Event]:
-        return [event_from_dict(d) for d in await self._file.read_dicts()]
+        path = self._file.path
+        return await anyio.to_thread.run_sync(lambda: [event_from_dict(d) for d in _read(path)])

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -155,3 +157,23 @@ async def test_events_survive_a_torn_last_line(tmp_path: Path) -> None:
     await log.append(TextDelta(1, None, "m1", "x"))
     assert await log.read() == [TurnStarted(1, None), TextDelta(1, None, "m1", "x")]
     assert_every_line_is_json(path)
+
+
+async def test_a_transcript_is_read_and_decoded_in_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long session's messages are decoded off the event loop: some 4 us each, tens of milliseconds of
+    every other session's stream for a long one."""
+    transcript = JsonlTranscript(tmp_path / "t.jsonl")
+    await transcript.append([Message.user("one"), Message.user("two")])
+    on_loop: list[bool] = []
+    decode = Message.from_dict
+
+    def recording(data: dict[str, Any]) -> Message:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return decode(data)
+
+    monkeypatch.setattr(Message, "from_dict", staticmethod(recording))
+    with anyio.fail_after(5):
+        assert [m.text for m in await transcript.read()] == ["one", "two"]
+    assert on_loop == [False, False]
