@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -37,6 +37,8 @@ from .events import from_dict as event_from_dict
 __all__ = ["JsonlEvents", "JsonlTranscript", "TranscriptError", "fsync_paths"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _TAIL_CHUNK = 64 * 1024
 
@@ -64,8 +66,11 @@ class _JsonlFile:
             # by a cancellation (only by a kill, which the torn-tail repair handles).
             await anyio.to_thread.run_sync(_append, self.path, data, sync)
 
-    async def read_dicts(self) -> list[dict[str, Any]]:
-        return await anyio.to_thread.run_sync(_read, self.path)
+    async def read(self, decode: Callable[[dict[str, Any]], T]) -> list[T]:
+        """Every line, ``decode``d, both in a worker thread: a long session's lines (some 4 us each to
+        decode) would otherwise hold the event loop for tens of milliseconds, every other stream with it."""
+        path = self.path
+        return await anyio.to_thread.run_sync(lambda: [decode(d) for d in _read(path)])
 
 
 def _append(path: Path, data: bytes, sync: bool = True) -> None:
@@ -171,9 +176,7 @@ class JsonlTranscript:
         await self._file.append_dicts((m.to_dict() for m in items), sync=sync)
 
     async def read(self) -> list[Message]:
-        # Decoded in the worker thread too: a long session's messages (some 4 us each) would hold the
-        # event loop for tens of milliseconds, every other session's stream with it.
-        return await anyio.to_thread.run_sync(lambda: [Message.from_dict(d) for d in _read(self.path)])
+        return await self._file.read(Message.from_dict)
 
 
 class JsonlEvents:
@@ -191,5 +194,4 @@ class JsonlEvents:
         await self._file.append_dicts(e.to_dict() for e in items)
 
     async def read(self) -> list[Event]:
-        path = self._file.path
-        return await anyio.to_thread.run_sync(lambda: [event_from_dict(d) for d in _read(path)])
+        return await self._file.read(event_from_dict)
