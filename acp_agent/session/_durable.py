@@ -140,7 +140,8 @@ class WriteBehind:
         """Until the write under way (if any) is done; raises what it failed with."""
         done = self._done
         if done is not None:
-            await done.wait()
+            if not done.is_set():
+                await done.wait()
             if self._done is done:
                 self._done = None
         error, self._error = self._error, None

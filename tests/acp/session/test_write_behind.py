@@ -53,3 +53,29 @@ async def test_without_a_task_group_the_write_runs_inline() -> None:
 
     await WriteBehind(None).start(write)
     assert ran == [True]
+
+
+async def test_joining_a_write_that_already_finished_does_not_pass_through_the_event_loop() -> None:
+    # The turn's last write joins the step's write-behind, long done by then: a pass through the loop there
+    # was one more iteration between a cancel and its answer (the write's failure is still raised).
+    async def failing() -> None:
+        raise OSError("disk full")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+
+            def spawn(work: Callable[[], Awaitable[None]]) -> None:
+                async def run() -> None:
+                    await work()
+
+                tg.start_soon(run)
+
+            behind = WriteBehind(spawn)
+            await behind.start(failing)
+            await anyio.wait_all_tasks_blocked()  # the write has run and failed
+            with anyio.CancelScope() as scope:
+                scope.cancel()  # a checkpoint in the join would raise the cancellation here
+                with pytest.raises(OSError, match="disk full"):
+                    await behind.join()
+                await behind.join()
+            assert not scope.cancelled_caught
