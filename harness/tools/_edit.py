@@ -12,7 +12,8 @@ from .._tools import Result
 from ._filetool import PATH_ARG, WRITE_HINTS, FileTool
 from ._inputs import arg
 from ._journal import FileChange
-from ._match import loose_replace
+from ._match import Loose, loose_replace, split_lines
+from ._nearest import Nearest, nearest, nearest_note
 from ._patch import eol_of
 from ._probe import probe
 from ._values import Diff, EditValue, Location
@@ -162,14 +163,17 @@ class EditFile(FileTool[EditInput]):
     async def _loose(self, path: Path, text: str, args: EditInput, eol: str) -> Result:
         """No exact match: the looseness ladder (``_match``) applies a unique match and says how."""
         shown = self.root.display(path)
-        found = await anyio.to_thread.run_sync(
-            lambda: loose_replace(text, args.old_text, args.new_text, eol, replace_all=args.replace_all)
-        )
-        if found is None:
-            return Result.failure(
+        found = await anyio.to_thread.run_sync(_loose_or_nearest, text, args, eol)
+        if found is None or isinstance(found, Nearest):
+            missed = (
                 f"edit_file: old_text was not found in {shown}, not even ignoring line endings, trailing "
-                "whitespace, indentation or typographic quotes and dashes; read the file again and copy "
-                "the text."
+                "whitespace, indentation or typographic quotes and dashes; "
+            )
+            if found is None:
+                return Result.failure(missed + "read the file again and copy the text.")
+            return Result.failure(
+                f"{missed}{nearest_note(found)}\nCopy old_text from these lines exactly (without the line "
+                "numbers), or read the file again."
             )
         at = ", ".join(map(str, found.lines[:10])) + (", ..." if len(found.lines) > 10 else "")
         if found.ambiguous or found.text is None:
@@ -192,6 +196,14 @@ class EditFile(FileTool[EditInput]):
             value=_edit_value(path, text, found.text, next(iter(found.lines))),
             meta={"match": found.level},
         )
+
+
+def _loose_or_nearest(text: str, args: EditInput, eol: str) -> Loose | Nearest | None:
+    """The looseness ladder's edit; when nothing matched, the file's text nearest to ``old_text`` (blocking)."""
+    found = loose_replace(text, args.old_text, args.new_text, eol, replace_all=args.replace_all)
+    if found is not None:
+        return found
+    return nearest(split_lines(text)[0], split_lines(args.old_text)[0])
 
 
 def _match_lines(text: str, needle: str) -> list[int]:

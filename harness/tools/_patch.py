@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from ._match import rebuild, seek
+from ._nearest import nearest, nearest_note
 
 __all__ = ["FilePatch", "Hunk", "PatchError", "apply_hunks", "eol_of", "parse_patch"]
 
@@ -157,9 +158,16 @@ def _seek_loose(lines: list[str], hunk: Hunk, pos: int, path: str, notes: list[s
     where = f"{path}: hunk @@ -{hunk.old_start},{hunk.old_count} @@"
     if found is None:
         preview = old[0] if old else ""
-        raise PatchError(
+        missed = (
             f"{where} does not match the file, not even ignoring whitespace, indentation or typographic "
             f"quotes (looked for {len(old)} lines starting {preview!r})"
+        )
+        near = nearest(lines, old, start=pos)
+        if near is None:
+            raise PatchError(missed)
+        raise PatchError(
+            f"{missed}; {nearest_note(near)}\nCopy the hunk's context and removed lines from these lines "
+            "exactly (without the line numbers)"
         )
     if len(found.positions) > 1:
         at = ", ".join(str(p + 1) for p in found.positions[:10])

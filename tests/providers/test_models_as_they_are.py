@@ -90,6 +90,35 @@ async def test_an_edit_matching_two_places_loosely_is_refused_with_their_lines(t
     assert "lines 2, 5" in results[0] and "more surrounding lines" in results[0]
 
 
+@pytest.mark.process
+async def test_an_edit_found_nowhere_shows_the_nearest_lines_and_the_next_call_copying_them_applies(
+    tmp_path: Path,
+) -> None:
+    wrong = {"path": "a.py", "old_text": "        if is_ready:\n            return 1\n", "new_text": "x\n"}
+    right = {
+        "path": "a.py",
+        "old_text": "        if ready:\n            return 1\n",
+        "new_text": "        if ready:\n            return 10\n",
+    }
+    with FakeServer() as server:
+        server.route(
+            "POST",
+            "/v1/chat/completions",
+            Reply.sse(chat_call("edit_file", json.dumps(wrong))),
+            Reply.sse(chat_call("edit_file", json.dumps(right))),
+            Reply.sse(chat_text("Done.")),
+        )
+        async with robust_agent(tmp_path, server) as agent:
+            (agent.project / "a.py").write_text(PY)
+            with anyio.fail_after(30):
+                answer = await agent.prompt("Fix it.")
+            assert answer["result"]["stopReason"] == "end_turn", answer
+            failed = sent_tool_results(posts(server)[1])[-1]
+            assert "the nearest text is at lines 3-4" in failed
+            assert "     3\t        if ready:\n     4\t            return 1" in failed
+            assert (agent.project / "a.py").read_text() == PY.replace("return 1\n", "return 10\n")
+
+
 @pytest.mark.parametrize(
     ("name", "raw"),
     [
