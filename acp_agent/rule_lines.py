@@ -1,7 +1,8 @@
 """The one reader of the permission files (``permissions.jsonl``): the trust check (before ``initialize`` is
 answered), the project's rule store (``coding._trust.ProjectRuleStore``) and the user's
 (``coding._trust.RuleFileStore``) all read them here, so they see the same bytes decoded the same way; the bytes come from
-``acp_agent.small_files`` (a project's file through no symlink, the user's not through one either).
+``acp_agent.small_files`` (a project's file through no symlink; the user's own file through its own link, as
+the user's ``config.toml`` is: a dotfiles manager's, or home-manager's into the Nix store).
 
 A file that cannot be used as a whole (not a regular file, a symlink, over ``RULE_FILE_LIMIT``, not UTF-8)
 has an ``error`` and no lines: none of its rules apply, and the trust check counts it as something the
@@ -37,11 +38,12 @@ class RuleLines:
     error: str | None = None
 
 
-def read_rule_lines(path: Path, *, beneath: Path | None = None) -> RuleLines:
+def read_rule_lines(path: Path, *, beneath: Path | None = None, follow: bool = False) -> RuleLines:
     """``path`` as the trust check and the rule stores see it (blocking). ``beneath``: the project folder
-    (no symlink followed from it down, ``.acp-agent`` included); the user's file: not a symlink itself."""
+    (no symlink followed from it down, ``.acp-agent`` included); ``follow``: the user's own file, read
+    through its link when it is one."""
     try:
-        data = read_small_file(path, RULE_FILE_LIMIT, beneath=beneath)
+        data = read_small_file(path, RULE_FILE_LIMIT, beneath=beneath, follow=follow)
     except UnreadableFile as exc:
         return RuleLines(exists=True, error=str(exc))
     if data is None:

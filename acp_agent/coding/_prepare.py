@@ -95,7 +95,8 @@ def rule_stores(
     root = config.project_root or env.cwd
     return [
         ProjectRuleStore(project_file, trust, trusted_rules=trusted_rule_keys(config), root=root),
-        RuleFileStore(user_file),  # the same reader as the project's (``acp_agent.rule_lines``)
+        # The same reader as the project's (``acp_agent.rule_lines``); the user's own link is followed.
+        RuleFileStore(user_file, follow=True),
     ]
 
 

@@ -57,7 +57,10 @@ async def _run(action: str, numbers: list[int], cwd: Path) -> int:
 
     # The session's reader for both files (a project's: no symlink followed from its folder down).
     beneath = config.project_root or cwd
-    stores = [("project", RuleFileStore(project_path, beneath=beneath)), ("user", RuleFileStore(user_path))]
+    stores = [
+        ("project", RuleFileStore(project_path, beneath=beneath)),
+        ("user", RuleFileStore(user_path, follow=True)),
+    ]
     listed: list[tuple[PermissionStore, Rule]] = []
     for _, store in stores:
         listed.extend((store, rule) for rule in await store.rules())

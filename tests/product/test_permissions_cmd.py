@@ -62,3 +62,22 @@ def test_a_number_that_is_not_listed_is_a_clear_error(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path)}
     out = _cli("--cwd", str(project), "remove", "7", env=env)
     assert out.returncode == 1 and "no rule numbered 7" in out.stderr and out.stdout == ""
+
+
+def test_a_users_rule_file_kept_as_a_dotfiles_link_is_listed_and_its_link_never_replaced(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    config_home = tmp_path / "config"
+    (config_home / "acp-agent").mkdir(parents=True)
+    kept = tmp_path / "dotfiles" / "permissions.jsonl"
+    kept.parent.mkdir()
+    kept.write_text('{"verdict": "deny", "kind": "command", "tool": "shell", "command": "rm"}\n')
+    (config_home / "acp-agent" / "permissions.jsonl").symlink_to(kept)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(config_home), "HOME": str(tmp_path)}
+    listed = _cli("--cwd", str(project), "list", env=env)
+    assert listed.returncode == 0 and "1." in listed.stdout and "rm" in listed.stdout, listed
+    removed = _cli("--cwd", str(project), "remove", "1", env=env)
+    assert removed.returncode == 1 and "symbolic link" in removed.stderr and str(kept) in removed.stderr
+    assert (config_home / "acp-agent" / "permissions.jsonl").is_symlink() and "rm" in kept.read_text()

@@ -15,7 +15,7 @@ from harness.protected import home_paths
 
 from ...config import home_dir, user_config_dir
 from ..opening import MODE_INFO, offered_modes
-from ._protected import AGENT_PROTECTED
+from ._protected import AGENT_PROTECTED, own_link_targets
 
 if TYPE_CHECKING:
     from harness import Call, Result, ToolCall
@@ -161,7 +161,9 @@ def protected_paths(
     """The standard protected list below ``roots``, plus the agent's own files wherever they are: the
     user's configuration folder, the permission files, the agent's data folder (sessions). Blocking."""
     own = "one of acp-agent's own files (configuration, remembered permissions, sessions): a change can run commands or widen what the agent may do"
-    extra = [(user_config_dir(environ), own), (home, own), *((p, own) for p in stores)]
+    folder = user_config_dir(environ)
+    extra = [(folder, own), (home, own), *((p, own) for p in stores)]
+    extra.extend((p, own) for p in own_link_targets(folder))  # (the stores' own links: both spellings)
     extra.extend(home_paths(home_dir(environ)))  # ``~/bin``: only in the user's home folder
     return ProtectedPaths.of(roots, extra, AGENT_PROTECTED)
 

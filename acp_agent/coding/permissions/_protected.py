@@ -5,13 +5,13 @@ gate (``ProtectedPaths``), the sandbox (``SandboxPolicy.protected``) and the she
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
 from harness.protected import PROTECTED, Protected, home_paths, protect, root_paths
 
-__all__ = ["AGENT_PROTECTED", "AGENT_ROOT_PATHS", "home_sandbox_paths"]
+__all__ = ["AGENT_PROTECTED", "AGENT_ROOT_PATHS", "home_sandbox_paths", "own_link_targets"]
 
 AGENT_PROTECTED: Final[tuple[Protected, ...]] = (
     *protect(
@@ -41,3 +41,24 @@ def home_sandbox_paths(home: Path, roots: Sequence[Path]) -> tuple[str, ...]:
     if any(real != r and real.startswith(r.rstrip("/") + "/") for r in map(os.path.realpath, roots)):
         out.extend(os.path.join(real, rel) for rel in AGENT_ROOT_PATHS)
     return tuple(out)
+
+
+def own_link_targets(folder: Path, files: Iterable[Path] = ()) -> list[Path]:
+    """Where the links among the user's own files lead: each link at the top of ``folder`` (the user's
+    configuration folder) and each of ``files`` that is one (the user's rule file, wherever it is set).
+    A dotfiles manager keeps the real files in its repository (home-manager in the Nix store), and the agent
+    reads them through those links: they are its own files too, protected from the tools and kept from
+    sandboxed commands wherever they are (a dotfiles repository opened as a project). Blocking."""
+    links: list[Path] = list(files)
+    try:
+        with os.scandir(folder) as entries:
+            links.extend(Path(e.path) for e in entries if e.is_symlink())
+    except OSError:  # no configuration folder (or not a folder): nothing of it to protect there
+        pass
+    out: list[Path] = []
+    for link in links:
+        if os.path.islink(link):
+            real = Path(os.path.realpath(link))
+            if real not in out:
+                out.append(real)
+    return out

@@ -30,7 +30,7 @@ from harness.policy import Policy, Verdict
 from harness.sandbox import SandboxPolicy, Support, probe, unavailable
 
 from ...config import home_dir, user_config_dir
-from ._protected import AGENT_ROOT_PATHS, home_sandbox_paths
+from ._protected import AGENT_ROOT_PATHS, home_sandbox_paths, own_link_targets
 
 if TYPE_CHECKING:
     from harness import Call, ToolCall
@@ -101,8 +101,10 @@ def sandbox_status(config: Config, environ: Mapping[str, str]) -> tuple[bool | N
 
 def agent_private_paths(config: Config, environ: Mapping[str, str]) -> list[Path]:
     """The agent's own files a command may not read nor write: the user configuration folder (rules,
-    settings), the agent's home (sessions, logs, trust decisions) and the configured key file."""
-    paths = [user_config_dir(environ), config.home]
+    settings) and where its links lead, the user's rule file when it is a link, the agent's home
+    (sessions, logs, trust decisions) and the configured key file. Blocking."""
+    folder = user_config_dir(environ)
+    paths = [folder, *own_link_targets(folder, [config.permissions_user_file]), config.home]
     key_file = config.get("api_key_file")
     if key_file is not None:
         paths.append(Path(key_file))

@@ -15,6 +15,7 @@ repository cannot ship its own "always allow".
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -56,20 +57,31 @@ def trust_notice(project: ProjectTrust) -> str:
 
 class RuleFileStore(PermissionStore):
     """A permission file read by the one reader (``acp_agent.rule_lines``), as the trust check reads a
-    project's: the user's own file (not through a symlink) and, as ``ProjectRuleStore``, the project's
-    (``beneath`` its folder: no symlink followed from there down)."""
+    project's: the user's own file (``follow``: through its link when it is one, as the user's
+    ``config.toml``) and, as ``ProjectRuleStore``, the project's (``beneath`` its folder: no symlink followed
+    from there down). A link is read, never replaced: a change to the rules refuses it (the file it leads
+    to is the user's to edit, wherever their dotfiles keep it)."""
 
-    def __init__(self, path: Path | str, *, beneath: Path | None = None) -> None:
+    def __init__(self, path: Path | str, *, beneath: Path | None = None, follow: bool = False) -> None:
         super().__init__(path)
         self.beneath = beneath
+        self.follow = follow
 
     def _lines(self) -> tuple[list[tuple[int, dict[str, Any]]], list[int]] | None:
-        read = read_rule_lines(self.path, beneath=self.beneath)
+        read = read_rule_lines(self.path, beneath=self.beneath, follow=self.follow)
         if read.error is not None:
             raise PermissionFileError(f"{self.path} {read.error}")
         if not read.exists:
             return None
         return list(read.objects), list(read.foreign)
+
+    def _read_own(self) -> list[Rule]:
+        if self.follow and self.path.is_symlink():  # (a write would replace the link with a file)
+            raise PermissionFileError(
+                f"{self.path} is a symbolic link (to {os.readlink(self.path)}): its rules are read, but it "
+                "is not replaced; edit the file it leads to"
+            )
+        return super()._read_own()
 
 
 class ProjectRuleStore(RuleFileStore):
