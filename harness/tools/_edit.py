@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio.to_thread
@@ -189,9 +190,18 @@ class EditFile(FileTool[EditInput]):
         if self.journal is not None:
             self.journal.record([FileChange(path, text, found.text)], f"edit_file {shown}")
         n = len(found.lines)
+        how = f"it matched ignoring {found.level} (the new text was fitted to the file's own)"
+        if found.level == ESCAPED_TWICE:
+            how = "it matched once old_text and new_text were read as text escaped twice"
+        elif found.level.startswith(ESCAPED_TWICE):
+            how = (
+                f"it matched once read as text escaped twice, ignoring {found.level.rpartition(', then ')[2]}"
+            )
+        if found.level.startswith(ESCAPED_TWICE):
+            how += " (the two characters \\n stood for each line break: send plain text)"
         return Result.text(
-            f"Edited {shown}: old_text did not match exactly; it matched ignoring {found.level} "
-            f"(the new text was fitted to the file's own) and replaced {n} occurrence{'s' if n != 1 else ''} "
+            f"Edited {shown}: old_text did not match exactly; {how} "
+            f"and replaced {n} occurrence{'s' if n != 1 else ''} "
             f"(at line{'s' if n != 1 else ''} {at}). Copy text exactly next time.",
             value=_edit_value(path, text, found.text, next(iter(found.lines))),
             meta={"match": found.level},
@@ -199,11 +209,56 @@ class EditFile(FileTool[EditInput]):
 
 
 def _loose_or_nearest(text: str, args: EditInput, eol: str) -> Loose | Nearest | None:
-    """The looseness ladder's edit; when nothing matched, the file's text nearest to ``old_text`` (blocking)."""
-    found = loose_replace(text, args.old_text, args.new_text, eol, replace_all=args.replace_all)
+    """The looseness ladder's edit; then the same for text escaped twice (``_escaped_twice``); when nothing
+    matched, the file's text nearest to ``old_text`` (blocking)."""
+    old, new = args.old_text, args.new_text
+    found = loose_replace(text, old, new, eol, replace_all=args.replace_all)
     if found is not None:
         return found
-    return nearest(split_lines(text)[0], split_lines(args.old_text)[0])
+    twice = _escaped_twice(old, new)
+    if twice is not None:
+        old, new = to_eol(twice[0], eol), to_eol(twice[1], eol)
+        found = _exactly(text, old, new, replace_all=args.replace_all)
+        if found is None:
+            found = loose_replace(text, old, new, eol, replace_all=args.replace_all)
+            if found is not None:
+                found = replace(found, level=f"{ESCAPED_TWICE}, then {found.level}")
+        if found is not None:
+            return found
+    return nearest(split_lines(text)[0], split_lines(old)[0])
+
+
+ESCAPED_TWICE = "double escaping"
+_ESCAPE = re.compile(r"""\\(u[0-9a-fA-F]{4}|["'\\/bfnrt])""")
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _escaped_twice(old_text: str, new_text: str) -> tuple[str, str] | None:
+    """Both texts read once more when ``old_text`` came escaped twice (a JSON string's escapes as text: the
+    two characters ``\\n`` for each line break, and neither text has a real one), else None. Both are
+    decoded alike: a model that escaped one twice escaped the other so (``\\\\n`` is a code's own ``\\n``)."""
+    if "\n" in old_text or "\n" in new_text or "\\n" not in old_text:
+        return None
+
+    def once(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            c = m.group(1)
+            return chr(int(c[1:], 16)) if c[0] == "u" else _ESCAPES.get(c, c)
+
+        return _ESCAPE.sub(one, text)
+
+    return once(old_text), once(new_text)
+
+
+def _exactly(text: str, old: str, new: str, *, replace_all: bool) -> Loose | None:
+    """``old`` replaced exactly (as ``run`` does), as a ``Loose`` of the ``ESCAPED_TWICE`` level."""
+    count = text.count(old)
+    if count == 0:
+        return None
+    lines = tuple(_match_lines(text, old))
+    if count > 1 and not replace_all:
+        return Loose(ESCAPED_TWICE, None, lines, ambiguous=True)
+    return Loose(ESCAPED_TWICE, text.replace(old, new) if replace_all else text.replace(old, new, 1), lines)
 
 
 def _match_lines(text: str, needle: str) -> list[int]:

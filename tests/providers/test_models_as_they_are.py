@@ -359,6 +359,21 @@ async def test_each_looseness_level_is_applied_and_reported_through_the_agent(
 
 
 @pytest.mark.process
+async def test_an_edit_whose_arguments_came_escaped_twice_is_applied_and_the_model_told_to_send_plain_text(
+    tmp_path: Path,
+) -> None:
+    # The decoded arguments still hold the two characters \n where the model meant line breaks.
+    args = {
+        "path": "a.py",
+        "old_text": "        if ready:\\n            return 1",
+        "new_text": "        if ready:\\n            return 10",
+    }
+    results, _ = await _one_call(tmp_path, chat_call("edit_file", json.dumps(args)))
+    assert (tmp_path / "project" / "a.py").read_text() == PY.replace("return 1\n", "return 10\n")
+    assert "escaped twice" in results[0] and "send plain text" in results[0]
+
+
+@pytest.mark.process
 async def test_apply_patch_seeks_drifted_context_through_the_agent(tmp_path: Path) -> None:
     patch = "--- a/a.py\n+++ b/a.py\n@@ -3,2 +3,2 @@\n   if ready:\n-    return 1\n+    return 11\n"
     results, _ = await _one_call(tmp_path, chat_call("apply_patch", json.dumps({"patch": patch})))

@@ -144,3 +144,48 @@ async def test_apply_patch_refuses_a_loose_hunk_that_fits_two_places(tmp_path: P
     r = await run(ApplyPatch(Root([tmp_path])), patch=patch)
     assert r.error and "lines 2, 5" in r.as_text() and "no file was changed" in r.as_text()
     assert (tmp_path / "d.py").read_text() == body
+
+
+# --- text escaped twice: the two characters \n for each line break ---------------------------------------
+
+ESC = 'def f():\n    return "a\\nb"\n\n\ndef g():\n    pass\n'  # the code has its own \n escape
+
+
+async def test_an_old_text_escaped_twice_is_read_once_more_and_the_codes_own_escapes_survive(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "e.py").write_text(ESC)
+    # As the arguments arrive from a model that escaped twice: line breaks as \n, the code's \n as \\n.
+    old = 'def f():\\n    return "a\\\\nb"'
+    new = 'def f():\\n    return "a\\\\nc"'
+    r = await edit(tmp_path, "e.py", old, new)
+    assert not r.error, r.as_text()
+    assert "escaped twice" in r.as_text() and "send plain text" in r.as_text()
+    assert r.meta["match"] == "double escaping"
+    assert (tmp_path / "e.py").read_text() == ESC.replace('"a\\nb"', '"a\\nc"')
+
+
+async def test_text_escaped_twice_and_drifted_is_placed_by_the_ladder_after_reading_it_once_more(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.py").write_text(PY)
+    r = await edit(tmp_path, "a.py", "  if ready:\\n    return 1", "  if ready:\\n    return 10")
+    assert not r.error, r.as_text()
+    assert r.meta["match"] == "double escaping, then indentation" and "ignoring indentation" in r.as_text()
+    assert (tmp_path / "a.py").read_text() == PY.replace("return 1\n", "return 10\n")
+
+
+async def test_text_with_a_real_line_break_is_never_read_as_escaped_twice(tmp_path: Path) -> None:
+    (tmp_path / "e.py").write_text(ESC)
+    r = await edit(tmp_path, "e.py", 'def f():\n    return "a\\\\nb"\n', "x\n")  # \\n: not the file's \n
+    assert r.error and "not found" in r.as_text()
+    assert (tmp_path / "e.py").read_text() == ESC
+
+
+async def test_text_escaped_twice_that_matches_nowhere_is_refused_with_the_nearest_lines(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.py").write_text(PY)
+    r = await edit(tmp_path, "a.py", "        if is_ready:\\n            return 1", "x")
+    assert r.error and "the nearest text is at lines 3-4" in r.as_text()
+    assert (tmp_path / "a.py").read_text() == PY
