@@ -14,32 +14,58 @@ that. A name holding a ``/`` is a path the user wrote and is taken as given.
 from __future__ import annotations
 
 import errno
-import functools
 import os
 
 __all__ = ["absolute_path", "find_program", "require_program"]
 
+_KEPT = 64
 
-@functools.lru_cache(maxsize=64)
-def find_program(name: str, path: str | None, outside: tuple[str, ...] = ()) -> str | None:
-    """The path of the program ``name`` on ``path`` (a ``PATH`` value; None: the system's default), found
-    in its absolute entries that are not within ``outside`` (real paths); None when there is none.
-    Blocking (a few ``stat``s), cached per arguments: a program installed or removed while the agent runs
-    is seen at its next start."""
-    if "/" in name:
-        return name
-    home = os.path.realpath(os.path.expanduser("~"))
-    fenced = [f for f in map(os.path.realpath, outside) if not _within(home, f)]
-    for entry in (os.defpath if path is None else path).split(os.pathsep):
-        if not os.path.isabs(entry):
-            continue
-        real = os.path.realpath(entry)
-        if any(_within(real, folder) for folder in fenced):
-            continue
-        candidate = os.path.join(entry, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+
+class _Finder:
+    """``find_program``: the look-up, and where each program was found (``lookups`` counts the searches)."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, str | None, tuple[str, ...], str], str] = {}
+        self.lookups = 0
+
+    def __call__(self, name: str, path: str | None, outside: tuple[str, ...] = ()) -> str | None:
+        """The path of the program ``name`` on ``path`` (a ``PATH`` value; None: the system's default),
+        found in its absolute entries that are not within ``outside`` (real paths); None when there is
+        none. Blocking (a few ``stat``s). Where a program was found is kept per arguments and home folder;
+        a program not found is looked for again next time (the user installs it after the message)."""
+        if "/" in name:
+            return name
+        home = os.path.expanduser("~")
+        key = (name, path, outside, home)
+        found = self._found.get(key)
+        if found is None:
+            found = self._search(name, path, outside, home)
+            if found is not None:
+                if len(self._found) >= _KEPT:
+                    self._found.clear()
+                self._found[key] = found
+        return found
+
+    def cache_clear(self) -> None:
+        self._found.clear()
+
+    def _search(self, name: str, path: str | None, outside: tuple[str, ...], home: str) -> str | None:
+        self.lookups += 1
+        real_home = os.path.realpath(home)
+        fenced = [f for f in map(os.path.realpath, outside) if not _within(real_home, f)]
+        for entry in (os.defpath if path is None else path).split(os.pathsep):
+            if not os.path.isabs(entry):
+                continue
+            real = os.path.realpath(entry)
+            if any(_within(real, folder) for folder in fenced):
+                continue
+            candidate = os.path.join(entry, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+        return None
+
+
+find_program = _Finder()
 
 
 def require_program(name: str, path: str | None, outside: tuple[str, ...] = ()) -> str:

@@ -99,3 +99,24 @@ def test_a_childs_path_keeps_only_its_absolute_entries() -> None:
         "PATH": os.pathsep.join(["/usr/local/bin", "/usr/bin"]),
         "HOME": "/h",
     }
+
+
+def test_a_program_installed_after_it_was_not_found_is_found_at_the_next_look(tmp_path: Path) -> None:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    assert find_program("tool", str(folder), ()) is None  # the message tells the user to install it
+    installed = _program(folder)
+    assert find_program("tool", str(folder), ()) == str(installed)
+
+
+def test_where_a_program_was_found_is_kept_per_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A project opened at the user's home: its tool folders are the user's, not fenced; for another user
+    # (another HOME) the same folder is only the project's.
+    home = tmp_path / "u"
+    tool = _program(home / ".local" / "bin")
+    monkeypatch.setenv("HOME", str(home))
+    assert find_program("tool", str(tool.parent), (str(home),)) == str(tool)
+    monkeypatch.setenv("HOME", str(tmp_path / "other"))
+    assert find_program("tool", str(tool.parent), (str(home),)) is None
