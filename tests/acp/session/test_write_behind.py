@@ -3,7 +3,8 @@ its failure is raised there, once."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import anyio
 import pytest
@@ -11,6 +12,20 @@ import pytest
 from acp_agent.session._durable import WriteBehind
 
 pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def behind_in_a_task_group() -> AsyncGenerator[WriteBehind]:
+    """A ``WriteBehind`` whose writes run in a task group of this block (as a session's do)."""
+    async with anyio.create_task_group() as tg:
+
+        def spawn(work: Callable[[], Awaitable[None]]) -> None:
+            async def run() -> None:
+                await work()
+
+            tg.start_soon(run)
+
+        yield WriteBehind(spawn)
 
 
 async def test_the_next_start_waits_for_the_write_under_way_and_join_raises_its_failure_once() -> None:
@@ -26,15 +41,7 @@ async def test_the_next_start_waits_for_the_write_under_way_and_join_raises_its_
         raise OSError("disk full")
 
     with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-
-            def spawn(work: Callable[[], Awaitable[None]]) -> None:
-                async def run() -> None:
-                    await work()
-
-                tg.start_soon(run)
-
-            behind = WriteBehind(spawn)
+        async with behind_in_a_task_group() as behind:
             await behind.start(slow)
             assert order == []  # started, not awaited
             release.set()
@@ -62,15 +69,7 @@ async def test_joining_a_write_that_already_finished_does_not_pass_through_the_e
         raise OSError("disk full")
 
     with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-
-            def spawn(work: Callable[[], Awaitable[None]]) -> None:
-                async def run() -> None:
-                    await work()
-
-                tg.start_soon(run)
-
-            behind = WriteBehind(spawn)
+        async with behind_in_a_task_group() as behind:
             await behind.start(failing)
             await anyio.wait_all_tasks_blocked()  # the write has run and failed
             with anyio.CancelScope() as scope:
