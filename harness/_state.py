@@ -167,6 +167,8 @@ class TurnState:
     # Asked before a reply ends the turn (``Step``); ``continued`` counts the times one kept it going.
     end_middleware: Sequence[EndMiddleware] = ()
     continued: int = 0
+    # A call's result asked the turn to end once the step's calls are done (``Result.ends_turn``).
+    ending: bool = False
 
     # -- stopping ---------------------------------------------------------------------------------
 

@@ -30,13 +30,22 @@ from ._validate import load_validation, validation_loaded
 from .events import Event, ToolDecided, ToolEnded, ToolProgress
 from .middleware import NextTool, ToolMiddleware
 
-__all__ = ["CALL_CANCELLED_TEXT", "CANCELLED_TEXT", "SKIPPED_TEXT", "CallSlot", "CallTools", "ResumedCalls"]
+__all__ = [
+    "CALL_CANCELLED_TEXT",
+    "CANCELLED_TEXT",
+    "ENDED_TEXT",
+    "SKIPPED_TEXT",
+    "CallSlot",
+    "CallTools",
+    "ResumedCalls",
+]
 
 log = logging.getLogger("harness.run")
 
 CANCELLED_TEXT = "Cancelled"
 CALL_CANCELLED_TEXT = "Cancelled: this call was stopped before it finished; the turn goes on"
 SKIPPED_TEXT = "Skipped: the user sent a message"
+ENDED_TEXT = "Not run: the turn ended before this call (another call's result ended it)"
 
 
 @dataclass(slots=True)
@@ -108,7 +117,7 @@ class CallTools:
         send, receive = anyio.create_memory_object_stream[_Item](float("inf"))
         try:
             for group in self._groups():
-                if s.stop_reason is not None or self._fatal:
+                if s.stop_reason is not None or self._fatal or s.ending:
                     break
                 if s.steer:
                     for slot in group:
@@ -127,6 +136,10 @@ class CallTools:
                 if not slot.started:
                     yield self._refused(slot, CANCELLED_TEXT)
             raise Stop
+        if s.ending:
+            for slot in self.slots:
+                if not slot.started:
+                    yield self._refused(slot, ENDED_TEXT)
 
     def _groups(self) -> list[list[CallSlot]]:
         """The read-only calls together first, then each other call alone."""
@@ -221,6 +234,8 @@ class CallTools:
                 result = outcome if isinstance(outcome, Result) else Result.failure(_describe(outcome))
                 if pending is None:
                     slot.result = ToolResult(call.id, result.content, result.error, call.name)
+                    if result.ends_turn:
+                        s.ending = True
                 item = _Item(ToolEnded(s.number, s.parent, call.id, outcome), None, slot)
             try:
                 send.send_nowait(item)

@@ -61,12 +61,15 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """A call's outcome: ``content`` for the model, ``value`` for the application, ``meta`` for logs only."""
+    """A call's outcome: ``content`` for the model, ``value`` for the application, ``meta`` for logs only;
+    ``ends_turn``: the turn ends once this step's calls are done (the step is kept, the turn ends ``DONE``:
+    a hook's ``"continue": false``, say), calls of the step not started by then are not run."""
 
     content: tuple[Text | Image, ...] = ()
     value: Any = None
     meta: Mapping[str, Any] = field(default_factory=dict[str, Any])
     error: bool = False
+    ends_turn: bool = False
 
     @classmethod
     def text(cls, text: str, *, value: Any = None, meta: Mapping[str, Any] | None = None) -> Result:
@@ -81,12 +84,15 @@ class Result:
         return "".join(p.text for p in self.content if isinstance(p, Text))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "content": [p.to_dict() for p in self.content],
             "value": jsonable(self.value),
             "meta": {k: jsonable(v) for k, v in self.meta.items()},
             "error": self.error,
         }
+        if self.ends_turn:  # (only then: the shape of every other result is unchanged)
+            out["ends_turn"] = True
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Result:
@@ -96,7 +102,13 @@ class Result:
             if isinstance(p, Text | Image):
                 content.append(p)
         meta: Mapping[str, Any] = data.get("meta") or {}
-        return cls(tuple(content), data.get("value"), dict(meta), bool(data.get("error")))
+        return cls(
+            tuple(content),
+            data.get("value"),
+            dict(meta),
+            bool(data.get("error")),
+            bool(data.get("ends_turn")),
+        )
 
 
 def jsonable(value: Any) -> Any:

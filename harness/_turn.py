@@ -156,6 +156,9 @@ class UserPrompt:
                 if s.conversation.pending:
                     self.end = End(EndReason.AWAITING_INPUT, s.last_finish())
                     return
+                if s.ending:
+                    self.end = End(EndReason.DONE, s.last_finish())
+                    return
                 for ev in _land(s, queued=False):
                     yield ev
         s.commit()
@@ -186,6 +189,9 @@ class Step:
             yield StepEnded(s.number, s.parent, self.n)
             if paused:
                 self.end = End(EndReason.AWAITING_INPUT, message.finish)
+                return
+            if s.ending:  # a call's result ended the turn (``Result.ends_turn``); steering waits, queued
+                self.end = End(EndReason.DONE, message.finish)
                 return
             for ev in _land(s, queued=False):
                 yield ev

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from ._call import Call
 from ._errors import HarnessUsageError
@@ -118,4 +119,4 @@ class LoopGuard:
 
 
 def _noted(result: Result, note: str) -> Result:
-    return Result((*result.content, Text(note)), result.value, result.meta, result.error)
+    return replace(result, content=(*result.content, Text(note)))

@@ -15,6 +15,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import anyio.to_thread
@@ -94,7 +95,7 @@ class Spill:
         kept = result.meta.get("spilled")
         if isinstance(kept, str):  # the tool kept the whole already (the shell): cut to the budget only
             text = self.cut(whole, Path(kept), total=int(result.meta.get("spilled_chars") or len(whole)))
-            return Result((Text(text),), result.value, result.meta, result.error)
+            return replace(result, content=(Text(text),))
         try:
             path = await self.keep(call.id, whole)
         except OSError as e:
@@ -102,7 +103,7 @@ class Spill:
             return result
         log.info("%s: a %d-character output kept in %s", call.name, len(whole), path)
         meta = {**result.meta, "spilled": str(path), "spilled_chars": len(whole)}
-        return Result((Text(self.cut(whole, path)),), result.value, meta, result.error)
+        return replace(result, content=(Text(self.cut(whole, path)),), meta=meta)
 
     async def _serve(self, call: ToolCall, context: Call) -> Result | None:
         """A read_file or grep of the folder, answered by a tool confined to it; None for anything else."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -26,11 +27,13 @@ from harness import (
     max_steps,
     tool,
 )
-from harness.events import MessageEnded, TextDelta, TurnEnded
+from harness._step_tools import ENDED_TEXT
+from harness.events import MessageEnded, TextDelta, ToolEnded, TurnEnded
+from harness.events import from_dict as events_from_dict
 from harness.middleware import NextModel
 from harness.model import Delta, Prompt
 from harness.testing import FakeModel, Reply
-from tests.harness.run_support import drive, ended, of
+from tests.harness.run_support import drive, ended, of, results_of
 
 pytestmark = pytest.mark.anyio
 
@@ -114,6 +117,51 @@ async def test_a_stop_predicate_ends_the_turn_stopped() -> None:
     assert model.calls == 2
     # Both steps are complete: their calls have results.
     assert len([m for m in run.messages() if m.tool_results]) == 2
+
+
+@tool
+def halting() -> Result:
+    return replace(Result.text("done, and that is all"), ends_turn=True)
+
+
+@tool
+def writes() -> str:
+    WRITTEN.append("ran")
+    return "written"
+
+
+WRITTEN: list[str] = []
+
+
+async def test_a_result_that_ends_the_turn_ends_it_done_after_its_step_which_is_kept() -> None:
+    model = FakeModel([Reply(tool_calls=[("halting", {})]), Reply(text="never asked")])
+    run = Run(model, Tools(halting))
+    events = await drive(run, Message.user("go"))
+    e = ended(run)
+    assert e.reason is EndReason.DONE and turn_ended(events).reason is EndReason.DONE
+    assert e.finish is FinishReason.TOOL_CALLS
+    assert model.calls == 1, "no step after the one whose call ended the turn"
+    assert results_of(run.messages()[-1]) == [
+        (run.messages()[-2].tool_calls[0].id, "done, and that is all", False)
+    ]
+    (end,) = of(events, ToolEnded)
+    again = events_from_dict(end.to_dict())
+    assert isinstance(again, ToolEnded) and isinstance(again.outcome, Result) and again.outcome.ends_turn
+
+
+async def test_calls_of_the_step_not_started_when_one_ends_the_turn_are_not_run_but_answered() -> None:
+    WRITTEN.clear()
+    model = FakeModel([Reply(tool_calls=[("halting", {}), ("writes", {})])])
+    run = Run(model, Tools(halting, writes))
+    await drive(run, Message.user("go"))
+    assert ended(run).reason is EndReason.DONE and WRITTEN == []
+    texts = [text for _, text, _ in results_of(run.messages()[-1])]
+    assert texts == ["done, and that is all", ENDED_TEXT]  # every call of the step has its result
+
+
+async def test_a_result_that_does_not_end_the_turn_keeps_its_shape() -> None:
+    assert "ends_turn" not in Result.text("x").to_dict()
+    assert Result.from_dict(Result.text("x").to_dict()) == Result.text("x")
 
 
 async def test_the_default_stop_is_twenty_steps() -> None:

@@ -12,7 +12,7 @@ from harness import Message, Result, Role, Text
 from harness.model import FinishReason
 
 from ...meta_keys import HOOK_SHOWN_META
-from ._hooks import Hooks, blocked_text, context_text, label
+from ._hooks import HookOutcome, Hooks, blocked_text, context_text, label
 
 if TYPE_CHECKING:
     from harness import Call, ToolCall
@@ -38,6 +38,13 @@ class _Verdict:
     deny: str | None = None
     ask: str | None = None
     notes: tuple[str, ...] = ()
+    halt: str | None = None
+    """The label of the hook that said ``"continue": false``: the call is not run, the turn ends."""
+
+
+async def _show_halt(hooks: Hooks, outcome: HookOutcome) -> None:
+    """A hook's ``"continue": false``: its ``stopReason`` goes to the user (never to the model)."""
+    await hooks.show(f"Hook {outcome.entry.event}: {label(outcome.entry)}", f"The turn ends: {outcome.halt}")
 
 
 class PreToolHooks:
@@ -59,6 +66,9 @@ class PreToolHooks:
                 self._verdicts.clear()
             self._verdicts[call.id] = verdict
         try:
+            if verdict.halt is not None:
+                text = f"Not run: hook `{verdict.halt}` ended the turn before this call."
+                return replace(Result.failure(text, meta={"hook": "halt"}), ends_turn=True)
             if verdict.deny is not None:
                 return Result.failure(verdict.deny, meta={"hook": "deny"})
             asked = None if verdict.ask is None else context.ask_or_deny(verdict.ask, {"hook": "declined"})
@@ -78,6 +88,10 @@ class PreToolHooks:
         facts = {"tool": call.name, "input": dict(call.input), "tool_call_id": call.id}
         outcomes = await self._hooks.run("pre_tool_use", facts, call.name)
         notes = tuple(context_text(o) for o in outcomes if o.context)
+        halt = next((o for o in outcomes if o.halt is not None), None)
+        if halt is not None:
+            await _show_halt(self._hooks, halt)
+            return _Verdict(halt=label(halt.entry))
         for o in outcomes:
             if o.blocked is not None:
                 return _Verdict(deny=blocked_text(o), notes=notes)
@@ -110,6 +124,10 @@ class PostToolHooks:
         outcomes = await self._hooks.run("post_tool_use", facts, call.name)
         notes = [context_text(o) for o in outcomes if o.context]
         notes += [f"Hook `{label(o.entry)}` reports: {o.blocked}" for o in outcomes if o.blocked]
+        halts = [o for o in outcomes if o.halt is not None]  # (``next`` is the chain's, here)
+        if halts:
+            await _show_halt(self._hooks, halts[0])
+            result = replace(result, ends_turn=True)
         if not notes:
             return result
         return replace(result, content=(*result.content, *(Text("\n\n" + n) for n in notes)))
@@ -126,6 +144,10 @@ class PromptVerdict:
 async def prompt_hooks(hooks: Hooks, prompt: str) -> PromptVerdict:
     outcomes = await hooks.run("user_prompt_submit", {"prompt": prompt})
     notes = tuple(context_text(o) for o in outcomes if o.context)
+    halt = next((o for o in outcomes if o.halt is not None), None)
+    if halt is not None:  # the prompt goes no further; the reason is the user's alone
+        await _show_halt(hooks, halt)
+        return PromptVerdict(blocked=f"Stopped by hook `{label(halt.entry)}`")
     for o in outcomes:
         if o.blocked is not None:
             await hooks.show(f"Prompt blocked by hook: {label(o.entry)}", o.blocked, True)

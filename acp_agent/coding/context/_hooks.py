@@ -15,8 +15,11 @@ Outcomes: exit 0 goes on; its stdout may be a JSON object with ``decision`` (``a
 keys are read too); plain stdout of a user-prompt or session-start hook is context. Exit 2 blocks: a
 pre-tool call does not run and the model gets "Blocked by hook `cmd`: <stderr>"; a prompt does not reach
 the model, which is told it was blocked and why; a stop hook's block (or ``decision`` ``block``) keeps the
-turn going with the reason as the model's next message (``_hook_calls.StopHooks``), unless a stop hook
-says ``"continue": false`` (its ``stopReason`` is shown to the user). Any other failure (exit code, timeout, cannot start) is
+turn going with the reason as the model's next message (``_hook_calls.StopHooks``). ``"continue": false``
+(Claude Code's) ends the turn, whatever the decision, its ``stopReason`` shown to the user and not to the
+model: a pre-tool hook's call does not run, a post-tool hook's call has run, and either way the turn ends
+once the step's calls are done; a prompt does not reach the model; a stop hook's turn ends (a
+session-start hook's is not read). Any other failure (exit code, timeout, cannot start) is
 logged, shown once in the editor, and does not block. A project's hook (trusted project) runs under the
 sandbox policy a shell command would get in the session's mode (none in ``full-access``); the user's own
 hooks run as the user, unsandboxed, like git hooks (they read the user's configuration folder and write
@@ -114,9 +117,8 @@ def interpret(entry: HookEntry, done: Completed) -> HookOutcome:
     if not data:
         plain = _text(out) if entry.event in _PLAIN_CONTEXT else None
         return HookOutcome(entry, context=plain)
-    # Claude Code's ``continue: false`` wins over any decision; honoured at the turn's end only (elsewhere
-    # it would end the turn mid-step: a pre-tool hook's deny still stands, read below).
-    if entry.event == "stop" and data.get("continue") is False:
+    # Claude Code's ``continue: false`` wins over any decision, at every event (``_hook_calls``).
+    if data.get("continue") is False and entry.event != "session_start":
         return HookOutcome(entry, halt=_text(data.get("stopReason")) or "a hook ended the turn")
     special = _obj(data.get("hookSpecificOutput"))
     decision = data.get("decision") or special.get("permissionDecision")
@@ -132,9 +134,9 @@ def interpret(entry: HookEntry, done: Completed) -> HookOutcome:
 def hook_shell(path: str | None, fenced: tuple[str, ...] = ()) -> tuple[str, ...]:
     """``bash -c`` where ``PATH`` has a bash, else ``sh -c``, found outside ``fenced`` (the session's folder,
     where the hook runs) and never through an empty or relative ``PATH`` entry (``harness.programs``: a
-    project's own ``bash`` file would run every hook). Looked up once a process per ``PATH`` and folder
-    (a lookup is a dozen ``stat``s; a bash installed or removed while the agent runs is seen at its next
-    start, and a hook that cannot start is shown, not fatal)."""
+    project's own ``bash`` file would run every hook). Where it was found is kept per ``PATH``, folder and
+    home (a lookup is a dozen ``stat``s); one missing is looked up again by the next session, and a hook
+    that cannot start is shown, not fatal."""
     bash = find_program("bash", path, fenced)
     return (bash, "-c") if bash is not None else (find_program("sh", path, fenced) or "/bin/sh", "-c")
 
@@ -199,7 +201,7 @@ class Hooks:
         return json.dumps(payload, default=str).encode()
 
     async def run(self, event: str, facts: Mapping[str, Any], tool: str | None = None) -> list[HookOutcome]:
-        """Run the active hooks of ``event`` in order; stops at the first that blocks."""
+        """Run the active hooks of ``event`` in order; stops at the first that blocks or ends the turn."""
         outcomes: list[HookOutcome] = []
         stdin = None
         for entry in self.active(event, tool):
@@ -232,7 +234,7 @@ class Hooks:
             outcomes.append(outcome)
             if outcome.failure is not None:
                 await self._failed(outcome)
-            if outcome.blocked is not None:
+            if outcome.blocked is not None or outcome.halt is not None:
                 break
         return outcomes
 

@@ -124,6 +124,61 @@ command = "echo '{\\"decision\\": \\"ask\\", \\"reason\\": \\"generated files ne
         assert "generated files need a review" in text_of(entry)
 
 
+def _halting(tmp: Path) -> str:
+    """A hook command (TOML-escaped) that says ``"continue": false``; its reason is not in the command,
+    which the model may see as the hook's label."""
+    said = _out(tmp) / "halt.json"
+    said.write_text(json.dumps({"continue": False, "stopReason": "the build is frozen"}))
+    return f"cat {said}"
+
+
+@pytest.mark.process
+async def test_a_pre_tool_hook_saying_continue_false_stops_the_call_and_the_turn_telling_only_the_user(
+    tmp_path: Path,
+) -> None:
+    toml = f'[[hooks.pre_tool_use]]\nmatcher = "write_file"\ncommand = "{_halting(tmp_path)}"\n'
+    model = fake(calls(("write_file", {"path": "gen.txt", "content": "x"})), Reply(text="ok"))
+    environ = _environ(tmp_path, toml, ACP_AGENT_DEFAULT_MODE="accept-edits")
+    async with editor_agent(tmp_path, model, environ=environ) as (editor, sid, project):
+        assert (await prompt(editor, sid, "write it"))["stopReason"] == "end_turn"
+        assert not (project / "gen.txt").exists() and model.calls == 1, "no call run, no step after it"
+        assert final(editor, "call_0_write_file")["status"] == "failed"
+        [entry] = _hook_entries(editor)
+        assert "The turn ends: the build is frozen" in text_of(entry)
+        await prompt(editor, sid, "and now?")
+    told = json.dumps([m.to_dict() for m in model.prompts[1].messages])
+    assert "ended the turn before this call" in told and "frozen" not in told  # (the reason is the user's)
+
+
+@pytest.mark.process
+async def test_a_post_tool_hook_saying_continue_false_ends_the_turn_after_the_call_it_saw(
+    tmp_path: Path,
+) -> None:
+    toml = f'[[hooks.post_tool_use]]\nmatcher = "write_file"\ncommand = "{_halting(tmp_path)}"\n'
+    model = fake(calls(("write_file", {"path": "gen.txt", "content": "x"})), Reply(text="never asked"))
+    environ = _environ(tmp_path, toml, ACP_AGENT_DEFAULT_MODE="accept-edits")
+    async with editor_agent(tmp_path, model, environ=environ) as (editor, sid, project):
+        assert (await prompt(editor, sid, "write it"))["stopReason"] == "end_turn"
+        assert (project / "gen.txt").read_text() == "x" and model.calls == 1
+        assert final(editor, "call_0_write_file")["status"] == "completed"
+        [entry] = _hook_entries(editor)
+        assert "The turn ends: the build is frozen" in text_of(entry)
+
+
+@pytest.mark.process
+async def test_a_prompt_hook_saying_continue_false_keeps_the_prompt_and_the_reason_from_the_model(
+    tmp_path: Path,
+) -> None:
+    toml = f'[[hooks.user_prompt_submit]]\ncommand = "{_halting(tmp_path)}"\n'
+    model = fake(Reply(text="Stopped."))
+    async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
+        await prompt(editor, sid, "deploy the secret plan")
+        [entry] = _hook_entries(editor)
+        assert "The turn ends: the build is frozen" in text_of(entry)
+    sent = "\n".join(_user_texts(model, 0))
+    assert "secret plan" not in sent and "frozen" not in sent
+
+
 @pytest.mark.process
 async def test_hooks_run_in_the_project_without_the_agents_credentials(tmp_path: Path) -> None:
     dump = _out(tmp_path) / "env.txt"

@@ -117,10 +117,12 @@ def test_a_stop_hooks_reason_is_cut_to_the_context_limit() -> None:
     assert said.blocked == "x" * CONTEXT_LIMIT
 
 
-def test_continue_false_does_not_undo_a_pre_tool_hooks_deny() -> None:
+def test_continue_false_wins_over_a_pre_tool_hooks_deny_and_a_session_start_hooks_is_not_read() -> None:
     pre = HookEntry("pre_tool_use", "guard", source="user config")
     said = interpret(pre, _json({"continue": False, "decision": "deny", "reason": "no rm"}))
-    assert said.blocked == "no rm" and said.halt is None
+    assert said.halt == "a hook ended the turn"  # (the call does not run either way: ``PreToolHooks``)
+    start = HookEntry("session_start", "hello", source="user config")
+    assert interpret(start, _json({"continue": False, "stopReason": "x"})).halt is None
 
 
 # --- the turn goes on --------------------------------------------------------------------------------
