@@ -86,6 +86,23 @@ command = "cat > {seen}; echo 'touching files is not allowed here' >&2; exit 2"
     assert payload["tool_name"] == "shell" and payload["hook_event_name"] == "PreToolUse"
 
 
+async def test_a_pre_tool_hook_saying_continue_false_stops_a_shell_command_and_ends_the_turn(
+    tmp_path: Path,
+) -> None:
+    said = _out(tmp_path) / "halt.json"
+    said.write_text(json.dumps({"continue": False, "stopReason": "deploys are frozen today"}))
+    _user_config(tmp_path, f'[[hooks.pre_tool_use]]\nmatcher = "shell"\ncommand = "cat {said}"\n')
+    replies = [calls(("shell", {"command": "touch canary"}), id="sh"), text("never asked")]
+    async with project_agent(tmp_path, replies) as p:
+        assert (await p.prompt("deploy"))["result"] == {"stopReason": "end_turn"}
+        bodies, updates = p.bodies(), p.updates()
+    assert not (tmp_path / "project" / "canary").exists(), "the command did not run"
+    assert len(bodies) == 1 and p.asked == [], "no step after the call, and nothing asked"
+    assert _final(updates, "sh_0")["status"] == "failed"
+    [entry] = _hook_entries(updates)
+    assert "The turn ends: deploys are frozen today" in json.dumps(entry)
+
+
 async def test_a_post_tool_hook_context_reaches_the_model_with_the_result(tmp_path: Path) -> None:
     _user_config(
         tmp_path,
