@@ -83,6 +83,7 @@ class ApplyPatch(FileTool[PatchInput]):
         seen: set[Path] = set()
         summary: list[str] = []
         notes: list[str] = []
+        recounted: list[str] = []
         shown = self.root.display
         for fp in patches:
             old_p = await self.resolve(fp.old_path) if fp.old_path is not None else None
@@ -98,6 +99,7 @@ class ApplyPatch(FileTool[PatchInput]):
             loose: list[str] = []
             after = await anyio.to_thread.run_sync(apply_hunks, before, fp, loose)  # a loose seek may scan
             notes.extend(loose)
+            recounted.extend(fp.notes)
             if old_p is not None and new_p is not None and old_p != new_p:
                 # A rename: the old file goes, the new one is created with the patched text.
                 if await self.read_or_none(new_p) is not None:
@@ -118,6 +120,9 @@ class ApplyPatch(FileTool[PatchInput]):
         if notes:
             summary.append("Not all context matched exactly (copy it exactly next time):")
             summary.extend(f"  {n}" for n in notes)
+        if recounted:
+            summary.append("Hunk headers whose line counts did not match their lines (count them next time):")
+            summary.extend(f"  {n}" for n in recounted)
         return plan, summary
 
     async def _apply(self, item: _Planned) -> None:

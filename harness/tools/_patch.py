@@ -39,11 +39,13 @@ class Hunk:
 
 @dataclass(slots=True)
 class FilePatch:
-    """One file's part of a patch. ``old_path`` is None for a created file, ``new_path`` None for a deleted one."""
+    """One file's part of a patch. ``old_path`` is None for a created file, ``new_path`` None for a deleted one.
+    ``notes``: what the parser repaired (a hunk header's line counts, recounted), for the result."""
 
     old_path: str | None
     new_path: str | None
     hunks: list[Hunk] = field(default_factory=list[Hunk])
+    notes: list[str] = field(default_factory=list[str])
 
     @property
     def path(self) -> str:
@@ -96,7 +98,13 @@ def parse_patch(text: str) -> list[FilePatch]:
 
 
 def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
-    """The hunk whose ``@@`` header is ``lines[i]``, and the index after it."""
+    """The hunk whose ``@@`` header is ``lines[i]``, and the index after it.
+
+    Models miscount the header's line counts; the hunk's own lines are what it means (``git apply
+    --recount``): read up to the header's counts, then on while the lines still belong to a hunk (not a
+    header: ``@@``, or ``---`` followed by ``+++``, which inside the counts is a removed ``--`` line).
+    Blank lines at its end are the patch's spacing unless the header's counts need them. A recount is
+    noted."""
     m = _HUNK.match(lines[i])
     if m is None:
         raise PatchError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
@@ -105,30 +113,56 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
     )
     i += 1
     old_seen = new_seen = 0
-    while i < len(lines) and (old_seen < hunk.old_count or new_seen < hunk.new_count):
+    bare: list[bool] = []  # per line: an empty line, no tag (a context line whose space was dropped?)
+    while i < len(lines):
         body = lines[i]
+        counted = old_seen >= hunk.old_count and new_seen >= hunk.new_count
         if body == _NO_EOL:
+            if counted:
+                break  # (read below, for the hunk's last line)
             i += 1
             continue
         tag = body[:1] or " "  # some tools drop the space of an empty context line
-        if tag not in " -+":
+        if tag not in " -+" or body.startswith("@@"):
+            break
+        if _file_header(lines, i) and (counted or _next_file(lines, i, hunk, old_seen, new_seen)):
             break
         hunk.lines.append(tag + body[1:])
+        bare.append(not body)
         old_seen += tag in " -"
         new_seen += tag in " +"
         i += 1
+    while bare and bare[-1] and (old_seen, new_seen) != (hunk.old_count, hunk.new_count):
+        bare.pop()  # a blank line after the hunk: spacing, unless the header's counts need it
+        hunk.lines.pop()
+        old_seen -= 1
+        new_seen -= 1
+    if not hunk.lines:
+        raise PatchError(f"hunk @@ -{hunk.old_start},{hunk.old_count} @@ of {fp.path} has no lines")
     if old_seen != hunk.old_count or new_seen != hunk.new_count:
-        raise PatchError(
-            f"hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ of "
-            f"{fp.path}: expected {hunk.old_count} old and {hunk.new_count} new lines, "
-            f"found {old_seen} and {new_seen}"
+        fp.notes.append(
+            f"{fp.path}: hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ "
+            f"has {old_seen} old and {new_seen} new lines: recounted (applied as its lines say)"
         )
+        hunk.old_count, hunk.new_count = old_seen, new_seen
     if i < len(lines) and lines[i] == _NO_EOL:
         last = hunk.lines[-1][0] if hunk.lines else " "
         hunk.old_no_eol = last in " -"
         hunk.new_no_eol = last in " +"
         i += 1
     return hunk, i
+
+
+def _file_header(lines: list[str], i: int) -> bool:
+    return lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+
+
+def _next_file(lines: list[str], i: int, hunk: Hunk, old_seen: int, new_seen: int) -> bool:
+    """``---``/``+++`` at ``i`` before the header's counts are reached: the next file's header when a hunk
+    header follows and the two lines would not complete the counts (else a removed ``--`` and an added
+    ``++`` line, the last of this hunk)."""
+    followed = i + 2 < len(lines) and lines[i + 2].startswith("@@")
+    return followed and (old_seen + 1, new_seen + 1) != (hunk.old_count, hunk.new_count)
 
 
 def eol_of(text: str) -> str:

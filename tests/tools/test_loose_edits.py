@@ -189,3 +189,36 @@ async def test_text_escaped_twice_that_matches_nowhere_is_refused_with_the_neare
     r = await edit(tmp_path, "a.py", "        if is_ready:\\n            return 1", "x")
     assert r.error and "the nearest text is at lines 3-4" in r.as_text()
     assert (tmp_path / "a.py").read_text() == PY
+
+
+# --- hunk headers that miscount their lines ------------------------------------------------------------
+
+
+async def test_a_hunk_whose_header_undercounts_applies_every_line_it_has_and_says_so(tmp_path: Path) -> None:
+    # The header says 2 and 2; the hunk adds a third line. Read by the counts alone, that line was dropped
+    # and the patch reported success.
+    (tmp_path / "a.py").write_text("a\nb\nc\n")
+    patch = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n+B2\n"
+    r = await run(ApplyPatch(Root([tmp_path])), patch=patch)
+    assert not r.error, r.as_text()
+    assert (tmp_path / "a.py").read_text() == "a\nB\nB2\nc\n"
+    assert "has 2 old and 3 new lines: recounted" in r.as_text()
+
+
+async def test_a_hunk_whose_header_overcounts_applies_as_its_lines_say(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("a\nb\nc\n")
+    patch = (
+        "--- a/a.py\n+++ b/a.py\n@@ -1,7 +1,9 @@\n a\n-b\n+B\n\n--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-x\n+y\n"
+    )
+    (tmp_path / "c.py").write_text("x\n")
+    r = await run(ApplyPatch(Root([tmp_path])), patch=patch)
+    assert not r.error, r.as_text()
+    assert (tmp_path / "a.py").read_text() == "a\nB\nc\n" and (tmp_path / "c.py").read_text() == "y\n"
+
+
+async def test_a_removed_sql_comment_inside_the_counts_is_not_read_as_a_file_header(tmp_path: Path) -> None:
+    (tmp_path / "q.sql").write_text("-- old\nselect 1;\n")
+    patch = "--- a/q.sql\n+++ b/q.sql\n@@ -1,2 +1,2 @@\n--- old\n+++ new\n select 1;\n"
+    r = await run(ApplyPatch(Root([tmp_path])), patch=patch)
+    assert not r.error, r.as_text()
+    assert (tmp_path / "q.sql").read_text() == "++ new\nselect 1;\n" and "recounted" not in r.as_text()
