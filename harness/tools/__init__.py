@@ -6,9 +6,10 @@ are exported here: the contract between the tools and whoever presents or judges
 """
 
 from ..beneath import BeneathError, Place, real_path
+from ._envelope import parse_patch
 from ._fs import FileSystem, LocalFileSystem, open_regular
 from ._journal import FileChange, Journal, Revert, Undone, UndoPlan
-from ._patch import PatchError, parse_patch
+from ._patch import PatchError
 from ._root import PathError, Root
 from ._values import (
     KINDS,

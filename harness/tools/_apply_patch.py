@@ -1,4 +1,5 @@
-"""``apply_patch``: a unified diff over one or more files; all of it applies or nothing does."""
+"""``apply_patch``: a unified diff, or the ``*** Begin Patch`` envelope (``_envelope``), over one or more
+files; all of it applies or nothing does."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import anyio
 from .._call import Call
 from .._tools import Result
 from ._edit import diff_value
+from ._envelope import parse_patch
 from ._filetool import WRITE_HINTS, FileTool, Refused
 from ._inputs import arg
 from ._journal import FileChange
-from ._patch import FilePatch, PatchError, apply_hunks, parse_patch
+from ._patch import FilePatch, PatchError, apply_hunks
 from ._root import PathError
 from ._values import Diff, EditValue, Location
 
@@ -42,8 +44,9 @@ class ApplyPatch(FileTool[PatchInput]):
     Input = PatchInput
     description = (
         "Apply a unified diff (`--- a/path`, `+++ b/path`, `@@ -l,n +l,n @@` hunks) to one or more files. "
-        "Use `--- /dev/null` to create a file and `+++ /dev/null` to delete one. Either every file is "
-        "changed or none is."
+        "Use `--- /dev/null` to create a file and `+++ /dev/null` to delete one. The `*** Begin Patch` "
+        "format is read too (`*** Add File: path`, `*** Update File: path` with `@@` hunks, "
+        "`*** Delete File: path`, `*** End Patch`). Either every file is changed or none is."
     )
 
     async def run(self, args: PatchInput, call: Call) -> Result:

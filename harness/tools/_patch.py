@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ._match import rebuild, seek
+from ._match import LEVELS, rebuild, seek
 from ._nearest import nearest, nearest_note
 
-__all__ = ["FilePatch", "Hunk", "PatchError", "apply_hunks", "eol_of", "parse_patch"]
+__all__ = ["FilePatch", "Hunk", "PatchError", "apply_hunks", "eol_of", "parse_unified"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_EOL = "\\ No newline at end of file"
+_loosest = LEVELS[-1][1]  # the ladder's loosest key: whitespace and typographic punctuation forgiven
 
 
 class PatchError(Exception):
@@ -20,6 +21,10 @@ class PatchError(Exception):
 
 @dataclass(slots=True)
 class Hunk:
+    """A hunk: its ``lines``, placed by its line numbers (a unified diff's) or, ``located``, by its lines
+    alone from where the hunk before ended (the ``*** Begin Patch`` envelope's, ``_envelope``): at or after
+    the line ``anchor`` when given, at the file's end when ``at_end``."""
+
     old_start: int
     old_count: int
     new_start: int
@@ -27,6 +32,15 @@ class Hunk:
     lines: list[str] = field(default_factory=list[str])  # each starts with ' ', '-' or '+'
     old_no_eol: bool = False
     new_no_eol: bool = False
+    located: bool = False
+    anchor: str | None = None
+    at_end: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.located:
+            return f"hunk @@ {self.anchor}" if self.anchor else "hunk"
+        return f"hunk @@ -{self.old_start},{self.old_count} @@"
 
     @property
     def old(self) -> list[str]:
@@ -69,7 +83,7 @@ def _strip_git_prefix(fp: FilePatch) -> None:
         fp.new_path = n[2:] if n is not None else None
 
 
-def parse_patch(text: str) -> list[FilePatch]:
+def parse_unified(text: str) -> list[FilePatch]:
     """The file patches of a unified diff (``---``/``+++`` headers, ``@@`` hunks, ``/dev/null`` for create/delete)."""
     lines = text.splitlines()
     out: list[FilePatch] = []
@@ -189,7 +203,7 @@ def _seek_loose(lines: list[str], hunk: Hunk, pos: int, path: str, notes: list[s
     """No exact place for the hunk's old lines: the looseness ladder's unique match, re-fitted new lines."""
     old = hunk.old
     found = seek(lines, old, pos, trim=False)
-    where = f"{path}: hunk @@ -{hunk.old_start},{hunk.old_count} @@"
+    where = f"{path}: {hunk.label}"
     if found is None:
         preview = old[0] if old else ""
         missed = (
@@ -214,6 +228,26 @@ def _seek_loose(lines: list[str], hunk: Hunk, pos: int, path: str, notes: list[s
     return at, rebuild(found.level, old, lines[at : at + len(old)], hunk.new)
 
 
+def _anchor_at(lines: list[str], hunk: Hunk, pos: int, path: str) -> int:
+    """Where the line ``hunk.anchor`` names is, at or after ``pos``: the first line equal to it but for
+    whitespace and typographic punctuation, else the first that begins with it (``@@ class Foo`` for
+    ``class Foo(Base):``)."""
+    anchor = hunk.anchor or ""
+    want = _loosest(anchor)
+    keys = [_loosest(line) for line in lines]
+    for i in range(pos, len(lines)):
+        if keys[i] == want:
+            return i
+    for i in range(pos, len(lines)):
+        if want and keys[i].startswith(want):
+            return i
+    missed = f"{path}: {hunk.label}: no line {anchor!r} at or after line {pos + 1}"
+    near = nearest(lines, [anchor], start=pos)
+    if near is None:
+        raise PatchError(f"{missed}; name a line of the file after @@, or leave it empty")
+    raise PatchError(f"{missed}; {nearest_note(near)}\nName one of the file's lines exactly after @@")
+
+
 def apply_hunks(original: str | None, fp: FilePatch, notes: list[str] | None = None) -> str | None:
     """The new text of ``fp``'s file given its ``original`` text (None: absent); None means deleted.
 
@@ -235,13 +269,20 @@ def apply_hunks(original: str | None, fp: FilePatch, notes: list[str] | None = N
     for hunk in fp.hunks:
         old = hunk.old
         new = hunk.new
-        if not old:
+        start = _anchor_at(lines, hunk, pos, fp.path) if hunk.anchor is not None else pos
+        if not old and hunk.located:  # (an envelope's pure addition: after its anchor, else at the end)
+            at = start + 1 if hunk.anchor is not None else len(lines)
+        elif not old:
             at = hunk.old_start if hunk.old_start > 0 else 0
             at = min(max(at + offset, pos), len(lines))
         else:
-            found = _find(lines, old, hunk.old_start - 1 + offset, pos)
+            if hunk.located:
+                expected = len(lines) - len(old) if hunk.at_end else start
+            else:
+                expected = hunk.old_start - 1 + offset
+            found = _find(lines, old, expected, start)
             if found is None:
-                found, new = _seek_loose(lines, hunk, pos, fp.path, notes if notes is not None else [])
+                found, new = _seek_loose(lines, hunk, start, fp.path, notes if notes is not None else [])
             at = found
         lines[at : at + len(old)] = new
         touches_end = at + len(new) >= len(lines)

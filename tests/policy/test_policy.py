@@ -118,6 +118,12 @@ def test_path_rules_need_every_path_under_the_prefix() -> None:
     assert p.judge(ToolCall("c", "apply_patch", {"patch": both})).verdict is Q
     one = both.split("--- a/x.py")[0]
     assert p.judge(ToolCall("c", "apply_patch", {"patch": one})).verdict is A
+    # The ``*** Begin Patch`` envelope names its files to the policy as it does to the tool.
+    envelope = (
+        "*** Begin Patch\n*** Update File: src/a.py\n@@\n-a\n+b\n*** Delete File: x.py\n*** End Patch\n"
+    )
+    assert p.judge(ToolCall("c", "apply_patch", {"patch": envelope})).verdict is Q
+    assert p.judge(ToolCall("c", "apply_patch", {"patch": envelope.split("*** Delete")[0]})).verdict is A
 
 
 def test_strictest() -> None:

@@ -382,6 +382,17 @@ async def test_apply_patch_seeks_drifted_context_through_the_agent(tmp_path: Pat
 
 
 @pytest.mark.process
+async def test_apply_patch_in_the_begin_patch_format_gpt_models_write_applies_through_the_agent(
+    tmp_path: Path,
+) -> None:
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@ def f(self):\n-            return 1\n+            return 12\n*** Add File: b.py\n+B = 1\n*** End Patch"
+    results, _ = await _one_call(tmp_path, chat_call("apply_patch", json.dumps({"patch": patch})))
+    assert (tmp_path / "project" / "a.py").read_text() == PY.replace("return 1\n", "return 12\n")
+    assert (tmp_path / "project" / "b.py").read_text() == "B = 1\n"
+    assert results[0].startswith("Patched 2 files")
+
+
+@pytest.mark.process
 async def test_anthropic_input_json_with_slips_is_repaired_through_the_agent(tmp_path: Path) -> None:
     results, _ = await _one_call(
         tmp_path, anthropic_call("read_file", '{"path": "a.py", "limit": "2",}'), provider="anthropic"

@@ -41,6 +41,12 @@ async def test_no_file_tool_reads_or_writes_outside_the_roots(tmp_path: Path, ed
         ("apply_patch", {"patch": "--- /dev/null\n+++ b/../outside/canary4\n@@ -0,0 +1 @@\n+x\n"}),
         ("apply_patch", {"patch": f"--- /dev/null\n+++ {o}/canary5\n@@ -0,0 +1 @@\n+x\n"}),
         ("apply_patch", {"patch": "--- a/out/secret.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-" + SECRET + "\n"}),
+        ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: ../outside/canary6\n+x\n*** End Patch"}),
+        (
+            "apply_patch",
+            {"patch": f"*** Begin Patch\n*** Update File: out/secret.txt\n*** Move to: {o}/c7\n"},
+        ),
+        ("apply_patch", {"patch": "*** Begin Patch\n*** Delete File: out/secret.txt\n*** End Patch"}),
     ]
     async with victim_agent(project, calls(*attacks), mode="accept-edits", fs=editor_fs) as agent:
         agent.choose = lambda p: "allow_once"  # even a yes cannot take a tool out of the project

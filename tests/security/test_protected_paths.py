@@ -141,6 +141,7 @@ ALWAYS = (
         ("edit_file", {"path": ".git/config", "old_text": "[core]", "new_text": "[core]\nfsmonitor = x"}),
         ("write_file", {"path": "/p/.acp-agent/config.toml", "content": ""}),
         ("apply_patch", {"patch": "--- /dev/null\n+++ b/.envrc\n@@ -0,0 +1 @@\n+touch CANARY\n"}),
+        ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: .envrc\n+touch CANARY\n*** End Patch\n"}),
         ("shell", {"command": "echo 'touch CANARY' > .git/hooks/post-checkout"}),
         ("shell", {"command": "cp /tmp/evil .git/hooks/pre-commit"}),
         ("shell", {"command": "echo x | tee .vscode/tasks.json"}),
@@ -179,6 +180,7 @@ ATTACKS = [
     ("edit_file", {"path": ".git/config", "old_text": "[core]", "new_text": "[core]\n\tfsmonitor = touch CANARY"}),
     ("write_file", {"path": ".git/hooks/pre-commit", "content": CANARY}),
     ("apply_patch", {"patch": "--- /dev/null\n+++ b/.envrc\n@@ -0,0 +1 @@\n+touch CANARY\n"}),
+    ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: .git/config\n@@\n [core]\n+\tfsmonitor = touch CANARY\n*** End Patch"}),
     ("write_file", {"path": ".vscode/tasks.json", "content": "{}"}),
     ("shell", {"command": "echo 'touch CANARY' > .git/hooks/post-checkout"}),
 ]  # fmt: skip

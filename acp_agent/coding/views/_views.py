@@ -18,11 +18,13 @@ from harness.tools import (
     Glob,
     Grep,
     ListDir,
+    PatchError,
     ReadFile,
     WriteFile,
     edit_value,
     glob_value,
     grep_value,
+    parse_patch,
     read_value,
 )
 
@@ -71,18 +73,14 @@ def _location(path: str, line: Any = None) -> ToolCallLocation:
 
 
 def patch_files(patch: str) -> list[str]:
-    """The files a unified diff names, in order (``/dev/null`` and ``a/``/``b/`` prefixes dropped)."""
-    files: list[str] = []
-    for line in patch.splitlines():
-        if line.startswith(("+++ ", "--- ")):
-            name = line[4:].split("\t")[0].strip()
-            if name == "/dev/null":
-                continue
-            if name.startswith(("a/", "b/")):
-                name = name[2:]
-            if name and name not in files:
-                files.append(name)
-    return files
+    """The files a patch names, in order, as the tool reads them (``harness.tools.parse_patch``: a
+    unified diff or the ``*** Begin Patch`` envelope); none for a patch that does not parse."""
+    try:
+        patches = parse_patch(patch)
+    except PatchError:
+        return []
+    names = (p for fp in patches for p in (fp.old_path, fp.new_path) if p is not None)
+    return list(dict.fromkeys(names))
 
 
 class _Ended:
