@@ -94,8 +94,16 @@ class WriteFile(FileTool[WriteInput]):
         if self.journal is not None:
             self.journal.record([FileChange(path, old, content)], f"write_file {shown}")
         verb = "Created" if old is None else "Wrote"
+        escaped = content.count("\\n") if "\n" not in content else 0
+        note = (
+            f" It has no line break but {escaped} times the two characters \\n: if line breaks were meant, "
+            "write it again with real ones (as plain text, not escaped)."
+            if escaped >= 2
+            else ""
+        )
         return Result.text(
-            f"{verb} {shown} ({len(content.splitlines())} lines).", value=_edit_value(path, old, content)
+            f"{verb} {shown} ({len(content.splitlines())} lines).{note}",
+            value=_edit_value(path, old, content),
         )
 
 

@@ -270,6 +270,18 @@ async def test_write_creates_file_and_parents_with_a_new_file_diff(proj: Path) -
     assert r.value["diffs"] == [{"path": str(target), "old_text": None, "new_text": "x = 1\n"}]
 
 
+async def test_a_write_of_one_line_full_of_escaped_line_breaks_is_written_as_sent_and_the_model_told(
+    proj: Path,
+) -> None:
+    # What a model that escapes twice sends: the two characters \n where line breaks were meant.
+    sent = "def f():\\n    return 1\\n"
+    r = await run(WriteFile(Root([proj])), path="f.py", content=sent)
+    assert (proj / "f.py").read_text() == sent  # (the intent is not certain: nothing is rewritten)
+    assert "no line break but 2 times the two characters \\n" in r.as_text()
+    plain = await run(WriteFile(Root([proj])), path="g.py", content='print("a\\nb")\n')
+    assert "no line break" not in plain.as_text()  # a code's own escape, in a file with line breaks
+
+
 async def test_write_replaces_and_keeps_crlf_endings(proj: Path) -> None:
     f = proj / "win.txt"
     f.write_bytes(b"a\r\nb\r\n")
