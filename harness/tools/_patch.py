@@ -137,6 +137,13 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
             i += 1
             continue
         tag = body[:1] or " "  # some tools drop the space of an empty context line
+        if tag not in " -+" and not counted and not body.startswith("diff "):
+            raise PatchError(  # (a context line without its space, say: never a hunk cut short)
+                f"line {i + 1}: {body!r} in hunk @@ -{hunk.old_start},{hunk.old_count} "
+                f"+{hunk.new_start},{hunk.new_count} @@ of {fp.path} does not start with ' ', '-' or '+' "
+                f"(after {old_seen} old and {new_seen} new lines of the {hunk.old_count} and "
+                f"{hunk.new_count} its header counts)"
+            )
         if tag not in " -+" or body.startswith("@@"):
             break
         if _file_header(lines, i) and (counted or _next_file(lines, i, hunk, old_seen, new_seen)):

@@ -222,3 +222,13 @@ async def test_a_removed_sql_comment_inside_the_counts_is_not_read_as_a_file_hea
     r = await run(ApplyPatch(Root([tmp_path])), patch=patch)
     assert not r.error, r.as_text()
     assert (tmp_path / "q.sql").read_text() == "++ new\nselect 1;\n" and "recounted" not in r.as_text()
+
+
+async def test_a_hunk_line_without_its_prefix_inside_the_counts_is_refused_never_cut_short(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.py").write_text("a\nb\nc\n")
+    patch = "--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n a\nb\n-c\n+C\n"  # 'b' lost its space
+    r = await run(ApplyPatch(Root([tmp_path])), patch=patch)
+    assert r.error and "line 5: 'b'" in r.as_text() and "no file was changed" in r.as_text()
+    assert (tmp_path / "a.py").read_text() == "a\nb\nc\n"
