@@ -116,7 +116,9 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
 
     Models miscount the header's line counts; the hunk's own lines are what it means (``git apply
     --recount``): read up to the header's counts, then on while the lines still belong to a hunk (not a
-    header: ``@@``, or ``---`` followed by ``+++``, which inside the counts is a removed ``--`` line).
+    header: ``@@``, or ``---`` followed by ``+++``, which inside the counts is a removed ``--`` line). Fewer
+    lines than counted are taken only when another hunk or file follows (a patch that ends there may be
+    cut short), and never when a line without its prefix stopped them.
     Blank lines at its end are the patch's spacing unless the header's counts need them. A recount is
     noted."""
     m = _HUNK.match(lines[i])
@@ -160,6 +162,12 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
         new_seen -= 1
     if not hunk.lines:
         raise PatchError(f"hunk @@ -{hunk.old_start},{hunk.old_count} @@ of {fp.path} has no lines")
+    if i >= len(lines) and (old_seen < hunk.old_count or new_seen < hunk.new_count):
+        raise PatchError(  # fewer lines than counted, and nothing after them: cut short, not miscounted
+            f"hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ of "
+            f"{fp.path}: expected {hunk.old_count} old and {hunk.new_count} new lines, found {old_seen} and "
+            f"{new_seen} before the patch ends (is it cut short?)"
+        )
     if old_seen != hunk.old_count or new_seen != hunk.new_count:
         fp.notes.append(
             f"{fp.path}: hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ "

@@ -232,3 +232,11 @@ async def test_a_hunk_line_without_its_prefix_inside_the_counts_is_refused_never
     r = await run(ApplyPatch(Root([tmp_path])), patch=patch)
     assert r.error and "line 5: 'b'" in r.as_text() and "no file was changed" in r.as_text()
     assert (tmp_path / "a.py").read_text() == "a\nb\nc\n"
+
+
+async def test_a_last_hunk_with_fewer_lines_than_counted_is_refused_as_cut_short(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("a\nb\nc\nd\n")
+    patch = "--- a/a.py\n+++ b/a.py\n@@ -1,4 +1,4 @@\n a\n-b\n"  # ends before its +B, c and d
+    r = await run(ApplyPatch(Root([tmp_path])), patch=patch)
+    assert r.error and "cut short" in r.as_text()
+    assert (tmp_path / "a.py").read_text() == "a\nb\nc\nd\n"
