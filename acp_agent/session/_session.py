@@ -25,6 +25,7 @@ from ._outcome import kind_of, replace_text, stop_reason, unfinished
 from ._present import Presenter
 from ._queue import TurnQueue
 from ._replay import ShownLog, replay_session
+from ._setup import PromptStopped
 from ._store import SessionMeta, SessionStore
 from ._threads import SubagentThreads
 from ._titles import title_after_exchange
@@ -256,9 +257,9 @@ class Session(SubagentSide):
                     message = replace_text(message, outcome.prompt)
             await controls.turn_starting()
         if self.setup.before_prompt is not None:
-            prepared = await self._preparing_call(self.setup.before_prompt, message)  # cancel kills hooks
-            if prepared is None:
-                return "cancelled"
+            prepared = await self._hooked(self.setup.before_prompt, message)
+            if isinstance(prepared, str):
+                return prepared
             message = prepared
         run = await self._ensure_run()
         if self._cancel_requested:
@@ -358,6 +359,17 @@ class Session(SubagentSide):
             log.error("session %s: the turn failed on a programming error", self.id, exc_info=exc)
             misuse = exc
         return misuse
+
+    async def _hooked(
+        self, before: Callable[[Message], Awaitable[Message]], message: Message
+    ) -> Message | str:
+        """``before_prompt``'s message, or how the turn ends there: ``cancelled`` (a cancel ended it, hooks
+        killed) or ``end_turn`` (it raised ``PromptStopped``: no model request, nothing saved)."""
+        try:
+            prepared = await self._preparing_call(before, message)
+        except PromptStopped:
+            return "end_turn"
+        return "cancelled" if prepared is None else prepared
 
     async def _ready(self, ready: Callable[[], Awaitable[None]]) -> bool:
         """The set-up its factory left for after the opening answer (``SessionSetup.ready``), first thing

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CommandOutcome",
     "PreparingFactory",
+    "PromptStopped",
     "SessionControls",
     "SessionEnvironment",
     "SessionFactory",
@@ -32,6 +33,11 @@ __all__ = [
     "UsageSource",
     "default_factory",
 ]
+
+
+class PromptStopped(Exception):
+    """Raised by ``SessionSetup.before_prompt``: the prompt goes no further. The turn ends ``end_turn`` at
+    once, with no model request and nothing of it saved (a prompt hook's ``"continue": false``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +177,8 @@ class SessionSetup:
     """How the factory's own tools look, by tool name (others get a ``MetaView`` from their spec)."""
     before_prompt: Callable[[Message], Awaitable[Message]] | None = None
     """Each prompt (after a command's expansion), before the model sees it: the message to use instead
-    (prompt hooks, a per-turn refresh of the system prompt). Cancelled with the turn."""
+    (prompt hooks, a per-turn refresh of the system prompt). Cancelled with the turn; ``PromptStopped``
+    ends the turn there."""
     ready: Callable[[], Awaitable[None]] | None = None
     """Awaited at the start of each prompt (cancelled with the turn): the part of the set-up the factory
     left for after the opening answer. What it raises (an ``RpcError``) is the prompt's answer."""

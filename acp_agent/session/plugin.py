@@ -3,7 +3,7 @@ builds a session from, in one public module.
 
 - the factory and what it returns: ``SessionFactory``, ``SessionEnvironment`` (what a factory gets),
   ``SessionSetup`` (tools, middleware, views, commands, …), ``SessionHandle``, ``CommandOutcome``,
-  ``ToolDisplay``, ``with_client_prompt``;
+  ``ToolDisplay``, ``with_client_prompt``, ``PromptStopped`` (its ``before_prompt`` ends the turn);
 - how tool calls look to the client: ``ToolView`` and ``CallView`` (a factory's own views), ``MetaView``
   (the default), ``Shown``, ``TextCall``, ``result_content``, ``text_block``;
 - the session's MCP servers (``SessionMcp``, ``merge_servers``), its store (``SessionStore``,
@@ -23,6 +23,7 @@ from ._present import CallView, MetaView, Shown, TextCall, ToolView, result_cont
 from ._providers import PROVIDER_ID, SMALL_ID
 from ._setup import (
     CommandOutcome,
+    PromptStopped,
     SessionEnvironment,
     SessionFactory,
     SessionHandle,
@@ -44,6 +45,7 @@ __all__ = [
     "CallView",
     "CommandOutcome",
     "MetaView",
+    "PromptStopped",
     "SessionEnvironment",
     "SessionFactory",
     "SessionHandle",

@@ -27,7 +27,7 @@ from harness import Message, Role, Text
 from harness.middleware import Prelude
 
 from ...protocol.models import ContentToolCallContent, TextContent, ToolCallStart
-from ...session.plugin import with_client_prompt
+from ...session.plugin import PromptStopped, with_client_prompt
 from .._commands import SlashCommand
 from .._later import Later
 from ..permissions._plan_mode import PLAN_NOTE as _PLAN_NOTE
@@ -278,6 +278,8 @@ class ProjectContext:
         if not self.hooks.has("user_prompt_submit"):
             return message
         verdict = await prompt_hooks(self.hooks, message.text)
+        if verdict.stopped:
+            raise PromptStopped
         if verdict.blocked is not None:
             note = (
                 "(The user's prompt was blocked before it reached you and is not shown. "

@@ -135,10 +135,12 @@ class PostToolHooks:
 
 @dataclass(frozen=True, slots=True)
 class PromptVerdict:
-    """A prompt's hooks: ``blocked`` (the reason shown to the model instead of the prompt) or notes."""
+    """A prompt's hooks: ``stopped`` (a hook's ``"continue": false``: the turn ends there), ``blocked`` (the
+    reason shown to the model instead of the prompt) or notes."""
 
     blocked: str | None = None
     notes: tuple[str, ...] = ()
+    stopped: bool = False
 
 
 async def prompt_hooks(hooks: Hooks, prompt: str) -> PromptVerdict:
@@ -147,7 +149,7 @@ async def prompt_hooks(hooks: Hooks, prompt: str) -> PromptVerdict:
     halt = next((o for o in outcomes if o.halt is not None), None)
     if halt is not None:  # the prompt goes no further; the reason is the user's alone
         await _show_halt(hooks, halt)
-        return PromptVerdict(blocked=f"Stopped by hook `{label(halt.entry)}`")
+        return PromptVerdict(stopped=True)
     for o in outcomes:
         if o.blocked is not None:
             await hooks.show(f"Prompt blocked by hook: {label(o.entry)}", o.blocked, True)

@@ -18,8 +18,8 @@ the model, which is told it was blocked and why; a stop hook's block (or ``decis
 turn going with the reason as the model's next message (``_hook_calls.StopHooks``). ``"continue": false``
 (Claude Code's) ends the turn, whatever the decision, its ``stopReason`` shown to the user and not to the
 model: a pre-tool hook's call does not run, a post-tool hook's call has run, and either way the turn ends
-once the step's calls are done; a prompt does not reach the model; a stop hook's turn ends (a
-session-start hook's is not read). Any other failure (exit code, timeout, cannot start) is
+once the step's calls are done; a prompt ends its turn at once, with no model request and nothing saved
+(``PromptStopped``); a stop hook's turn ends (a session-start hook's is not read). Any other failure (exit code, timeout, cannot start) is
 logged, shown once in the editor, and does not block. A project's hook (trusted project) runs under the
 sandbox policy a shell command would get in the session's mode (none in ``full-access``); the user's own
 hooks run as the user, unsandboxed, like git hooks (they read the user's configuration folder and write

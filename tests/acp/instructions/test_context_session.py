@@ -153,17 +153,19 @@ async def test_a_tool_hook_saying_continue_false_ends_the_turn_after_its_step_te
 
 
 @pytest.mark.process
-async def test_a_prompt_hook_saying_continue_false_keeps_the_prompt_and_the_reason_from_the_model(
+async def test_a_prompt_hook_saying_continue_false_ends_the_turn_before_any_model_request(
     tmp_path: Path,
 ) -> None:
     toml = f'[[hooks.user_prompt_submit]]\ncommand = "{_halting(tmp_path)}"\n'
-    model = fake(Reply(text="Stopped."))
+    model = fake()  # a request would fail the turn: the fake has no reply
     async with editor_agent(tmp_path, model, environ=_environ(tmp_path, toml)) as (editor, sid, _):
-        await prompt(editor, sid, "deploy the secret plan")
+        assert (await prompt(editor, sid, "deploy the secret plan"))["stopReason"] == "end_turn"
         [entry] = _hook_entries(editor)
         assert "The turn ends: the build is frozen" in text_of(entry)
-    sent = "\n".join(_user_texts(model, 0))
-    assert "secret plan" not in sent and "frozen" not in sent
+        listed = await editor.call("session/list", {})
+    assert model.calls == 0
+    (session,) = [s for s in listed["sessions"] if s["sessionId"] == sid]
+    assert "secret plan" not in json.dumps(session)  # (not its title either: nothing of it is saved)
 
 
 @pytest.mark.process
