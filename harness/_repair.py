@@ -4,7 +4,8 @@ Each repair is one a reader would make without doubt, and is logged: trailing co
 a JSON string (double-encoded); a Markdown fence around it; Python's ``True``/``False``/``None``; Python's
 single quotes (when the whole text is a Python literal). A scalar is coerced only where the schema names
 one type and the text is exactly that type's spelling (``"2"`` for an integer, ``"true"`` for a boolean);
-a ``null`` for an optional property is dropped. A name resolves when exactly one offered tool fits it after
+a ``null`` for an optional property is dropped; a required field left out is read from the one name other
+agents' tools give it (``file_path`` for ``path``). A name resolves when exactly one offered tool fits it after
 removing a ``functions.``/``tools.`` prefix, case and ``-`` for ``_``. What cannot be repaired gets
 ``explain_invalid``: the field, the type it needs, and the tool's schema.
 """
@@ -38,6 +39,17 @@ _FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 _PREFIXES = ("functions.", "function.", "tools.", "tool.", "default_api.")
 _PY_WORDS = {"True": "true", "False": "false", "None": "null"}
 _MAX_LITERAL = 1 << 20  # Python-literal parsing is for arguments of ordinary size only
+# The names other agents' tools give a field, which models trained on them send (Claude Code's
+# ``file_path``/``old_string``/``new_string``, Codex's apply_patch ``input``): one of them stands for a
+# required field left out, when the tool has no field of that name.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "path": ("file_path", "filepath", "file_name", "filename", "file"),
+    "old_text": ("old_string", "old_str"),
+    "new_text": ("new_string", "new_str"),
+    "patch": ("input", "diff"),
+    "content": ("contents", "file_text"),
+    "command": ("cmd",),
+}
 
 
 @dataclass(slots=True)
@@ -198,7 +210,12 @@ def coerce_input(schema: Mapping[str, Any], value: dict[str, Any]) -> tuple[dict
     required = set(cast(list[str], schema.get("required") or []))
     out = dict(value)
     repairs: list[str] = []
-    for key, given in value.items():
+    for key in sorted(required - value.keys()):
+        sent = [a for a in _ALIASES.get(key, ()) if a in value and a not in props]
+        if len(sent) == 1:
+            out[key] = out.pop(sent[0])
+            repairs.append(f"{sent[0]} read as {key}")
+    for key, given in list(out.items()):
         sub = props.get(key)
         if not isinstance(sub, Mapping):
             continue

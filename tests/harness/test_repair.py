@@ -52,6 +52,7 @@ async def _result(name: str, raw: str) -> tuple[str, bool]:
         '{"path": "a.py", "limit": "2"}',
         '{"path": "a.py", "limit": 2, "whole": "false"}',
         '{"path": "a.py", "limit": 2, "whole": null}',
+        '{"file_path": "a.py", "limit": "2"}',
     ],
     ids=[
         "trailing comma",
@@ -62,6 +63,7 @@ async def _result(name: str, raw: str) -> tuple[str, bool]:
         "integer as a string",
         "boolean as a string",
         "null for an optional field",
+        "another agent's name for the field",
     ],
 )
 async def test_a_repairable_slip_in_the_arguments_runs_the_call_with_the_meant_values(raw: str) -> None:
@@ -115,6 +117,15 @@ async def test_a_missing_required_field_is_named_with_its_type() -> None:
     text, error = await _result("read_file", '{"limit": 2}')
     assert error and text.startswith("read_file: invalid input at path: 'path' is a required property")
     assert "'path' is required and must be string" in text and '"required": ["path"]' in text
+
+
+async def test_another_name_stands_for_a_field_only_when_it_is_the_one_sent_and_the_tool_has_none_by_it() -> (
+    None
+):
+    text, error = await _result("read_file", '{"file_path": "a.py", "filename": "b.py"}')
+    assert error and "'path' is a required property" in text  # two candidates: no guess
+    text, error = await _result("read_file", '{"path": "a.py", "file_path": "b.py"}')
+    assert error and seen == []  # the field is there: the other name is an unknown field, not a rename
 
 
 async def test_the_first_call_imports_the_schema_engine_in_a_worker_thread_not_on_the_event_loop(

@@ -393,6 +393,16 @@ async def test_apply_patch_in_the_begin_patch_format_gpt_models_write_applies_th
 
 
 @pytest.mark.process
+async def test_an_edit_with_claude_codes_field_names_applies_through_the_agent(tmp_path: Path) -> None:
+    args = {"file_path": "a.py", "old_string": "return 2\n", "new_string": "return 20\n"}
+    results, _ = await _one_call(
+        tmp_path, anthropic_call("edit_file", json.dumps(args)), provider="anthropic"
+    )
+    assert (tmp_path / "project" / "a.py").read_text() == PY.replace("return 2\n", "return 20\n")
+    assert results[0].startswith("Edited a.py")
+
+
+@pytest.mark.process
 async def test_anthropic_input_json_with_slips_is_repaired_through_the_agent(tmp_path: Path) -> None:
     results, _ = await _one_call(
         tmp_path, anthropic_call("read_file", '{"path": "a.py", "limit": "2",}'), provider="anthropic"
