@@ -4,10 +4,11 @@ Each repair is one a reader would make without doubt, and is logged: trailing co
 a JSON string (double-encoded); a Markdown fence around it; Python's ``True``/``False``/``None``; Python's
 single quotes (when the whole text is a Python literal). A scalar is coerced only where the schema names
 one type and the text is exactly that type's spelling (``"2"`` for an integer, ``"true"`` for a boolean);
-a ``null`` for an optional property is dropped; a required field left out is read from the one name other
-agents' tools give it (``file_path`` for ``path``). A name resolves when exactly one offered tool fits it after
-removing a ``functions.``/``tools.`` prefix, case and ``-`` for ``_``. What cannot be repaired gets
-``explain_invalid``: the field, the type it needs, and the tool's schema.
+a ``null`` for an optional property is dropped; a field left out is read from the one name other agents'
+tools give it (``file_path`` for ``path``, ``timeout_ms`` for ``timeout_s`` in seconds), and a shell command
+sent as an argument list (Codex's ``["bash", "-lc", …]``) is read as its command line. A name resolves when
+exactly one offered tool fits it after removing a ``functions.``/``tools.`` prefix, case and ``-`` for
+``_``. What cannot be repaired gets ``explain_invalid``: the field, the type it needs, and the tool's schema.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import ast
 import json
 import logging
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -40,8 +42,8 @@ _PREFIXES = ("functions.", "function.", "tools.", "tool.", "default_api.")
 _PY_WORDS = {"True": "true", "False": "false", "None": "null"}
 _MAX_LITERAL = 1 << 20  # Python-literal parsing is for arguments of ordinary size only
 # The names other agents' tools give a field, which models trained on them send (Claude Code's
-# ``file_path``/``old_string``/``new_string``, Codex's apply_patch ``input``): one of them stands for a
-# required field left out, when the tool has no field of that name.
+# ``file_path``/``old_string``/``new_string``, Codex's apply_patch ``input`` and shell ``workdir``): one of
+# them stands for a field left out, when the tool has no field of that name.
 _ALIASES: dict[str, tuple[str, ...]] = {
     "path": ("file_path", "filepath", "file_name", "filename", "file"),
     "old_text": ("old_string", "old_str"),
@@ -49,7 +51,9 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "patch": ("input", "diff"),
     "content": ("contents", "file_text"),
     "command": ("cmd",),
+    "cwd": ("workdir", "working_directory"),
 }
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 
 
 @dataclass(slots=True)
@@ -210,11 +214,21 @@ def coerce_input(schema: Mapping[str, Any], value: dict[str, Any]) -> tuple[dict
     required = set(cast(list[str], schema.get("required") or []))
     out = dict(value)
     repairs: list[str] = []
-    for key in sorted(required - value.keys()):
+    for key in sorted(k for k in props if k not in value):
         sent = [a for a in _ALIASES.get(key, ()) if a in value and a not in props]
         if len(sent) == 1:
             out[key] = out.pop(sent[0])
             repairs.append(f"{sent[0]} read as {key}")
+    if "timeout_ms" in out and "timeout_ms" not in props and "timeout_s" in props and "timeout_s" not in out:
+        ms = out.pop("timeout_ms")  # (Codex's shell counts milliseconds)
+        out["timeout_s"] = ms / 1000 if isinstance(ms, int | float) and not isinstance(ms, bool) else ms
+        repairs.append("timeout_ms read as timeout_s")
+    command = out.get("command")
+    if isinstance(command, list) and "string" in _types(cast(Mapping[str, Any], props.get("command") or {})):
+        line = _command_line(cast(list[Any], command))
+        if line is not None:
+            out["command"] = line
+            repairs.append("command: an argument list read as a command line")
     for key, given in list(out.items()):
         sub = props.get(key)
         if not isinstance(sub, Mapping):
@@ -229,6 +243,17 @@ def coerce_input(schema: Mapping[str, Any], value: dict[str, Any]) -> tuple[dict
             out[key] = new
             repairs.append(f"{key}: {given!r} read as {_types(sub)[0]}")
     return out, repairs
+
+
+def _command_line(argv: list[Any]) -> str | None:
+    """A command sent as an argument list (Codex's shell): the script of ``bash -lc <script>`` (the tool
+    runs one through ``bash -c`` already), else the words quoted as a shell reads them back."""
+    if not argv or not all(isinstance(w, str) for w in argv):
+        return None
+    words = cast(list[str], argv)
+    if len(words) == 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
+        return words[2]
+    return shlex.join(words)
 
 
 def _at(schema: Mapping[str, Any], path: list[Any]) -> Mapping[str, Any]:

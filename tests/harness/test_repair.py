@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from harness import Message, Run, Tools, tool
-from harness._repair import repair_arguments, resolve_name
+from harness import Message, Run, ToolCall, Tools, tool
+from harness._repair import checked_input, repair_arguments, resolve_name
 from harness.model import Finish, FinishReason, ToolInput, ToolReady, ToolStart
 from tests.harness.run_support import ScriptModel, all_results, drive
 
@@ -152,3 +152,40 @@ async def test_the_first_call_imports_the_schema_engine_in_a_worker_thread_not_o
     assert on_loop == [False] and validate.validation_loaded()
     assert await _result("read_file", '{"path": "b.py"}') == ("read b.py limit=10 whole=False", False)
     assert on_loop == [False]  # loaded once: no hop for the calls after
+
+
+SHELL = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "minLength": 1},
+        "cwd": {"type": "string"},
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("sent", "meant"),
+    [
+        ({"command": ["bash", "-lc", "ls -la | head"]}, {"command": "ls -la | head"}),
+        ({"command": ["/bin/sh", "-c", "echo hi"]}, {"command": "echo hi"}),
+        ({"command": ["grep", "-rn", "two words", "src"]}, {"command": "grep -rn 'two words' src"}),
+        (
+            {"command": ["pytest", "-q"], "workdir": "/p/sub", "timeout_ms": 120000},
+            {"command": "pytest -q", "cwd": "/p/sub", "timeout_s": 120.0},
+        ),
+    ],
+    ids=["bash -lc", "sh -c", "argv quoted", "workdir and timeout_ms"],
+)
+def test_a_shell_call_as_codex_sends_it_is_read_as_the_command_line_it_means(
+    sent: dict[str, Any], meant: dict[str, Any]
+) -> None:
+    call, problem = checked_input(ToolCall("c", "shell", sent), SHELL)
+    assert problem is None and call.input == meant
+
+
+def test_an_argument_list_with_a_non_string_is_not_guessed_at() -> None:
+    _, problem = checked_input(ToolCall("c", "shell", {"command": ["ls", 3]}), SHELL)
+    assert problem is not None and "command" in problem

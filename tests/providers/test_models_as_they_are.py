@@ -403,6 +403,17 @@ async def test_an_edit_with_claude_codes_field_names_applies_through_the_agent(t
 
 
 @pytest.mark.process
+async def test_a_shell_call_as_codex_sends_it_runs_its_command_line_through_the_agent(tmp_path: Path) -> None:
+    args = {
+        "command": ["bash", "-lc", "echo codex-$((6 * 7)) > out.txt"],
+        "workdir": ".",
+        "timeout_ms": 20000,
+    }
+    results, _ = await _one_call(tmp_path, chat_call("shell", json.dumps(args)))
+    assert (tmp_path / "project" / "out.txt").read_text() == "codex-42\n", results
+
+
+@pytest.mark.process
 async def test_anthropic_input_json_with_slips_is_repaired_through_the_agent(tmp_path: Path) -> None:
     results, _ = await _one_call(
         tmp_path, anthropic_call("read_file", '{"path": "a.py", "limit": "2",}'), provider="anthropic"
