@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ._match import LEVELS
+from ._match import LEVELS, trimmed
 
 __all__ = ["MIN_SIMILARITY", "Nearest", "nearest", "nearest_note", "shown_lines"]
 
@@ -49,11 +49,7 @@ class Nearest:
 
 def nearest(lines: Sequence[str], block: Sequence[str], *, start: int = 0) -> Nearest | None:
     """The run of ``lines`` (at or after ``start``) most like ``block``; None below ``MIN_SIMILARITY``."""
-    core = list(block)
-    while core and not core[0].strip():
-        core.pop(0)
-    while core and not core[-1].strip():
-        core.pop()
+    core = trimmed(block)
     if not core or start >= len(lines):
         return None
     keys = [_key(line) for line in lines]
@@ -89,10 +85,8 @@ def _similarity(a: Sequence[str], b: Sequence[str]) -> float:
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
             alike += 2 * sum(len(x) + 1 for x in a[i1:i2])
-        elif tag == "replace":
-            for x, y in zip(
-                a[i1:i2], b[j1:j2], strict=False
-            ):  # (the extra lines of the longer side: no credit)
+        elif tag == "replace":  # line by line; the extra lines of the longer side get no credit
+            for x, y in zip(a[i1:i2], b[j1:j2], strict=False):
                 alike += difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() * (len(x) + len(y) + 2)
     total = sum(len(x) + 1 for x in a) + sum(len(y) + 1 for y in b)
     return alike / total if total else 0.0

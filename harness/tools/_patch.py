@@ -127,6 +127,7 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
     hunk = Hunk(
         int(m[1]), int(m[2]) if m[2] is not None else 1, int(m[3]), int(m[4]) if m[4] is not None else 1
     )
+    header = f"@@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@"
     i += 1
     old_seen = new_seen = 0
     bare: list[bool] = []  # per line: an empty line, no tag (a context line whose space was dropped?)
@@ -141,8 +142,7 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
         tag = body[:1] or " "  # some tools drop the space of an empty context line
         if tag not in " -+" and not counted and not body.startswith("diff "):
             raise PatchError(  # (a context line without its space, say: never a hunk cut short)
-                f"line {i + 1}: {body!r} in hunk @@ -{hunk.old_start},{hunk.old_count} "
-                f"+{hunk.new_start},{hunk.new_count} @@ of {fp.path} does not start with ' ', '-' or '+' "
+                f"line {i + 1}: {body!r} in hunk {header} of {fp.path} does not start with ' ', '-' or '+' "
                 f"(after {old_seen} old and {new_seen} new lines of the {hunk.old_count} and "
                 f"{hunk.new_count} its header counts)"
             )
@@ -164,14 +164,13 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> tuple[Hunk, int]:
         raise PatchError(f"hunk @@ -{hunk.old_start},{hunk.old_count} @@ of {fp.path} has no lines")
     if i >= len(lines) and (old_seen < hunk.old_count or new_seen < hunk.new_count):
         raise PatchError(  # fewer lines than counted, and nothing after them: cut short, not miscounted
-            f"hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ of "
-            f"{fp.path}: expected {hunk.old_count} old and {hunk.new_count} new lines, found {old_seen} and "
-            f"{new_seen} before the patch ends (is it cut short?)"
+            f"hunk {header} of {fp.path}: expected {hunk.old_count} old and {hunk.new_count} new lines, "
+            f"found {old_seen} and {new_seen} before the patch ends (is it cut short?)"
         )
     if old_seen != hunk.old_count or new_seen != hunk.new_count:
         fp.notes.append(
-            f"{fp.path}: hunk @@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@ "
-            f"has {old_seen} old and {new_seen} new lines: recounted (applied as its lines say)"
+            f"{fp.path}: hunk {header} has {old_seen} old and {new_seen} new lines: recounted (applied as its "
+            "lines say)"
         )
         hunk.old_count, hunk.new_count = old_seen, new_seen
     if i < len(lines) and lines[i] == _NO_EOL:
@@ -249,12 +248,12 @@ def _anchor_at(lines: list[str], hunk: Hunk, pos: int, path: str) -> int:
     ``class Foo(Base):``)."""
     anchor = hunk.anchor or ""
     want = _loosest(anchor)
-    keys = [_loosest(line) for line in lines]
-    for i in range(pos, len(lines)):
-        if keys[i] == want:
+    keys = [_loosest(line) for line in lines[pos:]]
+    for i, key in enumerate(keys, pos):
+        if key == want:
             return i
-    for i in range(pos, len(lines)):
-        if want and keys[i].startswith(want):
+    for i, key in enumerate(keys, pos):
+        if want and key.startswith(want):
             return i
     missed = f"{path}: {hunk.label}: no line {anchor!r} at or after line {pos + 1}"
     near = nearest(lines, [anchor], start=pos)

@@ -42,6 +42,11 @@ class _Verdict:
     """The label of the hook that said ``"continue": false``: the call is not run, the turn ends."""
 
 
+def _halting(outcomes: list[HookOutcome]) -> HookOutcome | None:
+    """The first outcome that said ``"continue": false``, if one did."""
+    return next((o for o in outcomes if o.halt is not None), None)
+
+
 async def _show_halt(hooks: Hooks, outcome: HookOutcome) -> None:
     """A hook's ``"continue": false``: its ``stopReason`` goes to the user (never to the model)."""
     await hooks.show(f"Hook {outcome.entry.event}: {label(outcome.entry)}", f"The turn ends: {outcome.halt}")
@@ -88,7 +93,7 @@ class PreToolHooks:
         facts = {"tool": call.name, "input": dict(call.input), "tool_call_id": call.id}
         outcomes = await self._hooks.run("pre_tool_use", facts, call.name)
         notes = tuple(context_text(o) for o in outcomes if o.context)
-        halt = next((o for o in outcomes if o.halt is not None), None)
+        halt = _halting(outcomes)
         if halt is not None:
             await _show_halt(self._hooks, halt)
             return _Verdict(halt=label(halt.entry))
@@ -124,9 +129,9 @@ class PostToolHooks:
         outcomes = await self._hooks.run("post_tool_use", facts, call.name)
         notes = [context_text(o) for o in outcomes if o.context]
         notes += [f"Hook `{label(o.entry)}` reports: {o.blocked}" for o in outcomes if o.blocked]
-        halts = [o for o in outcomes if o.halt is not None]  # (``next`` is the chain's, here)
-        if halts:
-            await _show_halt(self._hooks, halts[0])
+        halt = _halting(outcomes)
+        if halt is not None:
+            await _show_halt(self._hooks, halt)
             result = replace(result, ends_turn=True)
         if not notes:
             return result
@@ -146,7 +151,7 @@ class PromptVerdict:
 async def prompt_hooks(hooks: Hooks, prompt: str) -> PromptVerdict:
     outcomes = await hooks.run("user_prompt_submit", {"prompt": prompt})
     notes = tuple(context_text(o) for o in outcomes if o.context)
-    halt = next((o for o in outcomes if o.halt is not None), None)
+    halt = _halting(outcomes)
     if halt is not None:  # the prompt goes no further; the reason is the user's alone
         await _show_halt(hooks, halt)
         return PromptVerdict(stopped=True)
@@ -194,7 +199,7 @@ class StopHooks:
             "stop_hook_active": ending.continued > 0,
         }
         outcomes = await hooks.run("stop", facts)
-        halt = next((o for o in outcomes if o.halt is not None), None)
+        halt = _halting(outcomes)
         block = next((o for o in outcomes if o.blocked is not None), None)
         for o in outcomes:
             if o.context and o is not block:
