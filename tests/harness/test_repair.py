@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from harness import Message, Run, ToolCall, Tools, tool
+from harness import Call, Message, Result, Run, ToolCall, Tools, tool
 from harness._repair import checked_input, repair_arguments, resolve_name
+from harness.middleware import NextTool
 from harness.model import Finish, FinishReason, ToolInput, ToolReady, ToolStart
 from tests.harness.run_support import ScriptModel, all_results, drive
 
@@ -189,3 +190,24 @@ def test_a_shell_call_as_codex_sends_it_is_read_as_the_command_line_it_means(
 def test_an_argument_list_with_a_non_string_is_not_guessed_at() -> None:
     _, problem = checked_input(ToolCall("c", "shell", {"command": ["ls", 3]}), SHELL)
     assert problem is not None and "command" in problem
+
+
+@tool
+def shell(command: str) -> str:
+    return f"ran {command}"
+
+
+async def test_the_tool_middleware_where_the_policy_sits_sees_the_command_line_that_runs() -> None:
+    judged: list[Any] = []
+
+    class Judge:
+        async def call(self, call: ToolCall, context: Call, next: NextTool) -> Result:
+            judged.append(call.input["command"])
+            return await next(call, context)
+
+    raw = json.dumps({"command": ["bash", "-lc", "rm -rf build"]})
+    model = ScriptModel([_call("shell", raw), [Finish(FinishReason.STOP)]])
+    run = Run(model, Tools(shell), middleware=[Judge()])
+    await drive(run, Message.user("go"))
+    assert judged == ["rm -rf build"]
+    assert all_results(run.messages())["c1"].text == "ran rm -rf build"

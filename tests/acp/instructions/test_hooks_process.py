@@ -103,6 +103,20 @@ async def test_a_pre_tool_hook_saying_continue_false_stops_a_shell_command_and_e
     assert "The turn ends: deploys are frozen today" in json.dumps(entry)
 
 
+async def test_a_prompt_hook_saying_continue_false_ends_the_turn_with_no_model_request(
+    tmp_path: Path,
+) -> None:
+    said = _out(tmp_path) / "halt.json"
+    said.write_text(json.dumps({"continue": False, "stopReason": "deploys are frozen today"}))
+    _user_config(tmp_path, f'[[hooks.user_prompt_submit]]\ncommand = "cat {said}"\n')
+    async with project_agent(tmp_path, [text("never asked")]) as p:
+        assert (await p.prompt("deploy the release"))["result"] == {"stopReason": "end_turn"}
+        bodies, updates = p.bodies(), p.updates()
+    assert bodies == [], "the prompt never reached the model"
+    [entry] = _hook_entries(updates)
+    assert "The turn ends: deploys are frozen today" in json.dumps(entry)
+
+
 async def test_a_post_tool_hook_context_reaches_the_model_with_the_result(tmp_path: Path) -> None:
     _user_config(
         tmp_path,
